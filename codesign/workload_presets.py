@@ -1,0 +1,241 @@
+"""Named DLRM workloads. Real numbers come from the catalog
+(`codesign/data/catalog.json`, a copy of `shared/reference/catalog.json`);
+each preset's `source` names the entry and the original repository.
+"""
+
+import json
+import math
+import pathlib
+
+from codesign.errors import InputError
+from codesign.workload import Table, Workload
+
+_DATA = pathlib.Path(__file__).parent / 'data'
+
+
+def _models():
+  return json.loads((_DATA / 'catalog.json').read_text())['models']
+
+
+def _tables(rows, dim, pooling=None, precision='fp32'):
+  pooling = pooling or [1] * len(rows)
+  return tuple(
+    Table(int(r), int(dim), float(p), precision)
+    for r, p in zip(rows, pooling, strict=True)
+  )
+
+
+def _catalog_source(key):
+  return f'catalog.json models.{key}: ' + '; '.join(_models()[key]['source'])
+
+
+def criteo_kaggle() -> Workload:
+  """DLRM on Criteo Kaggle (facebookresearch/dlrm bench script), batch 128."""
+  m = _models()['criteo_kaggle_dlrm']
+  return Workload(
+    name='criteo_kaggle',
+    tables=_tables(m['table_rows'], m['embedding_dim']),
+    num_dense=13,
+    bottom_mlp=(512, 256, 64, 16),
+    top_mlp=(512, 256, 1),
+    interaction='dot',
+    global_batch=128,
+    optimizer='sgd',
+    dense_precision='fp32',
+    source=_catalog_source('criteo_kaggle_dlrm'),
+  )
+
+
+def criteo_terabyte() -> Workload:
+  """DLRM on Criteo Terabyte, 10M hash, batch 2048 (dlrm bench script)."""
+  m = _models()['criteo_terabyte_dlrm_10M']
+  return Workload(
+    name='criteo_terabyte',
+    tables=_tables(m['table_rows'], m['embedding_dim']),
+    num_dense=13,
+    bottom_mlp=(512, 256, 64),
+    top_mlp=(512, 512, 256, 1),
+    global_batch=2048,
+    source=_catalog_source('criteo_terabyte_dlrm_10M'),
+  )
+
+
+def mlperf_dlrm_v1() -> Workload:
+  """MLPerf Training DLRM v0.7-v2.1 reference (40M hash), batch 2048."""
+  m = _models()['mlperf_dlrm_v1']
+  return Workload(
+    name='mlperf_dlrm_v1',
+    tables=_tables(m['table_rows'], m['embedding_dim']),
+    num_dense=13,
+    bottom_mlp=(512, 256, 128),
+    top_mlp=(1024, 1024, 512, 256, 1),
+    global_batch=2048,
+    source=_catalog_source('mlperf_dlrm_v1'),
+  )
+
+
+def mlperf_dlrm_dcnv2() -> Workload:
+  """MLPerf Training DLRM-DCNv2 (multi-hot Criteo 1TB), batch 65536,
+  Adagrad, 3 cross layers of rank 512."""
+  m = _models()['mlperf_dlrm_dcnv2']
+  return Workload(
+    name='mlperf_dlrm_dcnv2',
+    tables=_tables(m['table_rows'], m['embedding_dim'], m['lookups_per_table']),
+    num_dense=13,
+    bottom_mlp=(512, 256, 128),
+    top_mlp=(1024, 1024, 512, 256, 1),
+    interaction='dcnv2',
+    dcn_layers=3,
+    dcn_rank=512,
+    global_batch=65536,
+    optimizer='adagrad',
+    source=_catalog_source('mlperf_dlrm_dcnv2'),
+  )
+
+
+def dlrm_benchmark() -> Workload:
+  """dlrm's synthetic benchmark: 8 tables x 1M rows x 64, 100 lookups each."""
+  m = _models()['dlrm_synthetic_benchmark']
+  return Workload(
+    name='dlrm_benchmark',
+    tables=_tables(m['table_rows'], m['embedding_dim'], m['lookups_per_table']),
+    num_dense=512,
+    bottom_mlp=(512, 64),
+    top_mlp=(1024, 1024, 1024, 1),
+    global_batch=2048,
+    source=_catalog_source('dlrm_synthetic_benchmark'),
+  )
+
+
+def _deeprecsys(key, name, num_dense, bottom, top) -> Workload:
+  m = _models()[key]
+  return Workload(
+    name=name,
+    tables=_tables(m['table_rows'], m['embedding_dim'], m['lookups_per_table']),
+    num_dense=num_dense,
+    bottom_mlp=bottom,
+    top_mlp=top,
+    interaction='cat',
+    global_batch=2048,
+    source=_catalog_source(key)
+    + ' (inference configs; batch 2048 chosen for training, as dlrm bench)',
+  )
+
+
+def rm1() -> Workload:
+  """DeepRecSys RM1: 8 tables x 4M x 32, 80 lookups, cat interaction."""
+  return _deeprecsys('deeprecsys_rm1', 'rm1', 128, (64, 32), (256, 64, 1))
+
+
+def rm2() -> Workload:
+  """DeepRecSys RM2: 32 tables x 500k x 64, 120 lookups, cat interaction."""
+  return _deeprecsys('deeprecsys_rm2', 'rm2', 256, (128, 64), (128, 64, 1))
+
+
+def rm3() -> Workload:
+  """DeepRecSys RM3: 10 tables x 2M x 32, 20 lookups, wide bottom MLP."""
+  return _deeprecsys(
+    'deeprecsys_rm3', 'rm3', 2560, (1024, 256, 32), (512, 256, 1)
+  )
+
+
+def _nv_dlrm(variant: str) -> Workload:
+  """NVIDIA DeepLearningExamples DLRM on Criteo 1TB.
+
+  The public record gives the total embedding size (15 GB small, 82 GB
+  large, fp32) but not the per-table rows. Derived: the per-table rows of
+  the unhashed Criteo 1TB vocabulary (catalog, torchrec example) scaled by
+  one common factor so that the total matches, each at least 1 row.
+  """
+  cases = json.loads((_DATA / 'calibration_cases.json').read_text())
+  spec = cases['model_nv_dlrm']
+  target_bytes = spec['variants'][variant]['embedding_fp32_gb'] * 1e9
+  dim = spec['embedding_dim']
+  base = _models()['criteo_1tb_unhashed_torchrec']['table_rows']
+  scale = target_bytes / (4 * dim * sum(base))
+  rows = [max(1, math.floor(r * scale)) for r in base]
+  return Workload(
+    name=f'nv_dlrm_{variant}',
+    tables=_tables(rows, dim),
+    num_dense=spec['num_dense_features'],
+    bottom_mlp=tuple(spec['bottom_mlp']),
+    top_mlp=tuple(spec['top_mlp']),
+    global_batch=65536,
+    dense_precision='fp16',
+    source='calibration_cases.json model_nv_dlrm (NVIDIA DeepLearningExamples '
+    'PyTorch DLRM README); rows derived from catalog criteo_1tb_unhashed',
+  )
+
+
+def nv_dlrm_small() -> Workload:
+  """NVIDIA DLRM, frequency threshold 15 (15 GB of fp32 tables)."""
+  return _nv_dlrm('small')
+
+
+def nv_dlrm_large() -> Workload:
+  """NVIDIA DLRM, frequency threshold 3 (82 GB of fp32 tables)."""
+  return _nv_dlrm('large')
+
+
+def zion_scale() -> Workload:
+  """SYNTHETIC production-scale DLRM, about 1.2 TB of fp32 tables.
+
+  No production model's tables are public (catalog: Neo/ZionEX gives only
+  '12T parameters'), so this one is derived, not measured:
+  - 64 tables of dim 128 (the MLPerf dim); rows log-spaced from 2.5M to 150M
+    (the largest Criteo tables are 40-50M; production hashes are larger),
+    which totals 2.3e9 rows = 1.18 TB in fp32;
+  - multi-hot pooling log-spaced from 1 to 64 lookups (the DCNv2 multi-hot
+    set spans 1-100), about 18 per table;
+  - 512 dense features, bottom MLP 1024-512-128, dot interaction, top MLP
+    2048-1024-512-256-1, global batch 65536, rowwise Adagrad, bf16 dense;
+  - popularity_skew 8: power-law traffic, the hottest 20% of rows get 83%
+    of the lookups (a modelling assumption).
+  Sized so that it exceeds 8 x 32 GB (Big Basin) and 8 x 80 GB (DGX A100)
+  of HBM but fits the host DDR of a Zion-like node.
+  """
+  n = 64
+  rows = [round(2.5e6 * (150e6 / 2.5e6) ** (i / (n - 1))) for i in range(n)]
+  pool = [round(64.0 ** (i / (n - 1)), 2) for i in range(n)]
+  # Interleave sizes and pooling so big tables are not also the hottest.
+  pool = pool[::2] + pool[1::2]
+  return Workload(
+    name='zion_scale',
+    tables=_tables(rows, 128, pool),
+    num_dense=512,
+    bottom_mlp=(1024, 512, 128),
+    top_mlp=(2048, 1024, 512, 256, 1),
+    global_batch=65536,
+    optimizer='rowwise_adagrad',
+    dense_precision='bf16',
+    popularity_skew=8.0,
+    source='synthetic (see codesign.workload_presets.zion_scale docstring)',
+  )
+
+
+WORKLOADS = {
+  f.__name__: f
+  for f in (
+    criteo_kaggle,
+    criteo_terabyte,
+    mlperf_dlrm_v1,
+    mlperf_dlrm_dcnv2,
+    dlrm_benchmark,
+    rm1,
+    rm2,
+    rm3,
+    nv_dlrm_small,
+    nv_dlrm_large,
+    zion_scale,
+  )
+}
+
+
+def get(name: str) -> Workload:
+  """The workload preset called `name`."""
+  if name not in WORKLOADS:
+    raise InputError(
+      f'unknown workload preset {name!r}; valid choices: '
+      + ', '.join(WORKLOADS)
+    )
+  return WORKLOADS[name]()

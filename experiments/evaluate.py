@@ -1,0 +1,47 @@
+r"""Evaluate one design: a workload on a platform under an execution plan.
+
+  python -m experiments.evaluate --workload=zion_scale --platform=zion
+  python -m experiments.evaluate --workload=criteo_kaggle \
+      --platform=big_basin --override=workload.global_batch=8192
+
+Prints a breakdown table; writes config.json (flags and the fully resolved
+workload, platform and plan), env.json and result.json to --workdir.
+`--workload`, `--platform` and `--plan` pointed at that config.json
+reproduce the result exactly.
+"""
+
+import jax
+from absl import app, flags
+
+from experiments import common
+
+common.define_input_flags()
+flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
+FLAGS = flags.FLAGS
+
+
+def main():
+  jax.config.update('jax_enable_x64', FLAGS.x64)
+  from codesign import config_io, cost_model, hardware, report, results
+
+  w, p, plan = config_io.resolve(
+    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override
+  )
+  workdir = results.make_workdir('evaluate', FLAGS.workdir)
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan)
+  result = report.to_result(r)
+  result['workload'] = w.name
+  result['platform'] = p.name
+  config = {
+    'flags': common.flag_values(),
+    'workload': config_io.workload_to_json(w),
+    'platform': config_io.platform_to_json(p),
+    'plan': config_io.plan_to_json(plan),
+  }
+  results.write_run(workdir, config, result)
+  print(report.table(result, f'{w.name} on {p.name}'))
+  print(f'wrote {workdir}')
+
+
+if __name__ == '__main__':
+  app.run(common.run_main(main))
