@@ -261,14 +261,14 @@ def _topology_factor(p: Platform):
     return jnp.ones_like(a)
   if topo == 'fully_connected':
     # A direct link (or more) to each peer; fewer links than peers relay.
-    return smooth_min(1.0, safe_div(f.links_per_accelerator, a - 1.0))
+    return smooth_min(1.0, safe_div(f.links_per_accelerator, a - 1.0, 0.5))
   if topo == 'ring':
     # Average hop distance on a bidirectional ring is about A / 4.
     return 1.0 / smooth_max(1.0, a / 4.0)
   if topo == 'hybrid_cube_mesh':
     # Hypercube average hop distance (log2 A / 2) * A / (A - 1); the cube
     # mesh's extra links are ignored (conservative).
-    hops = 0.5 * jnp.log2(a) * safe_div(a, a - 1.0)
+    hops = 0.5 * jnp.log2(a) * safe_div(a, a - 1.0, 1.0)
     return 1.0 / smooth_max(1.0, hops)
   return jnp.ones_like(a)  # pcie_only: handled by the caller
 
@@ -396,7 +396,7 @@ def evaluate(platform: Platform, workload: wl.Workload, plan: Plan):
     intra_bw = (
       links
       * cpu.socket_link_bandwidth
-      * smooth_min(1.0, safe_div(links, a - 1.0))
+      * smooth_min(1.0, safe_div(links, a - 1.0, 0.5))
     )
     alpha = cpu.kernel_overhead
     ar_bw = links * cpu.socket_link_bandwidth

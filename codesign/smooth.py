@@ -37,9 +37,14 @@ def smooth_min(*xs, p: float = DEFAULT_P, axis=None):
   return 1.0 / smooth_max(*inv, p=p, axis=axis)
 
 
-def safe_div(num, den):
-  """num / den with the denominator floored at TINY (no inf, no NaN)."""
-  return num / jnp.maximum(den, TINY)
+def safe_div(num, den, floor: float = TINY):
+  """num / den with the denominator floored at `floor` (no inf, no NaN).
+
+  Where the denominator can reach zero inside the bounds (e.g. A - 1 peers
+  at A = 1), pass a physical floor such as 0.5 so that the derivative of
+  the quotient stays small rather than about 1 / floor^2.
+  """
+  return num / jnp.maximum(den, floor)
 
 
 def overlap(a, b, fraction, p: float = DEFAULT_P):
