@@ -11,8 +11,10 @@ small times do not underflow in float32.
 import jax
 import jax.numpy as jnp
 
-# Sharpness of the smooth max used for rooflines and overlap.
-DEFAULT_P = 8.0
+# Sharpness of the smooth max used for rooflines and overlap. A power of two
+# lets the p-th power and root be multiplications and square roots, which
+# keeps the batched cost model fast (no exp/log per term).
+DEFAULT_P = 8
 # Floor for denominators and p-norm arguments (SI units: ~1e-30 is far below
 # any time, byte or FLOP count the model meets).
 TINY = 1e-30
@@ -27,8 +29,22 @@ def smooth_max(*xs, p: float = DEFAULT_P, axis=None):
     (x,) = xs
   x = jnp.maximum(x, TINY)
   scale = jax.lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
-  s = jnp.sum((x / scale) ** p, axis=axis, keepdims=True) ** (1.0 / p)
-  return jnp.squeeze(s * scale, axis=axis)
+  total = jnp.sum(_power(x / scale, p), axis=axis, keepdims=True)
+  return jnp.squeeze(_root(total, p) * scale, axis=axis)
+
+
+def _power(x, p):
+  return x**p if isinstance(p, int) else x ** float(p)  # int: multiplies
+
+
+def _root(x, p):
+  """x ** (1 / p), by repeated square roots when p is a power of two."""
+  if isinstance(p, int) and p > 0 and p & (p - 1) == 0:
+    while p > 1:
+      x = jnp.sqrt(x)
+      p //= 2
+    return x
+  return x ** (1.0 / p)
 
 
 def smooth_min(*xs, p: float = DEFAULT_P, axis=None):
