@@ -331,7 +331,8 @@ def evaluate(platform: Platform, workload: wl.Workload, plan: Plan):
   lookups = batch * t['pool']
   gather_b, update_b = t['touched64']
   hbm_lookups = lookups * hit
-  ddr_lookups = lookups * (1.0 - hit) * (1.0 - dp)
+  # On a CPU trainer every table, data-parallel ones included, is in DDR.
+  ddr_lookups = lookups * (1.0 - hit) * (1.0 if cpu_trainer else 1.0 - dp)
 
   def per_rank(load):
     # Table-wise shards cannot split one table: the busiest rank carries at
@@ -343,8 +344,10 @@ def evaluate(platform: Platform, workload: wl.Workload, plan: Plan):
   gather_hbm = per_rank(hbm_lookups * gather_b) / (
     acc.hbm_bandwidth * acc.gather_efficiency
   )
-  dp_dense_update = jnp.sum(dp * t['table_bytes'] * 2.0)  # every rank
-  update_hbm = (per_rank(hbm_lookups * update_b) + dp_dense_update) / (
+  # Data-parallel tables get a dense update of the whole replica per rank.
+  dp_dense_update = jnp.sum(dp * t['table_bytes'] * 2.0)
+  dp_on_hbm = 0.0 if cpu_trainer else dp_dense_update
+  update_hbm = (per_rank(hbm_lookups * update_b) + dp_on_hbm) / (
     acc.hbm_bandwidth * acc.gather_efficiency
   )
 
@@ -358,6 +361,10 @@ def evaluate(platform: Platform, workload: wl.Workload, plan: Plan):
   ddr_update_bytes = jnp.sum(ddr_lookups * update_b)
   gather_cpu = c * ddr_gather_bytes / ddr_rate
   update_cpu = c * ddr_update_bytes / ddr_rate
+  if cpu_trainer:  # each socket streams its own replica of dp tables
+    update_cpu = update_cpu + dp_dense_update / (
+      cpu.ddr_bandwidth * cpu.gather_efficiency
+    )
   if cpu_trainer:
     gather_uvm = update_uvm = jnp.zeros(())
   else:
