@@ -273,13 +273,19 @@ def _topology_factor(p: Platform):
   return jnp.ones_like(a)  # pcie_only: handled by the caller
 
 
-def evaluate(platform: Platform, workload: wl.Workload, plan: Plan):
+def evaluate(
+  platform: Platform, workload: wl.Workload, plan: Plan, row_scale=1.0
+):
   """Cost of one training step. Pure; jit/vmap/grad are the caller's.
 
   Args:
     platform: the hardware (`hardware.Platform`), leaves scalar arrays.
     workload: the static DLRM description.
     plan: the execution plan; `hbm_fraction` has shape (T,).
+    row_scale: multiplies the rows of every table (scalar, may be traced).
+      Rows enter the step only through sizes (memory, data-parallel
+      traffic), so a sweep over model size can vmap this number and compile
+      once instead of once per static workload.
 
   Returns:
     A `CostReport` of scalars (SI units).
@@ -287,6 +293,7 @@ def evaluate(platform: Platform, workload: wl.Workload, plan: Plan):
   p, w = platform, workload
   cpu_trainer = p.trainer == 'cpu'
   t = _table_arrays(w, (plan.sharding, plan.column_shards, plan.comm_precision))
+  t = {**t, 'table_bytes': t['table_bytes'] * row_scale}
   tw, rw, cw, dp = (
     t['table_wise'],
     t['row_wise'],
@@ -424,7 +431,8 @@ def evaluate(platform: Platform, workload: wl.Workload, plan: Plan):
 
   # ---- allreduce of dense gradients (and data-parallel tables) ---------
   grad_bytes = cb * (
-    wl.dense_param_count(w) + float(np.sum(dp * t['rows'] * t['dim']))
+    wl.dense_param_count(w)
+    + row_scale * float(np.sum(dp * t['rows'] * t['dim']))
   )
   ar_intra = (
     2.0 * safe_div(a - 1.0, a) * grad_bytes / ar_bw + 2.0 * (a - 1.0) * alpha
