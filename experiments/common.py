@@ -7,6 +7,16 @@ from absl import flags
 
 from codesign.errors import InputError, exit_with
 
+flags.DEFINE_string(
+  'from_config',
+  None,
+  "Path to a past run's config.json: re-run it exactly. Its flags replace "
+  'every flag except --workdir; resolved workload, platform and plan '
+  'sections in it are used instead of the presets of the same name.',
+)
+# Flags that say where and how to re-run, never what to compute.
+_NOT_REPLAYED = ('from_config', 'workdir')
+
 
 def define_input_flags(workload='criteo_kaggle', platform='big_basin'):
   flags.DEFINE_string(
@@ -51,6 +61,8 @@ def run_main(main_fn):
     if len(argv) > 1:
       exit_with(InputError(f'unexpected arguments: {" ".join(argv[1:])}'))
     try:
+      if flags.FLAGS.from_config:
+        apply_config(flags.FLAGS.from_config)
       return main_fn()
     except InputError as e:
       exit_with(e)
@@ -71,3 +83,42 @@ def flag_values() -> dict:
     ):
       names.update(f.name for f in fl)
   return {n: fv[n].value for n in sorted(names)}
+
+
+def apply_config(path: str) -> None:
+  """Sets this script's flags to those recorded in a run's config.json.
+
+  Every recorded flag except --from_config and --workdir is applied. Where
+  the config holds a resolved `workload`, `platform` or `plan` section and
+  the script has a flag of that name, the flag points at the config file
+  itself, so the exact inputs of the past run are used even if the presets
+  changed since.
+
+  Raises:
+    InputError: the file is missing or malformed, or records a flag this
+      script does not have, or a value the flag rejects.
+  """
+  from codesign.config_io import read_json
+
+  config = read_json(path, 'config')
+  recorded = config.get('flags') if isinstance(config, dict) else None
+  if not isinstance(recorded, dict):
+    raise InputError(f'config file {path!r} has no "flags" object')
+  fv = flags.FLAGS
+  for name, value in sorted(recorded.items()):
+    if name in _NOT_REPLAYED:
+      continue
+    if name not in fv:
+      raise InputError(
+        f'config file {path!r} records flag --{name}, which this script '
+        'does not have'
+      )
+    try:
+      setattr(fv, name, value)
+    except (flags.Error, ValueError, TypeError) as e:
+      raise InputError(
+        f'config file {path!r} has a bad value for --{name} ({e})'
+      ) from None
+  for section in ('workload', 'platform', 'plan'):
+    if section in fv and isinstance(config.get(section), dict):
+      setattr(fv, section, str(path))
