@@ -1,0 +1,583 @@
+"""The space of buildable platforms the search explores, and its relaxation.
+
+A design is a choice on each *axis*:
+- part axes (`accelerator`, `cpu`): one catalog part. Every number of the
+  part (FLOP/s, HBM or DDR bandwidth, HBM capacity, links, price, power)
+  comes with it, so the search never gets FLOP/s or bandwidth without
+  paying for the part that has them. The relaxation orders the parts (by
+  16-bit FLOP/s for accelerators, DDR bandwidth for CPUs) and interpolates
+  every number, price and power included, log-linearly between neighbours:
+  a point between an A100 and an H100 costs between their prices.
+- number axes: counts and sizes sold in steps (nodes, sockets, accelerators
+  and NICs per node, DDR per socket, NIC line rate). The relaxation is the
+  continuous log-scaled range between the smallest and largest step.
+
+Technology couplings of real parts:
+- HBM capacity and bandwidth come with the accelerator (its stacks);
+- fabric links and their rate come with the accelerator (NVLink or
+  Infinity Fabric generation); the fabric is a switch (NVSwitch-like);
+- the PCIe host link runs at the lower generation of its two ends;
+- DDR bandwidth comes with the CPU (channels x MT/s), DDR capacity is sold
+  in DIMM populations up to the CPU's maximum per socket, and a CPU allows
+  at most its `max_sockets` per node (both are search constraints);
+- NICs come in catalog line rates (100 to 800 Gb/s);
+- a node's chassis price and power grow with its accelerator and socket
+  slots (`NODE_*` below; assumptions), so slots are never free.
+
+The plan is part of the design too: in `optimize` mode its continuous
+leaves (the HBM fraction of each table, the CPU lookup share and optionally
+the overlap) are search variables in [0, 1]; in `auto` mode the HBM
+fraction follows a fixed rule of the platform (`auto_hbm_fraction`), so a
+discrete design maps to one number and can be enumerated.
+
+Coordinates: a design vector z in [0, 1]^D, hardware axes first (in
+`DesignSpace.axes` order), then the plan. Buildable designs are integer
+index vectors (one index per hardware axis) plus a plan.
+"""
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign import catalog, cost_model, hardware, platform_presets
+from codesign import plan as plan_lib
+from codesign import workload as wl
+from codesign.errors import InputError
+from codesign.pytree import replace
+from codesign.units import GB
+
+# Chassis model (assumption, after the presets' 20-30 kUSD and 0.8-1.2 kW
+# nodes): a base board plus a share per accelerator slot and per socket.
+NODE_BASE_USD = 5000.0
+NODE_USD_PER_ACCELERATOR = 2500.0
+NODE_USD_PER_SOCKET = 1000.0
+NODE_BASE_W = 300.0
+NODE_W_PER_ACCELERATOR = 80.0
+NODE_W_PER_SOCKET = 40.0
+STEP_OVERHEAD_S = 200e-6  # as the accelerator presets
+
+SOCKETS = (1, 2, 4, 8)
+ACCELERATORS_PER_NODE = (1, 2, 4, 8, 16)
+NICS_PER_NODE = (1, 2, 4, 8, 16)
+# DDR per socket, GB: DIMM populations of 8-12 channels (1-2 DIMMs each).
+DDR_PER_SOCKET_GB = (
+  64,
+  96,
+  128,
+  192,
+  256,
+  384,
+  512,
+  768,
+  1024,
+  1536,
+  2048,
+  3072,
+  4096,
+  6144,
+)
+
+HW_AXES = (
+  'accelerator',
+  'cpu',
+  'nodes',
+  'sockets_per_node',
+  'accelerators_per_node',
+  'ddr_per_socket',
+  'nic_count',
+  'nic_bandwidth',
+)
+PLAN_MODES = ('optimize', 'auto')
+
+
+@dataclasses.dataclass(frozen=True)
+class DesignSpace:
+  """A discrete platform space and the static settings of its plan.
+
+  Hashable, so it can be a static argument of `jit`.
+
+  Attributes:
+    accelerators: catalog accelerator names, in relaxation order.
+    cpus: catalog CPU names, in relaxation order.
+    grids: per number axis (HW_AXES[2:]) its buildable values in SI,
+      ascending.
+    num_tables: T, tables of the workload (plan vector length).
+    plan_mode: `optimize` (plan leaves are variables) or `auto`.
+    sharding: sharding of every table (static).
+    comm_precision: payload precision (static).
+    overlap: the plan's overlap when it is not optimized.
+    optimize_overlap: make the overlap a variable too (off by default: it
+      is a property of the software stack, and presets use 0.5).
+  """
+
+  accelerators: tuple[str, ...]
+  cpus: tuple[str, ...]
+  grids: tuple[tuple[float, ...], ...]
+  num_tables: int
+  plan_mode: str = 'optimize'
+  sharding: str = 'table_wise'
+  comm_precision: str = 'fp32'
+  overlap: float = 0.5
+  optimize_overlap: bool = False
+
+  @property
+  def sizes(self) -> tuple[int, ...]:
+    """Choices per hardware axis."""
+    return (len(self.accelerators), len(self.cpus)) + tuple(
+      len(g) for g in self.grids
+    )
+
+  @property
+  def num_hw(self) -> int:
+    return len(HW_AXES)
+
+  @property
+  def num_plan(self) -> int:
+    if self.plan_mode == 'auto':
+      return 0
+    return self.num_tables + 1 + int(self.optimize_overlap)
+
+  @property
+  def dim(self) -> int:
+    """D, the length of a design vector z."""
+    return self.num_hw + self.num_plan
+
+  @property
+  def size(self) -> int:
+    """Number of buildable platforms."""
+    return math.prod(self.sizes)
+
+
+def make_space(
+  workload: wl.Workload,
+  max_nodes: int = 16,
+  plan_mode: str = 'optimize',
+  sharding: str = 'table_wise',
+  accelerators: tuple[str, ...] | None = None,
+  cpus: tuple[str, ...] | None = None,
+  node_grid: tuple[int, ...] | None = None,
+  optimize_overlap: bool = False,
+) -> DesignSpace:
+  """The default design space for `workload`.
+
+  Args:
+    workload: the DLRM (fixes the number of tables).
+    max_nodes: the largest node count; nodes range over 1..max_nodes.
+    plan_mode: one of PLAN_MODES.
+    sharding: one of `plan.SHARDINGS`, used for every table.
+    accelerators: catalog accelerator names (default: every modelled one).
+    cpus: catalog CPU names (default: all).
+    node_grid: buildable node counts (default: every integer up to
+      max_nodes).
+    optimize_overlap: whether the overlap is a search variable.
+  """
+  if int(max_nodes) < 1:
+    raise InputError(f'max_nodes must be at least 1, got {max_nodes}')
+  if int(max_nodes) > hardware.BOUNDS['nodes'][1]:
+    raise InputError(
+      f'max_nodes must be at most {hardware.BOUNDS["nodes"][1]:.0f}, '
+      f'got {max_nodes}'
+    )
+  if plan_mode not in PLAN_MODES:
+    raise InputError(
+      f'unknown plan mode {plan_mode!r}; valid choices: '
+      + ', '.join(PLAN_MODES)
+    )
+  if sharding not in plan_lib.SHARDINGS:
+    raise InputError(
+      f'unknown sharding {sharding!r}; valid choices: '
+      + ', '.join(plan_lib.SHARDINGS)
+    )
+  raw = catalog.raw()
+  if accelerators is None:
+    accelerators = tuple(
+      sorted(
+        catalog.accelerator_names(),
+        key=lambda n: (
+          float(catalog.accelerator(n).peak_flops_bf16),
+          float(catalog.accelerator(n).hbm_bandwidth),
+        ),
+      )
+    )
+  if cpus is None:
+    cpus = tuple(
+      sorted(
+        raw['cpus'],
+        key=lambda n: (raw['cpus'][n]['ddr_bw_GBps_per_socket'], n),
+      )
+    )
+  for a in accelerators:
+    catalog.accelerator(a)  # raises InputError for unknown parts
+  for c in cpus:
+    catalog.cpu(c, 64)
+  if len(accelerators) < 2 or len(cpus) < 2:
+    raise InputError('a design space needs at least two parts per part axis')
+  nodes = node_grid or tuple(range(1, int(max_nodes) + 1))
+  if len(nodes) < 2:
+    nodes = (1, 1)  # one choice: a degenerate axis that stays at 1 node
+  grids = (
+    tuple(float(n) for n in nodes),
+    tuple(float(s) for s in SOCKETS),
+    tuple(float(a) for a in ACCELERATORS_PER_NODE),
+    tuple(g * GB for g in DDR_PER_SOCKET_GB),
+    tuple(float(n) for n in NICS_PER_NODE),
+    tuple(
+      float(catalog.nic_bandwidth(r))
+      for r in raw['links']['network_nic']['ethernet_roce_Gbps']
+    ),
+  )
+  return DesignSpace(
+    accelerators=tuple(accelerators),
+    cpus=tuple(cpus),
+    grids=grids,
+    num_tables=workload.num_tables,
+    plan_mode=plan_mode,
+    sharding=sharding,
+    optimize_overlap=optimize_overlap,
+  )
+
+
+# ---- part tables -----------------------------------------------------------
+
+_ACC_FIELDS = tuple(
+  f.name
+  for f in dataclasses.fields(hardware.Accelerator)
+  if not f.metadata.get('static')
+)
+_CPU_FIELDS = tuple(
+  f.name
+  for f in dataclasses.fields(hardware.CpuSocket)
+  if not f.metadata.get('static') and f.name != 'ddr_capacity'
+)
+# Extra per-part numbers the platform does not hold directly.
+_ACC_AUX = ('links', 'link_bandwidth', 'pcie_bandwidth')
+_CPU_AUX = ('pcie_x16_bandwidth', 'max_sockets', 'max_ddr')
+
+
+def _acc_row(name: str) -> list[float]:
+  a = catalog.accelerator(name)
+  d = catalog.raw()['accelerators'][name]
+  aux = [
+    float(d['link_count']),
+    d['link_bw_GBps_per_direction'] * GB,
+    catalog.pcie_x16_bandwidth(d['pcie_gen']),
+  ]
+  return [float(getattr(a, f)) for f in _ACC_FIELDS] + aux
+
+
+def _cpu_row(name: str) -> list[float]:
+  c = catalog.cpu(name, 64)
+  d = catalog.raw()['cpus'][name]
+  aux = [
+    catalog.pcie_x16_bandwidth(d['pcie_gen']),
+    float(d['max_sockets']),
+    d['max_mem_per_socket_TB'] * 1e12,
+  ]
+  return [float(getattr(c, f)) for f in _CPU_FIELDS] + aux
+
+
+def part_tables(space: DesignSpace) -> tuple[np.ndarray, np.ndarray]:
+  """(accelerator table (A, F_a), CPU table (C, F_c)), SI, all positive."""
+  acc = np.array([_acc_row(n) for n in space.accelerators])
+  cpu = np.array([_cpu_row(n) for n in space.cpus])
+  return acc, cpu
+
+
+def _fabric(part: str):
+  d = catalog.raw()['accelerators'][part]
+  lat = catalog.raw()['links']['latency_alpha']
+  return platform_presets.fabric(
+    'switch',
+    d['link_count'],
+    d['link_bw_GBps_per_direction'],
+    lat['nvswitch_hgx_h100_astra_validated_ns'] * 1e-9,
+    'catalog: links.latency_alpha nvswitch_hgx_h100_astra_validated_ns',
+    f'catalog: accelerators.{part} link_count, link_bw_GBps_per_direction',
+  )
+
+
+def _template(space: DesignSpace) -> hardware.Platform:
+  """A concrete platform with every field the axes do not set."""
+  return build(space, (0,) * space.num_hw)
+
+
+def build(space: DesignSpace, index) -> hardware.Platform:
+  """The concrete buildable platform at `index` (one int per hw axis),
+  made from catalog parts with their per-field sources."""
+  index = [int(i) for i in index]
+  acc_name, cpu_name = space.accelerators[index[0]], space.cpus[index[1]]
+  nodes, sockets, accels, ddr, nics, nic_bw = (
+    g[i] for g, i in zip(space.grids, index[2:], strict=True)
+  )
+  raw = catalog.raw()
+  d = raw['accelerators'][acc_name]
+  gen = min(d['pcie_gen'], raw['cpus'][cpu_name]['pcie_gen'])
+  nic = platform_presets.nic(int(nics), nic_bw / (1e9 / 8), 'accelerator')
+  fab = _fabric(acc_name)
+  cpu = catalog.cpu(cpu_name, ddr / GB)
+  cpu = replace(cpu, ddr_capacity=ddr)
+  chassis = 'assumption: codesign.design_space NODE_* chassis model'
+  return hardware.Platform(
+    name='proposal',
+    trainer='accelerator',
+    nodes=float(nodes),
+    sockets_per_node=float(sockets),
+    accelerators_per_node=float(accels),
+    cpu=cpu,
+    accelerator=catalog.accelerator(acc_name),
+    fabric=fab,
+    host_link=platform_presets.host_link(gen),
+    nic=nic,
+    node_price=_node_price(accels, sockets),
+    node_power=_node_power(accels, sockets),
+    step_overhead=STEP_OVERHEAD_S,
+    sources=(
+      ('node_price', chassis),
+      ('node_power', chassis),
+      ('step_overhead', 'assumption: as the accelerator presets'),
+      (
+        'notes',
+        'proposed by codesign.search; fabric topology switch, NICs on the '
+        'accelerators, PCIe at the lower generation of its two ends',
+      ),
+    ),
+  )
+
+
+def _node_price(accels, sockets):
+  return (
+    NODE_BASE_USD
+    + NODE_USD_PER_ACCELERATOR * accels
+    + NODE_USD_PER_SOCKET * sockets
+  )
+
+
+def _node_power(accels, sockets):
+  return (
+    NODE_BASE_W
+    + NODE_W_PER_ACCELERATOR * accels
+    + (NODE_W_PER_SOCKET * sockets)
+  )
+
+
+# ---- decoding (traced) -----------------------------------------------------
+
+
+def _assemble(space, template, acc, cpu, numbers):
+  """A platform from part rows (acc, cpu) and the number-axis values."""
+  nodes, sockets, accels, ddr, nics, nic_bw = numbers
+  na = len(_ACC_FIELDS)
+  nc = len(_CPU_FIELDS)
+  acc_part = replace(
+    template.accelerator,
+    **{f: acc[i] for i, f in enumerate(_ACC_FIELDS)},
+  )
+  cpu_part = replace(
+    template.cpu,
+    ddr_capacity=ddr,
+    **{f: cpu[i] for i, f in enumerate(_CPU_FIELDS)},
+  )
+  links, link_bw, acc_pcie = acc[na], acc[na + 1], acc[na + 2]
+  cpu_pcie = cpu[nc]
+  return replace(
+    template,
+    nodes=nodes,
+    sockets_per_node=sockets,
+    accelerators_per_node=accels,
+    cpu=cpu_part,
+    accelerator=acc_part,
+    fabric=replace(
+      template.fabric, links_per_accelerator=links, link_bandwidth=link_bw
+    ),
+    host_link=replace(
+      template.host_link, bandwidth=jnp.minimum(acc_pcie, cpu_pcie)
+    ),
+    nic=replace(template.nic, count=nics, bandwidth=nic_bw),
+    node_price=_node_price(accels, sockets),
+    node_power=_node_power(accels, sockets),
+    step_overhead=jnp.asarray(template.step_overhead, dtype=accels.dtype),
+  ), {'max_sockets': cpu[nc + 1], 'max_ddr': cpu[nc + 2]}
+
+
+def _interp_part(table: np.ndarray, z):
+  """Log-linear interpolation of part rows at relaxed index z * (n - 1)."""
+  n = table.shape[0]
+  u = z * (n - 1)
+  i = jnp.clip(jnp.floor(u), 0, n - 2).astype(jnp.int32)
+  t = u - i
+  logs = jnp.log(jnp.asarray(table))
+  return jnp.exp((1.0 - t) * logs[i] + t * logs[i + 1])
+
+
+def _interp_number(grid, z):
+  lo, hi = math.log(grid[0]), math.log(grid[-1])
+  return jnp.exp(lo + z * (hi - lo))
+
+
+def decode(space: DesignSpace, workload: wl.Workload, z):
+  """The relaxed platform and plan at design vector z (shape (D,)).
+
+  Returns:
+    (platform, plan, aux): aux holds `max_sockets` and `max_ddr` (bytes
+    per socket) of the (interpolated) CPU, for the coupling constraints.
+  """
+  acc_t, cpu_t = part_tables(space)
+  template = _template(space)
+  acc = _interp_part(acc_t, z[0])
+  cpu = _interp_part(cpu_t, z[1])
+  numbers = [_interp_number(g, z[2 + i]) for i, g in enumerate(space.grids)]
+  p, aux = _assemble(space, template, acc, cpu, numbers)
+  return p, decode_plan(space, workload, p, z[space.num_hw :]), aux
+
+
+def decode_index(space: DesignSpace, workload: wl.Workload, index, plan_z):
+  """The buildable platform at integer `index` (shape (H,)) with plan
+  vector `plan_z` (shape (D - H,)); traced, matches `build` exactly."""
+  acc_t, cpu_t = part_tables(space)
+  template = _template(space)
+  acc = jnp.asarray(acc_t)[index[0]]
+  cpu = jnp.asarray(cpu_t)[index[1]]
+  numbers = [
+    jnp.asarray(np.array(g))[index[2 + i]] for i, g in enumerate(space.grids)
+  ]
+  p, aux = _assemble(space, template, acc, cpu, numbers)
+  return p, decode_plan(space, workload, p, plan_z), aux
+
+
+def table_bytes(workload: wl.Workload) -> np.ndarray:
+  """Bytes of each table with its optimizer state, shape (T,)."""
+  return np.array(
+    [float(wl.table_state_bytes(workload, t)) for t in workload.tables]
+  )
+
+
+def auto_hbm_fraction(space: DesignSpace, workload: wl.Workload, p):
+  """The `auto` plan rule: the same HBM fraction for every table, as much
+  as fits in 95% of the HBM left after the dense model, counting the
+  busiest rank (table-wise: at least the largest table; 10% slack covers
+  the cost model's smooth maximum)."""
+  tb = table_bytes(workload)
+  free = 0.95 * p.accelerator.hbm_capacity - cost_model.dense_hbm_bytes(
+    workload, p
+  )
+  ranks = p.nodes * p.accelerators_per_node
+  need = float(tb.sum()) / ranks
+  if space.sharding == 'table_wise':
+    need = jnp.maximum(need, float(tb.max()))
+  return jnp.clip(free / (1.1 * need), 0.0, 1.0)
+
+
+def decode_plan(space: DesignSpace, workload: wl.Workload, p, plan_z):
+  """The plan for platform p from its design coordinates (shape (D-H,))."""
+  t = space.num_tables
+  if space.plan_mode == 'auto':
+    frac = auto_hbm_fraction(space, workload, p) * jnp.ones((t,))
+    cpu_lookup = jnp.ones(())
+    ov = jnp.asarray(space.overlap)
+  else:
+    frac = plan_z[:t]
+    cpu_lookup = plan_z[t]
+    ov = plan_z[t + 1] if space.optimize_overlap else jnp.asarray(space.overlap)
+  return plan_lib.Plan(
+    hbm_fraction=frac,
+    cpu_lookup_fraction=cpu_lookup,
+    overlap=ov,
+    sharding=(space.sharding,) * t,
+    column_shards=4,
+    comm_precision=space.comm_precision,
+  )
+
+
+def concrete_plan(space: DesignSpace, plan: plan_lib.Plan) -> plan_lib.Plan:
+  """`plan` with numpy leaves (for JSON and the unjitted cost model)."""
+  return plan_lib.Plan(
+    hbm_fraction=np.asarray(plan.hbm_fraction, dtype=np.float64),
+    cpu_lookup_fraction=float(np.asarray(plan.cpu_lookup_fraction)),
+    overlap=float(np.asarray(plan.overlap)),
+    sharding=plan.sharding,
+    column_shards=plan.column_shards,
+    comm_precision=plan.comm_precision,
+  )
+
+
+# ---- snapping --------------------------------------------------------------
+
+
+def relaxed_index(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
+  """Fractional grid position of each hardware coordinate, shape (..., H).
+
+  Part axes are linear in their index; number axes are located in their
+  grid by log value.
+  """
+  z_hw = np.asarray(z_hw, dtype=np.float64)
+  out = np.empty_like(z_hw)
+  sizes = space.sizes
+  out[..., 0] = z_hw[..., 0] * (sizes[0] - 1)
+  out[..., 1] = z_hw[..., 1] * (sizes[1] - 1)
+  for i, g in enumerate(space.grids):
+    lo, hi = math.log(g[0]), math.log(g[-1])
+    logv = lo + z_hw[..., 2 + i] * (hi - lo) if hi > lo else lo
+    out[..., 2 + i] = np.interp(logv, np.log(np.array(g)), np.arange(len(g)))
+  return out
+
+
+def neighbour_indices(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
+  """Every rounding (floor or ceiling per axis) of one relaxed design.
+
+  Args:
+    z_hw: shape (H,), hardware coordinates in [0, 1].
+
+  Returns:
+    int array (2^H, H) of grid indices (duplicates where an axis sits on a
+    grid point).
+  """
+  u = relaxed_index(space, z_hw)
+  sizes = np.array(space.sizes)
+  lo = np.clip(np.floor(u), 0, sizes - 1).astype(np.int64)
+  hi = np.clip(np.ceil(u), 0, sizes - 1).astype(np.int64)
+  h = len(u)
+  bits = (np.arange(2**h)[:, None] >> np.arange(h)[None, :]) & 1
+  return np.where(bits == 1, hi[None, :], lo[None, :])
+
+
+def unravel(space: DesignSpace, flat):
+  """Flat design numbers -> grid indices, shape (..., H) (traced or not)."""
+  out = []
+  for s in reversed(space.sizes):
+    out.append(flat % s)
+    flat = flat // s
+  return jnp.stack(out[::-1], axis=-1)
+
+
+def describe_relaxed(space: DesignSpace, z_hw) -> dict:
+  """The hardware coordinates of a relaxed design in boundary units."""
+  u = relaxed_index(space, np.asarray(z_hw))
+  out = {}
+  for axis, parts, x in (
+    ('accelerator', space.accelerators, u[0]),
+    ('cpu', space.cpus, u[1]),
+  ):
+    i = int(min(np.floor(x), len(parts) - 2))
+    out[axis] = {
+      'between': [parts[i], parts[i + 1]],
+      'position': float(x - i),
+    }
+  names = HW_AXES[2:]
+  units = {
+    'ddr_per_socket': ('ddr_per_socket_gb', 1e9),
+    'nic_bandwidth': ('nic_bandwidth_gbit_per_s', 1e9 / 8),
+  }
+  for i, (name, g) in enumerate(zip(names, space.grids, strict=True)):
+    lo, hi = math.log(g[0]), math.log(g[-1])
+    value = math.exp(lo + float(np.asarray(z_hw)[2 + i]) * (hi - lo))
+    key, scale = units.get(name, (name, 1.0))
+    out[key] = value / scale
+  return out
+
+
+def stack_tree(trees):
+  """Stacks a list of identical-structure pytrees along a new axis 0."""
+  return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)

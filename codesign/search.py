@@ -1,0 +1,830 @@
+"""Gradient-based hardware search, its baselines, and snapping to parts.
+
+The problem (`Problem`): a design space (`codesign.design_space`), a
+workload, an objective and the buyer's limits. Objectives (`OBJECTIVES`):
+`throughput` (samples/s), `throughput_per_usd`, `throughput_per_watt`
+(maximized) and `time_to_train` (seconds for `samples` samples,
+minimized); the search minimizes a log-scale loss of each, so gradients
+are scale free. Constraints (`CONSTRAINTS`, each a relative violation g,
+feasible when g <= 0): capex budget, power budget, HBM and DDR capacity
+(the cost model's memory required over available), the CPU's maximum
+sockets and maximum DDR per socket. The node limit is the upper end of the
+nodes axis (an exact box bound). Technology couplings are built into the
+design space (parts carry their numbers and prices).
+
+Method (`gradient_search`):
+1. Continuous phase: many starts z in [0, 1]^D (uniform from the seed),
+   all run at once (`vmap`), sharded over a 'starts' mesh axis. Each start
+   minimizes an augmented Lagrangian
+     L = loss + sum_i (max(0, lam_i + mu g_i)^2 - lam_i^2) / (2 mu)
+   with Adam on a cosine schedule and `optax.projections.projection_box`
+   onto [0, 1]; every `al_every` steps lam <- max(0, lam + mu g) and mu
+   grows by `mu_growth` (up to `mu_max`).
+2. Snapping: the `snap_top` best starts (feasible first, then loss) are
+   rounded down and up on every hardware axis (2^H neighbours each); all
+   are evaluated in one batch as buildable platforms with every
+   constraint checked exactly.
+3. Plan polish (plan mode `optimize` only): the best buildable platforms
+   keep their hardware and the plan is re-optimized by the same
+   continuous phase with the hardware coordinates frozen; the results are
+   snapped and checked again. This repairs plans whose memory no longer
+   fits after rounding.
+
+Baselines over the same discrete space: `random_search`, `exhaustive` and
+`cma_es` (evosax CMA-ES on the relaxed coordinates, rounded to the nearest
+buildable platform). Every function counts cost-model evaluations: a value
+counts 1, a value and gradient 2.
+
+Scaling past one device: starts and evaluation batches are sharded over a
+`jax.sharding.Mesh` with one axis, 'starts', built from `devices` (default
+`jax.devices()`, all local devices). Every start is independent, so the
+result does not depend on the number of devices (starts are padded to a
+multiple of it and the padding is ignored). On several hosts, call
+`jax.distributed.initialize()` before any JAX work on every host and run
+the same program with the same flags: `jax.devices()` is then the global
+device list, arrays are laid out with `jax.make_array_from_callback` and
+gathered with `multihost_utils.process_allgather`.
+
+The library does no file I/O; `progress(step, metrics)` reports progress.
+"""
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from codesign import cost_model
+from codesign import design_space as ds
+from codesign import workload as wl
+from codesign.errors import InputError
+
+OBJECTIVES = (
+  'throughput',
+  'throughput_per_usd',
+  'throughput_per_watt',
+  'time_to_train',
+)
+# Internal objectives (minimized): the cheapest platform that holds the
+# tables, used to explain infeasible requests.
+_MIN_OBJECTIVES = ('capex', 'power')
+CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'sockets', 'ddr_per_socket')
+FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+  """What to search for. Hashable (a static argument of `jit`).
+
+  Attributes:
+    space: the design space.
+    workload: the DLRM.
+    objective: one of OBJECTIVES.
+    budget_usd: capex limit of the whole cluster, or None.
+    power_w: power limit of the whole cluster at TDP, or None.
+    samples: samples to train, for `time_to_train`.
+  """
+
+  space: ds.DesignSpace
+  workload: wl.Workload
+  objective: str = 'throughput_per_usd'
+  budget_usd: float | None = None
+  power_w: float | None = None
+  samples: float = 1e9
+
+
+def check_problem(problem: Problem) -> Problem:
+  """Raises `InputError` with one sentence for a bad problem."""
+  if problem.objective not in OBJECTIVES + _MIN_OBJECTIVES:
+    raise InputError(
+      f'unknown objective {problem.objective!r}; valid choices: '
+      + ', '.join(OBJECTIVES)
+    )
+  for key in ('budget_usd', 'power_w'):
+    v = getattr(problem, key)
+    if v is not None and not (math.isfinite(v) and v > 0):
+      raise InputError(f'{key} must be a positive number, got {v}')
+  if not (math.isfinite(problem.samples) and problem.samples > 0):
+    raise InputError(f'samples must be positive, got {problem.samples}')
+  return problem
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+  """Settings of the gradient search.
+
+  Attributes:
+    starts: number of starts run at once.
+    steps: Adam steps of the continuous phase (and of the plan polish).
+    learning_rate: initial Adam step (z is in [0, 1]).
+    final_lr_fraction: cosine schedule end, as a fraction of the start.
+    al_every: steps between multiplier updates.
+    mu_init: initial penalty weight.
+    mu_growth: penalty growth per multiplier update.
+    mu_max: cap on the penalty weight.
+    snap_top: starts whose neighbouring roundings are evaluated.
+    polish: re-optimize the plan of the best buildable platforms (plan
+      mode `optimize` only).
+    chunk: steps per jitted call (progress is reported between calls).
+    eval_chunk: designs per jitted batch evaluation.
+    seed: random seed of the starts.
+  """
+
+  starts: int = 64
+  steps: int = 300
+  learning_rate: float = 0.05
+  final_lr_fraction: float = 0.05
+  al_every: int = 25
+  mu_init: float = 10.0
+  mu_growth: float = 2.0
+  mu_max: float = 1e4
+  snap_top: int = 8
+  polish: bool = True
+  chunk: int = 50
+  eval_chunk: int = 2048
+  seed: int = 0
+
+
+def check_config(config: Config) -> Config:
+  for key in ('starts', 'steps', 'al_every', 'snap_top', 'chunk'):
+    if int(getattr(config, key)) < 1:
+      raise InputError(f'{key} must be at least 1, got {getattr(config, key)}')
+  if not config.learning_rate > 0:
+    raise InputError('learning_rate must be positive')
+  return config
+
+
+# ---- objective and constraints ---------------------------------------------
+
+
+def objective_value(problem: Problem, r: cost_model.CostReport):
+  """The objective in natural units (samples/s, samples/s/USD,
+  samples/s/W, seconds, USD or W)."""
+  o = problem.objective
+  if o == 'throughput':
+    return r.throughput
+  if o == 'throughput_per_usd':
+    return r.perf_per_usd
+  if o == 'throughput_per_watt':
+    return r.perf_per_watt
+  if o == 'time_to_train':
+    return problem.samples / r.throughput
+  if o == 'capex':
+    return r.capex
+  return r.power
+
+
+def maximized(objective: str) -> bool:
+  return objective in (
+    'throughput',
+    'throughput_per_usd',
+    'throughput_per_watt',
+  )
+
+
+def loss_of(problem: Problem, value):
+  """Log-scale loss to minimize."""
+  logv = jnp.log(jnp.maximum(value, 1e-300))
+  return -logv if maximized(problem.objective) else logv
+
+
+def violations(problem: Problem, p, r: cost_model.CostReport, aux):
+  """Relative constraint violations g, shape (len(CONSTRAINTS),); <= 0 is
+  feasible. Absent limits give -1."""
+  one = jnp.ones_like(r.capex)
+  budget = problem.budget_usd
+  power = problem.power_w
+  hbm_avail = r.memory_available['hbm']
+  return jnp.stack(
+    [
+      r.capex / budget - 1.0 if budget else -one,
+      r.power / power - 1.0 if power else -one,
+      r.memory_required['hbm'] / jnp.maximum(hbm_avail, 1.0) - 1.0,
+      r.memory_required['ddr'] / r.memory_available['ddr'] - 1.0,
+      p.sockets_per_node / aux['max_sockets'] - 1.0,
+      p.cpu.ddr_capacity / aux['max_ddr'] - 1.0,
+    ]
+  )
+
+
+def assess(problem: Problem, z):
+  """(loss, g, value) of a relaxed design z, shape (D,). Pure, unjitted."""
+  p, plan, aux = ds.decode(problem.space, problem.workload, z)
+  r = cost_model.evaluate(p, problem.workload, plan)
+  value = objective_value(problem, r)
+  return loss_of(problem, value), violations(problem, p, r, aux), value
+
+
+def assess_index(problem: Problem, index, plan_z):
+  """(loss, g, value) of a buildable design. Pure, unjitted."""
+  p, plan, aux = ds.decode_index(problem.space, problem.workload, index, plan_z)
+  r = cost_model.evaluate(p, problem.workload, plan)
+  value = objective_value(problem, r)
+  return loss_of(problem, value), violations(problem, p, r, aux), value
+
+
+# ---- devices ---------------------------------------------------------------
+
+
+def make_mesh(devices=None) -> Mesh:
+  """A one-axis mesh ('starts') over `devices` (default: all devices)."""
+  devices = jax.devices() if devices is None else list(devices)
+  return Mesh(np.array(devices), ('starts',))
+
+
+def _put(x: np.ndarray, mesh: Mesh):
+  """Lays out host array x (same on every host) sharded on axis 0."""
+  x = np.asarray(x)
+  spec = PartitionSpec('starts') if x.ndim else PartitionSpec()
+  sharding = NamedSharding(mesh, spec)
+  return jax.make_array_from_callback(x.shape, sharding, lambda i: x[i])
+
+
+def _get(x) -> np.ndarray:
+  if jax.process_count() > 1:
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+  return np.asarray(x)
+
+
+def _pad_rows(x: np.ndarray, n: int) -> np.ndarray:
+  """x padded to n rows by repeating its first row."""
+  if x.shape[0] == n:
+    return x
+  pad = np.repeat(x[:1], n - x.shape[0], axis=0)
+  return np.concatenate([x, pad], axis=0)
+
+
+def _round_up(n: int, k: int) -> int:
+  return -(-n // k) * k
+
+
+# ---- batch evaluation of buildable designs ---------------------------------
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _eval_batch(problem, index, plan_z):
+  return jax.vmap(functools.partial(assess_index, problem))(index, plan_z)
+
+
+def evaluate_indices(
+  problem: Problem,
+  index: np.ndarray,
+  plan_z: np.ndarray | None = None,
+  chunk: int = 2048,
+  mesh: Mesh | None = None,
+) -> dict[str, np.ndarray]:
+  """Evaluates buildable designs in fixed-size sharded batches.
+
+  Args:
+    problem: the problem.
+    index: int array (N, H) of grid indices.
+    plan_z: (N, P) plan coordinates (P = 0 in `auto` plan mode).
+    chunk: designs per jitted call (one compile per chunk size).
+    mesh: the device mesh (default: all devices).
+
+  Returns:
+    dict of numpy arrays: loss (N,), g (N, C), value (N,), feasible (N,).
+  """
+  mesh = mesh or make_mesh()
+  index = np.asarray(index, dtype=np.int32)
+  n = index.shape[0]
+  if plan_z is None:
+    plan_z = np.zeros((n, problem.space.num_plan))
+  plan_z = np.asarray(plan_z, dtype=np.float64)
+  chunk = _round_up(min(chunk, _round_up(n, mesh.size)), mesh.size)
+  out = {'loss': [], 'g': [], 'value': []}
+  for s in range(0, n, chunk):
+    idx = _pad_rows(index[s : s + chunk], chunk)
+    pz = _pad_rows(plan_z[s : s + chunk], chunk)
+    loss, g, value = _eval_batch(problem, _put(idx, mesh), _put(pz, mesh))
+    m = min(chunk, n - s)
+    out['loss'].append(_get(loss)[:m])
+    out['g'].append(_get(g)[:m])
+    out['value'].append(_get(value)[:m])
+  res = {k: np.concatenate(v) for k, v in out.items()}
+  res['feasible'] = np.all(res['g'] <= 0.0, axis=1) & np.isfinite(res['loss'])
+  return res
+
+
+def _best(loss, g, feasible):
+  """Index of the best design: feasible first by loss, else least
+  violation."""
+  viol = np.max(np.maximum(g, 0.0), axis=1)
+  key_loss = np.where(feasible, loss, np.inf)
+  if np.any(feasible):
+    return int(np.argmin(key_loss))
+  return int(np.argmin(viol))
+
+
+# ---- the continuous phase ----------------------------------------------------
+
+
+class State(dict):
+  """Search state (a dict pytree): z (S, D), opt (Adam state), lam (S, C),
+  mask (S, D) of optimized coordinates, step ()."""
+
+
+def _mu(config: Config, step):
+  k = step // config.al_every
+  return jnp.minimum(config.mu_init * config.mu_growth**k, config.mu_max)
+
+
+def _optimizer(config: Config):
+  schedule = optax.cosine_decay_schedule(
+    config.learning_rate, config.steps, alpha=config.final_lr_fraction
+  )
+  return optax.adam(schedule)
+
+
+def init_state(problem: Problem, config: Config, z0: np.ndarray, mask):
+  """The state of a continuous phase from starts z0 (S, D)."""
+  tx = _optimizer(config)
+  z0 = jnp.asarray(z0)
+  return {
+    'z': z0,
+    'opt': tx.init(z0),
+    'lam': jnp.zeros((z0.shape[0], len(CONSTRAINTS))),
+    'mask': jnp.asarray(mask, dtype=z0.dtype),
+    'step': jnp.zeros((), jnp.int32),
+  }
+
+
+def _al_loss(problem, z, lam, mu):
+  loss, g, value = assess(problem, z)
+  pen = jnp.sum(jnp.maximum(0.0, lam + mu * g) ** 2 - lam**2) / (2.0 * mu)
+  return loss + pen, (loss, g, value)
+
+
+def step_fn(problem: Problem, config: Config, state):
+  """One augmented-Lagrangian Adam step of every start. Pure.
+
+  Returns:
+    (new state, metrics): metrics holds loss, value and violation (max
+    relative constraint violation) per start, shape (S,), before the step.
+  """
+  tx = _optimizer(config)
+  step = state['step']
+  mu = _mu(config, step)
+  grad_fn = jax.vmap(
+    jax.value_and_grad(
+      functools.partial(_al_loss, problem), argnums=0, has_aux=True
+    ),
+    in_axes=(0, 0, None),
+  )
+  (_, (loss, g, value)), grad = grad_fn(state['z'], state['lam'], mu)
+  grad = jnp.where(jnp.isfinite(grad), grad, 0.0) * state['mask']
+  updates, opt = tx.update(grad, state['opt'], state['z'])
+  z = optax.projections.projection_box(
+    optax.apply_updates(state['z'], updates), 0.0, 1.0
+  )
+  active = step < config.steps
+  update_lam = active & ((step + 1) % config.al_every == 0)
+  lam = jnp.where(
+    update_lam, jnp.maximum(0.0, state['lam'] + mu * g), state['lam']
+  )
+  new = {
+    'z': jnp.where(active, z, state['z']),
+    'opt': jax.tree.map(
+      lambda a, b: jnp.where(active, a, b), opt, state['opt']
+    ),
+    'lam': lam,
+    'mask': state['mask'],
+    'step': step + 1,
+  }
+  viol = jnp.max(jnp.maximum(g, 0.0), axis=-1)
+  return new, {'loss': loss, 'value': value, 'violation': viol}
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _run_chunk(problem, config, length, state):
+  def body(s, _):
+    return step_fn(problem, config, s)
+
+  return jax.lax.scan(body, state, None, length=length)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _assess_batch(problem, z):
+  return jax.vmap(functools.partial(assess, problem))(z)
+
+
+def _put_state(state, mesh):
+  def put(x):
+    x = np.asarray(x)
+    if x.ndim == 0:
+      return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
+    return _put(x, mesh)
+
+  return jax.tree.map(put, state)
+
+
+def continuous_phase(
+  problem: Problem,
+  config: Config,
+  z0: np.ndarray,
+  mask: np.ndarray,
+  mesh: Mesh,
+  progress: Callable | None = None,
+  phase: str = 'continuous',
+  valid: int | None = None,
+):
+  """Runs `config.steps` steps from starts z0 (S, D), S a multiple of the
+  mesh size; rows >= `valid` are padding and do not count in metrics.
+
+  Returns:
+    (z (S, D), final dict of loss/g/value (S,...), history list of per-step
+    dicts).
+  """
+  s = z0.shape[0]
+  valid = s if valid is None else valid
+  state = init_state(problem, config, z0, np.broadcast_to(mask, z0.shape))
+  state = _put_state(jax.device_get(state), mesh)
+  history = []
+  done = 0
+  length = min(config.chunk, config.steps)
+  while done < config.steps:
+    state, m = _run_chunk(problem, config, length, state)
+    loss = _get(m['loss'])[:, :valid]
+    value = _get(m['value'])[:, :valid]
+    viol = _get(m['violation'])[:, :valid]
+    for k in range(min(length, config.steps - done)):
+      row = _history_row(problem, phase, done + k, value[k], viol[k])
+      history.append(row)
+    done += length
+    if progress is not None:
+      progress(min(done, config.steps), history[-1])
+  z = _get(state['z'])
+  loss, g, value = _assess_batch(problem, _put(z, mesh))
+  final = {'loss': _get(loss), 'g': _get(g), 'value': _get(value)}
+  return z, final, history
+
+
+def _history_row(problem, phase, step, value, viol):
+  ok = viol <= FEASIBLE_TOL
+  best = None
+  if np.any(ok):
+    v = value[ok]
+    best = float(np.max(v) if maximized(problem.objective) else np.min(v))
+  return {
+    'phase': phase,
+    'step': int(step),
+    'objective': best,
+    'violation_min': float(np.min(viol)),
+    'violation_max': float(np.max(viol)),
+    'feasible_starts': int(np.sum(ok)),
+  }
+
+
+def _rank(final, valid):
+  """Start order: feasible (within FEASIBLE_TOL) by loss, then the rest by
+  violation. Deterministic (stable sort)."""
+  viol = np.max(np.maximum(final['g'][:valid], 0.0), axis=1)
+  loss = np.where(
+    np.isfinite(final['loss'][:valid]), final['loss'][:valid], 1e300
+  )
+  ok = viol <= FEASIBLE_TOL
+  key = np.where(ok, loss, 1e200 + viol)
+  return np.argsort(key, kind='stable'), ok
+
+
+# ---- the whole search --------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Result:
+  """What a search found (numpy values; no JAX arrays).
+
+  Attributes:
+    method: name of the method.
+    best_index: (H,) grid indices of the best buildable design, or None.
+    best_plan_z: (P,) its plan coordinates.
+    best_value: its objective value (natural units), or None.
+    best_feasible: whether every constraint holds.
+    best_g: (C,) its constraint violations.
+    continuous_z: (D,) best relaxed design (gradient search only).
+    continuous_value: its objective value.
+    continuous_g: (C,) its violations.
+    evaluations: cost-model evaluations used (value and gradient = 2).
+    history: per-step metric dicts.
+  """
+
+  method: str
+  best_index: np.ndarray | None
+  best_plan_z: np.ndarray | None
+  best_value: float | None
+  best_feasible: bool
+  best_g: np.ndarray | None
+  continuous_z: np.ndarray | None = None
+  continuous_value: float | None = None
+  continuous_g: np.ndarray | None = None
+  evaluations: int = 0
+  history: list = dataclasses.field(default_factory=list)
+
+
+def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
+  """Uniform starts in [0, 1]^D, shape (starts, D)."""
+  key = jax.random.key(seed)
+  keys = jax.random.split(key, starts)
+  d = problem.space.dim
+  z = jax.vmap(lambda k: jax.random.uniform(k, (d,), dtype=jnp.float64))(keys)
+  return np.asarray(z, dtype=np.float64)
+
+
+def gradient_search(
+  problem: Problem,
+  config: Config = Config(),
+  devices=None,
+  progress: Callable | None = None,
+) -> Result:
+  """Augmented-Lagrangian Adam over the relaxation, then snapping.
+
+  Args:
+    problem: what to search for.
+    config: search settings.
+    devices: devices to shard the starts over (default: all).
+    progress: called as progress(step, metrics dict) between chunks.
+
+  Returns:
+    A `Result`; `best_*` is the best buildable design (feasible if any
+    evaluated candidate was) and `continuous_*` the best relaxed start.
+  """
+  check_problem(problem)
+  check_config(config)
+  mesh = make_mesh(devices)
+  space = problem.space
+  h = space.num_hw
+  s_pad = _round_up(config.starts, mesh.size)
+  # Padding rows (copies of the first start) are ignored throughout.
+  z0 = _pad_rows(initial_starts(problem, config.starts, config.seed), s_pad)
+  z, final, history = continuous_phase(
+    problem,
+    config,
+    z0,
+    np.ones(space.dim),
+    mesh,
+    progress,
+    valid=config.starts,
+  )
+  evaluations = config.starts * (2 * config.steps + 1)
+  order, _ = _rank(final, config.starts)
+  c = int(order[0])
+  result = Result(
+    method='gradient',
+    best_index=None,
+    best_plan_z=None,
+    best_value=None,
+    best_feasible=False,
+    best_g=None,
+    continuous_z=z[c],
+    continuous_value=float(final['value'][c]),
+    continuous_g=final['g'][c],
+    history=history,
+  )
+
+  # Snap: every rounding of the best starts, in one batch.
+  top = order[: min(config.snap_top, config.starts)]
+  index = np.concatenate([ds.neighbour_indices(space, z[i, :h]) for i in top])
+  plan_z = np.concatenate(
+    [np.repeat(z[i : i + 1, h:], 2**h, axis=0) for i in top]
+  )
+  ev = evaluate_indices(problem, index, plan_z, config.eval_chunk, mesh)
+  evaluations += index.shape[0]
+
+  if config.polish and space.num_plan > 0:
+    # Re-optimize the plan of the best distinct buildable platforms.
+    cand = _distinct_best(index, ev, config.starts)
+    zp = np.zeros((s_pad, space.dim))
+    for row, k in enumerate(cand):
+      zp[row, :h] = _grid_z(space, index[k])
+      zp[row, h:] = plan_z[k]
+    zp[len(cand) :] = zp[0]
+    mask = np.concatenate([np.zeros(h), np.ones(space.num_plan)])
+    zpol, _, hist2 = continuous_phase(
+      problem,
+      config,
+      zp,
+      mask,
+      mesh,
+      progress,
+      phase='polish',
+      valid=len(cand),
+    )
+    result.history = history + hist2
+    evaluations += len(cand) * (2 * config.steps + 1)
+    pidx = index[cand]
+    ppz = zpol[: len(cand), h:]
+    ev2 = evaluate_indices(problem, pidx, ppz, config.eval_chunk, mesh)
+    evaluations += len(cand)
+    index = np.concatenate([index, pidx])
+    plan_z = np.concatenate([plan_z, ppz])
+    ev = {k: np.concatenate([ev[k], ev2[k]]) for k in ev}
+
+  b = _best(ev['loss'], ev['g'], ev['feasible'])
+  result.best_index = index[b]
+  result.best_plan_z = plan_z[b]
+  result.best_value = float(ev['value'][b])
+  result.best_feasible = bool(ev['feasible'][b])
+  result.best_g = ev['g'][b]
+  result.evaluations = int(evaluations)
+  return result
+
+
+def _distinct_best(index, ev, limit):
+  """Positions of up to `limit` distinct platforms, best first."""
+  viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
+  key = np.where(ev['feasible'], ev['loss'], 1e200 + viol)
+  order = np.argsort(key, kind='stable')
+  seen, out = set(), []
+  for k in order:
+    t = tuple(int(x) for x in index[k])
+    if t in seen:
+      continue
+    seen.add(t)
+    out.append(int(k))
+    if len(out) == limit:
+      break
+  return out
+
+
+def _grid_z(space: ds.DesignSpace, index) -> np.ndarray:
+  """Relaxed hardware coordinates (H,) of a grid point."""
+  sizes = space.sizes
+  out = [index[0] / (sizes[0] - 1), index[1] / (sizes[1] - 1)]
+  for i, g in enumerate(space.grids):
+    lo, hi = math.log(g[0]), math.log(g[-1])
+    v = math.log(g[int(index[2 + i])])
+    out.append((v - lo) / (hi - lo) if hi > lo else 0.0)
+  return np.array(out)
+
+
+# ---- baselines ---------------------------------------------------------------
+
+
+def random_search(
+  problem: Problem,
+  evaluations: int,
+  seed: int = 0,
+  chunk: int = 2048,
+  devices=None,
+) -> Result:
+  """Uniform samples of buildable designs (auto plan mode)."""
+  _require_auto(problem)
+  rng = np.random.default_rng(seed)
+  sizes = np.array(problem.space.sizes)
+  index = rng.integers(0, sizes, size=(int(evaluations), len(sizes)))
+  ev = evaluate_indices(problem, index, None, chunk, make_mesh(devices))
+  return _result_from('random', index, ev, evaluations)
+
+
+def exhaustive(
+  problem: Problem,
+  chunk: int = 65536,
+  devices=None,
+  progress: Callable | None = None,
+) -> Result:
+  """Every buildable design (auto plan mode), in sharded batches."""
+  _require_auto(problem)
+  mesh = make_mesh(devices)
+  sizes = problem.space.sizes
+  total = problem.space.size
+  best = None
+  for s in range(0, total, chunk):
+    flat = np.arange(s, min(s + chunk, total))
+    index = np.stack(np.unravel_index(flat, sizes), axis=1)
+    ev = evaluate_indices(problem, index, None, chunk, mesh)
+    b = _best(ev['loss'], ev['g'], ev['feasible'])
+    cand = (bool(ev['feasible'][b]), -float(ev['loss'][b]), index[b], ev, b)
+    if best is None or _better(cand, best):
+      best = cand
+    if progress is not None:
+      progress(min(s + chunk, total), {'done': min(s + chunk, total)})
+  _, _, index_b, ev, b = best
+  res = _result_from('exhaustive', index_b[None], _slice(ev, b), total)
+  return res
+
+
+def _better(a, b):
+  if a[0] != b[0]:
+    return a[0]
+  if a[0]:
+    return a[1] > b[1]
+  va = np.max(np.maximum(a[3]['g'][a[4]], 0.0))
+  vb = np.max(np.maximum(b[3]['g'][b[4]], 0.0))
+  return va < vb
+
+
+def _slice(ev, b):
+  return {k: v[b : b + 1] for k, v in ev.items()}
+
+
+def cma_es(
+  problem: Problem,
+  evaluations: int,
+  population: int = 32,
+  seed: int = 0,
+  chunk: int = 2048,
+  devices=None,
+) -> Result:
+  """evosax CMA-ES on the relaxed hardware coordinates; each candidate is
+  rounded to the nearest buildable design and scored there (infeasible
+  ones by 1e3 plus their violation)."""
+  from evosax.algorithms import CMA_ES
+
+  _require_auto(problem)
+  mesh = make_mesh(devices)
+  space = problem.space
+  h = space.num_hw
+  es = CMA_ES(population_size=population, solution=jnp.zeros(h))
+  params = es.default_params.replace(std_init=jnp.asarray(0.3))
+  key = jax.random.key(seed)
+  key, k0 = jax.random.split(key)
+  state = es.init(k0, jnp.full((h,), 0.5), params)
+  ask, tell = jax.jit(es.ask), jax.jit(es.tell)
+  sizes = np.array(space.sizes)
+  best_idx, best_ev, used = None, None, 0
+  while used + population <= evaluations:
+    key, ka, kt = jax.random.split(key, 3)
+    pop, state = ask(ka, state, params)
+    zc = np.clip(np.asarray(pop), 0.0, 1.0)
+    index = np.clip(np.rint(ds.relaxed_index(space, zc)), 0, sizes - 1)
+    index = index.astype(np.int64)
+    ev = evaluate_indices(problem, index, None, chunk, mesh)
+    used += population
+    viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
+    fit = np.where(ev['feasible'], ev['loss'], 1e3 + viol)
+    # Out-of-box steps cost their distance, so the mean stays inside.
+    fit = fit + np.sum((np.asarray(pop) - zc) ** 2, axis=1)
+    state, _ = tell(kt, pop, jnp.asarray(fit), state, params)
+    b = _best(ev['loss'], ev['g'], ev['feasible'])
+    cand = (bool(ev['feasible'][b]), -float(ev['loss'][b]))
+    if best_ev is None or _better(
+      (*cand, None, ev, b), (*best_ev[0], None, best_ev[1], best_ev[2])
+    ):
+      best_ev = (cand, ev, b)
+      best_idx = index[b]
+  _, ev, b = best_ev
+  return _result_from('cma_es', best_idx[None], _slice(ev, b), used)
+
+
+def _result_from(method, index, ev, evaluations) -> Result:
+  b = _best(ev['loss'], ev['g'], ev['feasible'])
+  return Result(
+    method=method,
+    best_index=np.asarray(index[b]),
+    best_plan_z=np.zeros((0,)),
+    best_value=float(ev['value'][b]),
+    best_feasible=bool(ev['feasible'][b]),
+    best_g=ev['g'][b],
+    evaluations=int(evaluations),
+  )
+
+
+def _require_auto(problem: Problem):
+  if problem.space.plan_mode != 'auto':
+    raise InputError(
+      'the baselines enumerate buildable platforms, so they need plan mode '
+      "'auto' (one plan per platform)"
+    )
+
+
+# ---- reading results ---------------------------------------------------------
+
+
+def buildable(problem: Problem, index, plan_z):
+  """The concrete (platform, plan) of a buildable design, numpy leaves."""
+  space = problem.space
+  p = ds.build(space, index)
+  _, plan, _ = ds.decode_index(
+    space, problem.workload, jnp.asarray(index), jnp.asarray(plan_z)
+  )
+  return p, ds.concrete_plan(space, plan)
+
+
+def relaxed(problem: Problem, z):
+  """The (platform, plan) of a relaxed design z (D,), numpy leaves."""
+  p, plan, _ = ds.decode(problem.space, problem.workload, jnp.asarray(z))
+  p = jax.tree.map(lambda x: np.asarray(x, dtype=np.float64), p)
+  return p, ds.concrete_plan(problem.space, plan)
+
+
+def violation_sentence(problem: Problem, g) -> str:
+  """Names the most violated constraint of g (C,) and by how much."""
+  g = np.asarray(g)
+  i = int(np.argmax(g))
+  name = CONSTRAINTS[i]
+  pct = 100.0 * float(g[i])
+  what = {
+    'capex': f'the capex budget of ${problem.budget_usd:,.0f}',
+    'power': f'the power budget of {problem.power_w:,.0f} W',
+    'hbm': 'the HBM capacity',
+    'ddr': 'the DDR capacity',
+    'sockets': "the CPU's maximum sockets",
+    'ddr_per_socket': "the CPU's maximum DDR per socket",
+  }[name]
+  return f'{what} is exceeded by {pct:.1f}%'
