@@ -808,9 +808,22 @@ def buildable(problem: Problem, index, plan_z):
 
 def relaxed(problem: Problem, z):
   """The (platform, plan) of a relaxed design z (D,), numpy leaves."""
-  p, plan, _ = ds.decode(problem.space, problem.workload, jnp.asarray(z))
+  space = problem.space
+  p, plan, _ = ds.decode(space, problem.workload, jnp.asarray(z))
   p = jax.tree.map(lambda x: np.asarray(x, dtype=np.float64), p)
-  return p, ds.concrete_plan(problem.space, plan)
+  axes = ds.describe_relaxed(space, np.asarray(z)[: space.num_hw])
+
+  def label(axis):
+    a, b = axes[axis]['between']
+    return f'{a} .. {b} at {axes[axis]["position"]:.3f}'
+
+  p = dataclasses.replace(
+    p,
+    name='continuous_optimum',
+    accelerator=dataclasses.replace(p.accelerator, name=label('accelerator')),
+    cpu=dataclasses.replace(p.cpu, name=label('cpu')),
+  )
+  return p, ds.concrete_plan(space, plan)
 
 
 def violation_sentence(problem: Problem, g) -> str:
