@@ -581,3 +581,21 @@ def describe_relaxed(space: DesignSpace, z_hw) -> dict:
 def stack_tree(trees):
   """Stacks a list of identical-structure pytrees along a new axis 0."""
   return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def describe_index(space: DesignSpace, index) -> dict:
+  """A buildable design's choices in boundary units."""
+  index = [int(i) for i in index]
+  nodes, sockets, accels, ddr, nics, nic_bw = (
+    g[i] for g, i in zip(space.grids, index[2:], strict=True)
+  )
+  return {
+    'accelerator': space.accelerators[index[0]],
+    'cpu': space.cpus[index[1]],
+    'nodes': nodes,
+    'sockets_per_node': sockets,
+    'accelerators_per_node': accels,
+    'ddr_per_socket_gb': ddr / GB,
+    'nic_count': nics,
+    'nic_bandwidth_gbit_per_s': nic_bw / (1e9 / 8),
+  }

@@ -301,7 +301,6 @@ def main():
       'snap_top': config.snap_top,
       'evaluations': res.evaluations,
       'design_space_size': space.size,
-      'devices': len(jax.devices()),
       'seed': config.seed,
       'wall_s': 'in timing.json (kept out so result.json is reproducible)',
     },
