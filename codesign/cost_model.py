@@ -131,8 +131,11 @@ def _gemm_table(w: wl.Workload) -> dict[str, np.ndarray]:
 
 
 @functools.cache
-def _table_arrays(w: wl.Workload, plan_static: tuple) -> dict[str, np.ndarray]:
-  """Static per-table arrays (length T)."""
+def _table_arrays(
+  w: wl.Workload, plan_static: tuple, granules: tuple = (64, 64)
+) -> dict[str, np.ndarray]:
+  """Static per-table arrays (length T); `granules` are the (HBM, DDR)
+  access sizes in bytes."""
   sharding, column_shards, comm_precision = plan_static
   cb = wl.PRECISION_BYTES[comm_precision]
   rows = np.array([t.rows for t in w.tables], dtype=np.float64)
@@ -172,7 +175,8 @@ def _table_arrays(w: wl.Workload, plan_static: tuple) -> dict[str, np.ndarray]:
     'row_bytes': row_bytes,
     'table_bytes': rows * (row_bytes + 4.0 * state_elems),
     'pooled_bytes': dim * cb,
-    'touched64': touched(64),
+    'touched_hbm': touched(granules[0]),
+    'touched_ddr': touched(granules[1]),
     **masks,
   }
 
@@ -292,7 +296,11 @@ def evaluate(
   """
   p, w = platform, workload
   cpu_trainer = p.trainer == 'cpu'
-  t = _table_arrays(w, (plan.sharding, plan.column_shards, plan.comm_precision))
+  t = _table_arrays(
+    w,
+    (plan.sharding, plan.column_shards, plan.comm_precision),
+    (p.accelerator.access_granularity, p.cpu.access_granularity),
+  )
   t = {**t, 'table_bytes': t['table_bytes'] * row_scale}
   tw, rw, cw, dp = (
     t['table_wise'],
@@ -336,7 +344,8 @@ def evaluate(
     frac = dp + (1.0 - dp) * plan.hbm_fraction
   hit = 1.0 - (1.0 - frac) ** w.popularity_skew  # lookups served by HBM
   lookups = batch * t['pool']
-  gather_b, update_b = t['touched64']
+  gather_b, update_b = t['touched_hbm']  # bytes moved per HBM lookup
+  ddr_gather_b, ddr_update_b = t['touched_ddr']
   hbm_lookups = lookups * hit
   # On a CPU trainer every table, data-parallel ones included, is in DDR.
   ddr_lookups = lookups * (1.0 - hit) * (1.0 if cpu_trainer else 1.0 - dp)
@@ -364,8 +373,8 @@ def evaluate(
     accels * p.host_link.bandwidth, sockets * cpu.pcie_bandwidth
   )
   uvm_rate = nodes * host_node * p.host_link.random_access_efficiency
-  ddr_gather_bytes = jnp.sum(ddr_lookups * gather_b)
-  ddr_update_bytes = jnp.sum(ddr_lookups * update_b)
+  ddr_gather_bytes = jnp.sum(ddr_lookups * ddr_gather_b)
+  ddr_update_bytes = jnp.sum(ddr_lookups * ddr_update_b)
   gather_cpu = c * ddr_gather_bytes / ddr_rate
   update_cpu = c * ddr_update_bytes / ddr_rate
   if cpu_trainer:  # each socket streams its own replica of dp tables

@@ -413,6 +413,27 @@ def test_access_granularity_and_optimizer_state(optimizer, gather, update):
   close(bd['dense_optimizer'], 185 * per_param / HBM_BW + ACC_KERNEL)
 
 
+def test_each_tier_has_its_own_access_granularity():
+  # HBM read in 32 B sectors, DDR in 64 B cache lines: a 72 B row costs
+  # 96 B from HBM and 128 B from DDR. Half of each table in each tier.
+  w = wl.Workload(
+    name='granular',
+    tables=(wl.Table(500, 18), wl.Table(300, 18)),
+    num_dense=4,
+    bottom_mlp=(8,),
+    top_mlp=(4, 1),
+    interaction='cat',
+    global_batch=B,
+  )
+  plan = make_plan(frac=(0.5, 0.5), sharding=('row_wise',) * 2)
+  p = tiny_platform(access_granularity=32)
+  bd = run(p, w, plan)['breakdown']
+  lookups = 2 * B * 0.5  # per tier: 2 tables x B lookups x half
+  close(bd['embedding_gather_hbm'], lookups * 96 / 8 / (HBM_BW * ACC_GATHER))
+  ddr_rate = 2 * 2 * DDR_BW * CPU_GATHER  # all DDR lookups on the CPUs
+  close(bd['embedding_gather_ddr'], lookups * 128 / ddr_rate)
+
+
 # ---- tables partly in host DDR ------------------------------------------
 
 
