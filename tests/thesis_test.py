@@ -1,0 +1,96 @@
+"""The Zion paper's thesis, reproduced on the presets.
+
+1. A model whose tables fit in HBM (criteo_kaggle) trains much faster on
+   accelerators (big_basin) than on a dual-socket CPU trainer (cpu_2s).
+2. A production-scale model (zion_scale) does not fit the HBM of an
+   8-accelerator node; it runs only if tables spill to host DDR, and then
+   a node with many sockets and much DDR bandwidth (zion) beats big_basin.
+3. For the same bytes, an all-to-all on a fully connected fabric is faster
+   than on a ring.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from codesign import cost_model, hardware, plan, platform_presets
+from codesign import workload_presets as presets
+
+
+def evaluate(workload, platform, placement='auto'):
+  p = platform_presets.get(platform) if isinstance(platform, str) else platform
+  w = presets.get(workload) if isinstance(workload, str) else workload
+  return cost_model.evaluate(
+    hardware.as_arrays(p), w, plan.make(w, p, placement=placement)
+  )
+
+
+def step(r) -> float:
+  return float(np.asarray(r.step_time))
+
+
+def speedup(batch: int) -> float:
+  w = dataclasses.replace(presets.get('criteo_kaggle'), global_batch=batch)
+  return step(evaluate(w, 'cpu_2s')) / step(evaluate(w, 'big_basin'))
+
+
+@pytest.fixture(scope='module')
+def kaggle_speedups():
+  return {b: speedup(b) for b in (128, 8192, 65536)}
+
+
+@pytest.mark.parametrize('batch', [8192, 65536])
+def test_big_basin_beats_cpu_on_criteo_kaggle(kaggle_speedups, batch):
+  # Batches that fill 8 GPUs (1024 and 8192 samples each). The preset's
+  # batch of 128 is the single-device script's, where fixed per-step costs
+  # dominate both platforms (see the next test).
+  w = presets.get('criteo_kaggle')
+  assert bool(evaluate(w, 'big_basin').feasible)  # fits in HBM
+  assert kaggle_speedups[batch] >= 5.0, kaggle_speedups
+
+
+def test_speedup_grows_with_batch(kaggle_speedups):
+  # Honest: at the preset's batch of 128 (16 samples per GPU) the model
+  # gives a much smaller advantage than 5x; it grows with the batch.
+  s = kaggle_speedups
+  assert s[128] < s[8192] < s[65536], s
+  assert s[128] > 1.0, s
+
+
+def test_zion_scale_spills_to_ddr():
+  w = presets.get('zion_scale')
+  in_hbm = evaluate(w, 'big_basin', 'hbm')
+  assert not bool(in_hbm.feasible)
+  # The tier that overflows is HBM, not DDR.
+  req = {k: float(v) for k, v in in_hbm.memory_required.items()}
+  avail = {k: float(v) for k, v in in_hbm.memory_available.items()}
+  assert req['hbm'] > avail['hbm'] and req['ddr'] <= avail['ddr']
+  # Even 8 x 80 GB of HBM cannot hold it.
+  assert not bool(evaluate(w, 'dgx_a100_80gb', 'hbm').feasible)
+  spilled = evaluate(w, 'big_basin', 'auto')
+  assert bool(spilled.feasible)
+  assert np.isfinite(step(spilled)) and step(spilled) > 0
+  zion = evaluate(w, 'zion', 'auto')
+  assert bool(zion.feasible)
+  assert step(zion) < step(spilled), (step(zion), step(spilled))
+
+
+@pytest.mark.parametrize('workload', ['criteo_kaggle', 'mlperf_dlrm_v1'])
+@pytest.mark.parametrize('platform', ['zion', 'dgx_a100_80gb'])
+def test_fully_connected_alltoall_beats_ring(workload, platform):
+  # Same platform, links and bandwidth; only the topology differs.
+  base = platform_presets.get(platform)
+  w = presets.get(workload)
+  times = {}
+  for topology in ('fully_connected', 'ring'):
+    p = dataclasses.replace(
+      base,
+      fabric=dataclasses.replace(base.fabric, topology=topology),
+    )
+    r = cost_model.evaluate(hardware.as_arrays(p), w, plan.make(w, base))
+    times[topology] = r
+  fc = float(times['fully_connected'].breakdown['alltoall_intra'])
+  ring = float(times['ring'].breakdown['alltoall_intra'])
+  assert fc < ring, (fc, ring)
+  assert step(times['fully_connected']) <= step(times['ring'])
