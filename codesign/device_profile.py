@@ -1,0 +1,703 @@
+"""Device profiles: what the local JAX device really does, in cost-model terms.
+
+A profile holds the efficiency fields of one device part of the cost model
+(`gemm_efficiency`, `gemm_half_size`, `gather_efficiency`,
+`kernel_overhead`) and the platform's `step_overhead`; a measured profile
+also holds the device's measured peaks (`peak_flops_fp32`,
+`peak_flops_bf16`, memory bandwidth). `apply_to_json` writes a profile
+into a platform's JSON (the accelerator of an accelerator trainer, the
+CPU socket of a CPU trainer), so every experiment can load one with
+`--device_profile=path`.
+
+`measure` runs microbenchmarks of the local device, none of them a DLRM
+train step:
+- `gemm`: x @ W + b over a sweep of (m, k, n) and precisions;
+- `gather`: embedding bags (the DLRM's own pooling code) over a sweep of
+  dims and pooling factors, ids from the synthetic Zipf law;
+- `scatter`: the DLRM's own sparse SGD row update over the same sweep;
+- `stream`: y = a x + b over arrays far larger than the caches;
+- `chain`: jitted calls of 1 to 64 tiny dependent layers (per-call and
+  per-op overheads).
+Peaks and bandwidth are measured directly (the fastest GEMM rate per
+precision; the streaming rate). `fit` then fits the efficiency fields by
+gradient descent with Optax THROUGH the cost model: each benchmark is
+predicted by `cost_model.dense_times` or `cost_model.evaluate` of a
+one-layer or one-table workload on a one-device platform, and the loss is
+the mean squared log error, averaged per benchmark kind.
+
+Timing: every number is the minimum over repeats of the mean of back-to-
+back calls (the timeit convention: other processes only ever add time).
+"""
+
+import dataclasses
+import json
+import math
+import pathlib
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from codesign import cost_model, dlrm, hardware, platform_presets
+from codesign import plan as plan_lib
+from codesign import workload as wl
+from codesign.errors import InputError
+from codesign.pytree import replace
+
+PROFILES_DIR = pathlib.Path(__file__).parent / 'data' / 'profiles'
+TARGETS = ('cpu', 'accelerator')
+# Fitted fields: name in the JSON -> (part field, unit multiplier to SI).
+EFFICIENCY_KEYS = {
+  'gemm_efficiency': ('gemm_efficiency', 1.0),
+  'gemm_half_size': ('gemm_half_size', 1.0),
+  'gather_efficiency': ('gather_efficiency', 1.0),
+  'kernel_overhead_us': ('kernel_overhead', 1e-6),
+}
+# Measured fields (optional in a profile; needed to build a local platform).
+PEAK_KEYS = {
+  'peak_flops_fp32_tflops': 1e12,
+  'peak_flops_bf16_tflops': 1e12,
+  'memory_bandwidth_gb_per_s': 1e9,
+}
+FIT_PATHS = (
+  'gemm_efficiency',
+  'gemm_half_size',
+  'gather_efficiency',
+  'kernel_overhead',
+  'step_overhead',
+)
+
+
+# ---- profiles as JSON -------------------------------------------------------
+
+
+def _number(d: dict, key: str, where: str, lo: float, hi: float) -> float:
+  v = d[key]
+  if isinstance(v, bool) or not isinstance(v, int | float):
+    raise InputError(f'{where}: {key} must be a number, got {v!r}')
+  v = float(v)
+  if not (math.isfinite(v) and lo <= v <= hi):
+    raise InputError(f'{where}: {key} must lie in [{lo:g}, {hi:g}], got {v}')
+  return v
+
+
+def validate(profile: dict, where: str = 'device profile') -> dict:
+  """Raises `InputError` (one sentence) unless `profile` is usable."""
+  if not isinstance(profile, dict):
+    raise InputError(f'{where} must be a JSON object')
+  required = ['target', *EFFICIENCY_KEYS]
+  missing = [k for k in required if k not in profile]
+  if missing:
+    raise InputError(f'{where} lacks the key {missing[0]!r}')
+  if profile['target'] not in TARGETS:
+    raise InputError(
+      f'{where}: target must be one of {", ".join(TARGETS)}, got '
+      f'{profile["target"]!r}'
+    )
+  part = 'cpu' if profile['target'] == 'cpu' else 'accelerator'
+  for key, (fname, scale) in EFFICIENCY_KEYS.items():
+    lo, hi = hardware.BOUNDS[f'{part}.{fname}']
+    _number(profile, key, where, lo / scale, hi / scale)
+  if 'step_overhead_us' in profile:
+    lo, hi = hardware.BOUNDS['step_overhead']
+    _number(profile, 'step_overhead_us', where, lo * 1e6, hi * 1e6)
+  for key in PEAK_KEYS:
+    if key in profile:
+      _number(profile, key, where, 1e-6, 1e6)
+  return profile
+
+
+def load(path: str | pathlib.Path) -> dict:
+  """Reads and validates a profile JSON file (one-sentence errors)."""
+  p = pathlib.Path(path)
+  if not p.is_file():
+    raise InputError(f'device profile file {str(path)!r} does not exist')
+  try:
+    d = json.loads(p.read_text())
+  except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    raise InputError(
+      f'device profile file {str(path)!r} is not valid JSON ({e})'
+    ) from None
+  return validate(d, f'device profile {str(path)!r}')
+
+
+def save(path: str | pathlib.Path, profile: dict) -> None:
+  """Writes a profile atomically with sorted keys (reproducible bytes)."""
+  from codesign import results
+
+  validate(profile)
+  results.write_json(pathlib.Path(path), profile)
+
+
+def shipped(name: str) -> dict:
+  """A profile shipped in `codesign/data/profiles/` (without `.json`)."""
+  return load(PROFILES_DIR / f'{name}.json')
+
+
+def apply_to_json(platform_json: dict, profile: dict) -> dict:
+  """A platform JSON dict with the profile's efficiency fields written in.
+
+  The profile must describe the part that trains: `cpu` for a CPU
+  trainer, `accelerator` otherwise. `step_overhead_us` is written when the
+  profile has it. Returns a new dict; raises `InputError` on a mismatch.
+  """
+  validate(profile)
+  out = json.loads(json.dumps(platform_json))
+  trainer = out.get('trainer')
+  part = 'cpu' if trainer == 'cpu' else 'accelerator'
+  if profile['target'] != part:
+    raise InputError(
+      f'the device profile describes a {profile["target"]} but platform '
+      f'{out.get("name")!r} trains on its {part}'
+    )
+  for key in EFFICIENCY_KEYS:
+    out[part][key] = float(profile[key])
+  if 'step_overhead_us' in profile:
+    out['step_overhead_us'] = float(profile['step_overhead_us'])
+  src = out[part].get('sources', {})
+  for key, (fname, _) in EFFICIENCY_KEYS.items():
+    src[fname] = 'device profile: ' + str(profile.get('source', ''))
+  out[part]['sources'] = src
+  return out
+
+
+def apply(platform: hardware.Platform, profile: dict) -> hardware.Platform:
+  """`apply_to_json` for a `Platform` object."""
+  from codesign import config_io
+
+  pj = apply_to_json(config_io.platform_to_json(platform), profile)
+  return config_io.platform_from_json(pj)
+
+
+# ---- the local device as a platform ----------------------------------------
+
+
+def local_platform(profile: dict) -> hardware.Platform:
+  """One node with one device (the local JAX device) from a measured profile.
+
+  A `cpu` profile gives a CPU trainer with one socket; an `accelerator`
+  profile a one-accelerator platform with the tables in its memory. Fields
+  the profile does not measure (capacities, links, prices) come from the
+  `cpu_2s` (CPU) or `dgx_a100_80gb` (accelerator) presets; with one device
+  and one node they do not enter the step time.
+  """
+  validate(profile)
+  missing = [k for k in PEAK_KEYS if k not in profile]
+  if missing:
+    raise InputError(f'the device profile lacks the measured {missing[0]!r}')
+  peak32 = profile['peak_flops_fp32_tflops'] * 1e12
+  peak16 = profile['peak_flops_bf16_tflops'] * 1e12
+  bw = profile['memory_bandwidth_gb_per_s'] * 1e9
+  eff = {
+    fname: float(profile[key]) * scale
+    for key, (fname, scale) in EFFICIENCY_KEYS.items()
+  }
+  step = float(profile.get('step_overhead_us', 0.0)) * 1e-6
+  if profile['target'] == 'cpu':
+    base = platform_presets.get('cpu_2s')
+    cpu = replace(
+      base.cpu,
+      name='local ' + str(profile.get('device_kind', 'cpu')),
+      peak_flops_fp32=peak32,
+      peak_flops_bf16=peak16,
+      ddr_bandwidth=bw,
+      **eff,
+    )
+    return replace(
+      base,
+      name='local_cpu',
+      nodes=1.0,
+      sockets_per_node=1.0,
+      cpu=cpu,
+      step_overhead=step,
+    )
+  base = platform_presets.get('dgx_a100_80gb')
+  acc = replace(
+    base.accelerator,
+    name='local ' + str(profile.get('device_kind', 'accelerator')),
+    peak_flops_fp32=peak32,
+    peak_flops_tf32=peak32,
+    peak_flops_bf16=peak16,
+    hbm_bandwidth=bw,
+    **eff,
+  )
+  return replace(
+    base,
+    name='local_accelerator',
+    nodes=1.0,
+    accelerators_per_node=1.0,
+    accelerator=acc,
+    step_overhead=step,
+  )
+
+
+def local_plan(w: wl.Workload, p: hardware.Platform) -> plan_lib.Plan:
+  """All tables in the device's memory; nothing overlaps (one device runs
+  every op in turn, so there is no communication to hide)."""
+  pl = plan_lib.make(w, p, placement='hbm')
+  return replace(pl, overlap=0.0)
+
+
+# ---- timing -----------------------------------------------------------------
+
+
+def default_clock():
+  """The clock for this backend: process CPU time on a CPU backend, wall
+  time elsewhere.
+
+  On a shared CPU, other processes stretch wall time but hardly the CPU
+  time of ours; with XLA's CPU runtime held to one thread (see
+  `SINGLE_THREAD_XLA_FLAGS`) CPU time is what the step would take on an
+  idle core. An accelerator's work is invisible to process time, so other
+  backends use wall time.
+  """
+  if jax.default_backend() == 'cpu':
+    return time.process_time
+  return time.perf_counter
+
+
+# XLA CPU flags that run each op on one thread (set before JAX starts).
+SINGLE_THREAD_XLA_FLAGS = (
+  '--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1'
+)
+
+
+def time_calls(
+  fn, *, min_seconds: float = 0.02, repeats: int = 5, clock=None
+) -> float:
+  """Seconds per call of `fn()` (which returns JAX arrays).
+
+  Warms up (compiles) once, picks a number of back-to-back calls that
+  lasts about `min_seconds`, and returns the minimum over `repeats` of the
+  mean time per call, on `clock` (default `default_clock()`).
+  """
+  clock = clock or default_clock()
+  jax.block_until_ready(fn())
+  t0 = clock()
+  jax.block_until_ready(fn())
+  one = max(clock() - t0, 1e-6)
+  n = int(min(1000, max(1, math.ceil(min_seconds / one))))
+  best = math.inf
+  for _ in range(repeats):
+    t0 = clock()
+    out = None
+    for _ in range(n):
+      out = fn()
+    jax.block_until_ready(out)
+    best = min(best, (clock() - t0) / n)
+  return best
+
+
+# ---- microbenchmark workloads (what the cost model is asked) ---------------
+
+
+def gemm_workload(m: int, k: int, n: int, precision: str) -> wl.Workload:
+  """A workload whose first bottom-MLP layer is the (m x k)(k x n) GEMM."""
+  return wl.Workload(
+    name=f'gemm_{m}x{k}x{n}_{precision}',
+    tables=(wl.Table(1, n),),
+    num_dense=k,
+    bottom_mlp=(n,),
+    top_mlp=(1,),
+    global_batch=m,
+    dense_precision=precision,
+  )
+
+
+def chain_workload(layers: int) -> wl.Workload:
+  """`layers` tiny (8 x 8) layers in a row, batch 8."""
+  return wl.Workload(
+    name=f'chain_{layers}',
+    tables=(wl.Table(1, 8),),
+    num_dense=8,
+    bottom_mlp=(8,) * layers,
+    top_mlp=(1,),
+    global_batch=8,
+  )
+
+
+def table_workload(rows: int, dim: int, pooling: int, batch: int):
+  """A workload of one table (for the gather and scatter benchmarks)."""
+  return wl.Workload(
+    name=f'bag_{rows}x{dim}_p{pooling}',
+    tables=(wl.Table(rows, dim, float(pooling)),),
+    num_dense=1,
+    bottom_mlp=(dim,),
+    top_mlp=(1,),
+    global_batch=batch,
+  )
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+  """The microbenchmark sweep (shapes chosen as a grid, not from any
+  validation configuration)."""
+
+  gemm_m: tuple = (64, 512, 4096)
+  gemm_kn: tuple = ((16, 64), (64, 256), (256, 64), (256, 512), (1024, 256))
+  gemm_precisions: tuple = ('fp32', 'bf16')
+  table_rows: int = 1 << 17
+  bag_batch: int = 1024
+  bag_dims: tuple = (16, 32, 64, 128)
+  bag_pooling: tuple = (1, 4, 16)
+  stream_elems: int = 1 << 25
+  chain_layers: tuple = (1, 4, 16, 64)
+  min_seconds: float = 0.02
+  repeats: int = 5
+
+
+QUICK_SWEEP = Sweep(
+  gemm_m=(64, 1024),
+  gemm_kn=((16, 64), (64, 256), (256, 512), (1024, 256)),
+  gemm_precisions=('fp32', 'bf16'),
+  bag_dims=(16, 64, 128),
+  bag_pooling=(1, 8),
+  stream_elems=1 << 24,
+  chain_layers=(1, 8, 64),
+  min_seconds=0.01,
+  repeats=3,
+)
+
+
+def _gemm_fn(m, k, n, precision, key):
+  dtype = dlrm.COMPUTE_DTYPES[precision]
+  prec = dlrm._precision(precision)
+  kx, kw = jax.random.split(key)
+  x = jax.random.normal(kx, (m, k), jnp.float32).astype(dtype)
+  wt = jax.random.normal(kw, (k, n), jnp.float32).astype(dtype)
+  b = jnp.zeros((n,), dtype)
+  f = jax.jit(lambda x, wt, b: jnp.dot(x, wt, precision=prec) + b)
+  return lambda: f(x, wt, b)
+
+
+def _chain_fn(layers, key):
+  ws = jax.random.normal(key, (layers, 8, 8), jnp.float32) * 0.3
+  x = jnp.ones((8, 8), jnp.float32)
+
+  def f(x, ws):
+    for i in range(layers):  # unrolled: one dot per layer
+      x = jnp.dot(x, ws[i], precision=jax.lax.Precision.HIGHEST)
+    return x
+
+  g = jax.jit(f)
+  return lambda: g(x, ws)
+
+
+def _bag_fns(rows, dim, pooling, batch, seed):
+  from codesign import synthetic_data
+
+  w = table_workload(rows, dim, pooling, batch)
+  model = dlrm.DLRM(w)
+  params = dlrm.init(w, jax.random.PRNGKey(seed))
+  data = synthetic_data.SyntheticCriteo(w, seed=seed).batch(0, batch)
+  idx, wts = jax.device_put((data.indices, data.weights))
+  pool = jax.jit(
+    lambda p, i, wt: model.apply({'params': p}, i, wt, method=dlrm.DLRM.pool)
+  )
+  grad = jnp.full((batch, dim), 1e-3, jnp.float32)
+
+  def upd(table, i, wt):
+    out, _ = dlrm.sparse_update('sgd', 0.1, table, (), i, wt, grad, 0)
+    return out
+
+  update = jax.jit(upd, donate_argnums=0)
+  holder = [params['embedding_0'] + 0.0]
+
+  def run_update():
+    holder[0] = update(holder[0], idx[0], wts[0])
+    return holder[0]
+
+  return (lambda: pool(params, idx, wts)), run_update
+
+
+def measure(sweep: Sweep = Sweep(), seed: int = 0, log=None) -> list[dict]:
+  """Runs the microbenchmarks on the default JAX device.
+
+  Returns:
+    A list of records, each {'kind', shape keys, 'seconds'}.
+  """
+  key = jax.random.PRNGKey(seed)
+  out = []
+
+  def add(rec):
+    out.append(rec)
+    if log:
+      log(rec)
+
+  t_kw = {'min_seconds': sweep.min_seconds, 'repeats': sweep.repeats}
+  for precision in sweep.gemm_precisions:
+    for m in sweep.gemm_m:
+      for k, n in sweep.gemm_kn:
+        s = time_calls(_gemm_fn(m, k, n, precision, key), **t_kw)
+        add(
+          {
+            'kind': 'gemm',
+            'm': m,
+            'k': k,
+            'n': n,
+            'precision': precision,
+            'seconds': s,
+          }
+        )
+  for dim in sweep.bag_dims:
+    for pooling in sweep.bag_pooling:
+      pool, update = _bag_fns(
+        sweep.table_rows, dim, pooling, sweep.bag_batch, seed
+      )
+      shape = {
+        'rows': sweep.table_rows,
+        'dim': dim,
+        'pooling': pooling,
+        'batch': sweep.bag_batch,
+      }
+      add({'kind': 'gather', **shape, 'seconds': time_calls(pool, **t_kw)})
+      add({'kind': 'scatter', **shape, 'seconds': time_calls(update, **t_kw)})
+  # In place (donated), so that the OS's first touch of fresh pages is not
+  # what is measured.
+  stream = jax.jit(lambda x: 1.0001 * x + 1.0, donate_argnums=0)
+  buf = [jnp.ones((sweep.stream_elems,), jnp.float32)]
+
+  def run_stream():
+    buf[0] = stream(buf[0])
+    return buf[0]
+
+  s = time_calls(run_stream, **t_kw)
+  add({'kind': 'stream', 'bytes': 2 * 4 * sweep.stream_elems, 'seconds': s})
+  for layers in sweep.chain_layers:
+    s = time_calls(_chain_fn(layers, key), **t_kw)
+    add({'kind': 'chain', 'layers': layers, 'seconds': s})
+  return out
+
+
+# ---- the fit ----------------------------------------------------------------
+
+
+def measured_peaks(records: list[dict]) -> dict:
+  """Peak FLOP/s per precision (fastest GEMM) and streaming bandwidth."""
+  peaks = {}
+  for prec in ('fp32', 'bf16'):
+    rates = [
+      2.0 * r['m'] * r['k'] * r['n'] / r['seconds']
+      for r in records
+      if r['kind'] == 'gemm' and r['precision'] == prec
+    ]
+    peaks[prec] = max(rates) if rates else None
+  if peaks['bf16'] is None:
+    peaks['bf16'] = peaks['fp32']
+  streams = [
+    r['bytes'] / r['seconds'] for r in records if r['kind'] == 'stream'
+  ]
+  return {
+    'peak_flops_fp32_tflops': peaks['fp32'] / 1e12,
+    'peak_flops_bf16_tflops': peaks['bf16'] / 1e12,
+    'memory_bandwidth_gb_per_s': max(streams) / 1e9,
+  }
+
+
+def bench_plan(platform: hardware.Platform, rec: dict):
+  """The plan of a gather or scatter record (built from concrete values,
+  outside any trace); None for other kinds."""
+  if rec['kind'] not in ('gather', 'scatter'):
+    return None
+  w = table_workload(rec['rows'], rec['dim'], rec['pooling'], rec['batch'])
+  return local_plan(w, platform)
+
+
+def predict(platform: hardware.Platform, rec: dict, plan=None):
+  """The cost model's seconds for one microbenchmark record (traceable in
+  the platform; `plan` from `bench_plan` for gathers and scatters)."""
+  p = platform
+  dev = p.cpu if p.trainer == 'cpu' else p.accelerator
+  kind = rec['kind']
+  if kind == 'gemm':
+    w = gemm_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
+    fwd, _ = cost_model.dense_times(p, w)
+    return fwd[0]
+  if kind == 'chain':
+    w = chain_workload(rec['layers'])
+    fwd, _ = cost_model.dense_times(p, w)
+    return jnp.sum(fwd[: rec['layers']]) + p.step_overhead
+  if kind in ('gather', 'scatter'):
+    w = table_workload(rec['rows'], rec['dim'], rec['pooling'], rec['batch'])
+    r = cost_model.evaluate(p, w, plan)
+    tier = 'ddr' if p.trainer == 'cpu' else 'hbm'
+    name = 'gather' if kind == 'gather' else 'update'
+    return r.breakdown[f'embedding_{name}_{tier}'] + dev.kernel_overhead
+  raise ValueError(f'no prediction for kind {kind!r}')
+
+
+FIT_KINDS = ('gemm', 'gather', 'scatter', 'chain')
+
+
+def _with_fit(p: hardware.Platform, values: dict) -> hardware.Platform:
+  part = 'cpu' if p.trainer == 'cpu' else 'accelerator'
+  dev = replace(
+    getattr(p, part),
+    **{k: v for k, v in values.items() if k != 'step_overhead'},
+  )
+  return replace(p, **{part: dev, 'step_overhead': values['step_overhead']})
+
+
+def fit(
+  records: list[dict],
+  target: str | None = None,
+  steps: int = 1500,
+  learning_rate: float = 0.05,
+) -> tuple[dict, dict]:
+  """Fits the efficiency fields to the microbenchmarks.
+
+  Peaks and bandwidth are the measured ones (`measured_peaks`). The fitted
+  fields start from the catalog assumptions and move in log space with
+  Adam; efficiencies are kept in (0, 1] by a sigmoid, the half size and
+  overheads are positive by an exp. The loss is, per kind of benchmark,
+  the mean of (log predicted - log measured)^2, averaged over kinds.
+
+  Returns:
+    (profile dict, fit report with per-kind errors and the loss).
+  """
+  target = target or ('cpu' if jax.default_backend() == 'cpu' else 'accel')
+  target = 'cpu' if target == 'cpu' else 'accelerator'
+  peaks = measured_peaks(records)
+  seed_profile = {
+    'target': target,
+    **peaks,
+    'gemm_efficiency': 0.5,
+    'gemm_half_size': 16.0,
+    'gather_efficiency': 0.5,
+    'kernel_overhead_us': 10.0,
+    'step_overhead_us': 50.0,
+  }
+  base = hardware.as_arrays(local_platform(seed_profile), jnp.float32)
+  fitted = [r for r in records if r['kind'] in FIT_KINDS]
+  kinds = sorted({r['kind'] for r in fitted})
+  log_meas = jnp.log(jnp.array([r['seconds'] for r in fitted], jnp.float32))
+  kind_id = np.array([kinds.index(r['kind']) for r in fitted])
+  weight = np.array(
+    [1.0 / np.sum(kind_id == i) / len(kinds) for i in kind_id], np.float32
+  )
+
+  def unpack(theta):
+    return {
+      'gemm_efficiency': jax.nn.sigmoid(theta[0]),
+      'gemm_half_size': jnp.exp(theta[1]),
+      'gather_efficiency': jax.nn.sigmoid(theta[2]),
+      'kernel_overhead': jnp.exp(theta[3]),
+      'step_overhead': jnp.exp(theta[4]),
+    }
+
+  plans = [bench_plan(base, r) for r in fitted]
+
+  def preds(theta):
+    p = _with_fit(base, unpack(theta))
+    return jnp.stack(
+      [predict(p, r, pl) for r, pl in zip(fitted, plans, strict=True)]
+    )
+
+  def loss_fn(theta):
+    err = jnp.log(preds(theta)) - log_meas
+    return jnp.sum(weight * err * err)
+
+  def logit(x):
+    return float(np.log(x / (1.0 - x)))
+
+  theta0 = jnp.array(
+    [logit(0.5), np.log(16.0), logit(0.5), np.log(10e-6), np.log(50e-6)],
+    jnp.float32,
+  )
+  tx = optax.adam(learning_rate)
+
+  @jax.jit
+  def run(theta):
+    def body(carry, _):
+      theta, st = carry
+      loss, g = jax.value_and_grad(loss_fn)(theta)
+      upd, st = tx.update(g, st, theta)
+      return (optax.apply_updates(theta, upd), st), loss
+
+    (theta, _), losses = jax.lax.scan(
+      body, (theta, tx.init(theta)), None, length=steps
+    )
+    return theta, losses, preds(theta)
+
+  theta, losses, pred = run(theta0)
+  values = {k: float(v) for k, v in unpack(theta).items()}
+  pred = np.asarray(pred, np.float64)
+  rel = pred / np.array([r['seconds'] for r in fitted]) - 1.0
+  per_kind = {
+    k: {
+      'count': int(np.sum(kind_id == i)),
+      'median_abs_rel_error': float(np.median(np.abs(rel[kind_id == i]))),
+      'max_abs_rel_error': float(np.max(np.abs(rel[kind_id == i]))),
+    }
+    for i, k in enumerate(kinds)
+  }
+  profile = {
+    'target': target,
+    **peaks,
+    'gemm_efficiency': values['gemm_efficiency'],
+    'gemm_half_size': values['gemm_half_size'],
+    'gather_efficiency': values['gather_efficiency'],
+    'kernel_overhead_us': values['kernel_overhead'] * 1e6,
+    'step_overhead_us': values['step_overhead'] * 1e6,
+  }
+  report = {
+    'loss_initial': float(losses[0]),
+    'loss_final': float(losses[-1]),
+    'steps': steps,
+    'per_kind': per_kind,
+    'predictions': [
+      {**r, 'predicted': float(q)} for r, q in zip(fitted, pred, strict=True)
+    ],
+  }
+  return profile, report
+
+
+def device_description() -> dict:
+  d = jax.devices()[0]
+  return {
+    'backend': jax.default_backend(),
+    'device_kind': d.device_kind,
+    'platform': d.platform,
+  }
+
+
+def default_profile(accelerator_name: str) -> dict:
+  """The shipped default profile of a catalog accelerator.
+
+  These are NOT measurements: they repeat the catalog's assumed
+  efficiencies (`catalog.ASSUMED`, each with its reasoning) and the
+  presets' assumed step overhead, so that a platform with a profile
+  applied equals the catalog part. Nothing in them is tuned on the public
+  calibration cases.
+  """
+  from codesign import catalog
+
+  catalog.accelerator(accelerator_name)  # raises InputError if unknown
+  a = catalog.assumed
+  return {
+    'target': 'accelerator',
+    'accelerator': accelerator_name,
+    'gemm_efficiency': a('accel_gemm_efficiency'),
+    'gemm_half_size': a('accel_gemm_half_size'),
+    'gather_efficiency': a('accel_gather_efficiency'),
+    'kernel_overhead_us': a('accel_kernel_overhead_us'),
+    'step_overhead_us': 200.0,
+    'source': 'default (assumption, not measured): codesign.catalog.ASSUMED '
+    'accel_* values; step overhead as codesign.platform_presets',
+    'assumptions': {
+      k: catalog.ASSUMED[k][1]
+      for k in (
+        'accel_gemm_efficiency',
+        'accel_gemm_half_size',
+        'accel_gather_efficiency',
+        'accel_kernel_overhead_us',
+      )
+    },
+  }
+
+
+def profile_file_name(accelerator_name: str) -> str:
+  """'A100-SXM4-80GB' -> 'a100_sxm4_80gb'."""
+  return accelerator_name.lower().replace('-', '_').replace(' ', '_')
