@@ -384,14 +384,12 @@ def evaluate(
   if cpu_trainer:
     gather_uvm = update_uvm = jnp.zeros(())
   else:
-    gather_uvm = smooth_max(
-      (1.0 - c) * ddr_gather_bytes / uvm_rate,
-      (1.0 - c) * ddr_gather_bytes / ddr_rate,
-    )
-    update_uvm = smooth_max(
-      (1.0 - c) * ddr_update_bytes / uvm_rate,
-      (1.0 - c) * ddr_update_bytes / ddr_rate,
-    )
+    # The (1 - c) share stays outside the smooth max: inside, at c = 1 both
+    # arguments hit the TINY floor and the gradient in c vanishes (it must
+    # be -bytes x smax(1/uvm_rate, 1/ddr_rate)).
+    uvm_s_per_byte = smooth_max(1.0 / uvm_rate, 1.0 / ddr_rate)
+    gather_uvm = (1.0 - c) * ddr_gather_bytes * uvm_s_per_byte
+    update_uvm = (1.0 - c) * ddr_update_bytes * uvm_s_per_byte
 
   # Pooled vectors that the CPU sockets produce for the accelerators: one
   # per sample and table unless all of its lookups hit HBM.
