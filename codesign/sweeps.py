@@ -1,0 +1,287 @@
+"""The pure computations behind the studies in `experiments/`.
+
+Each function here answers one question about the cost model over many
+points at once (model sizes, hardware fields, node counts, NIC bandwidths)
+and returns plain numpy arrays and dicts; the experiment scripts add flags,
+files and plots. The cost model itself stays unjitted (`cost_model.evaluate`
+handles one design); these drivers `vmap` it over the points and `jit` the
+batch, so a sweep compiles once per static shape (workload structure and
+plan sharding) instead of once per point.
+
+Conventions: sizes in bytes, times in seconds, bandwidths in bytes/s inside;
+boundary units appear in key names (`_gb`, `_gbit_per_s`).
+"""
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign import cost_model, hardware
+from codesign import plan as plan_lib
+from codesign import workload as wl
+from codesign.errors import InputError
+from codesign.hardware import Platform
+
+# Bisection steps when fitting a plan into HBM: 2^-30 of the HBM fraction.
+FIT_STEPS = 30
+# Batched evaluations are padded to a multiple of this many points, so that
+# sweeps and their refinements reuse one compiled function per sharding.
+CHUNK = 32
+
+
+# ---- workloads ---------------------------------------------------------
+
+
+def scale_rows(w: wl.Workload, factor: float) -> wl.Workload:
+  """`w` with every table's rows multiplied by `factor` (rounded, >= 1)."""
+  if not factor > 0:
+    raise InputError(f'row scale factor must be positive, got {factor}')
+  tables = tuple(
+    dataclasses.replace(t, rows=max(1, round(t.rows * factor)))
+    for t in w.tables
+  )
+  return dataclasses.replace(w, tables=tables)
+
+
+def _scale_widths(w: wl.Workload, m: float) -> wl.Workload:
+  """Hidden MLP widths times `m`; the widths that the interaction needs
+  (the last bottom layer) and the output width stay."""
+
+  def widths(ws):
+    return tuple(max(1, round(x * m)) for x in ws[:-1]) + (ws[-1],)
+
+  return dataclasses.replace(
+    w, bottom_mlp=widths(w.bottom_mlp), top_mlp=widths(w.top_mlp)
+  )
+
+
+def grow(w: wl.Workload, factor: float) -> wl.Workload:
+  """`w` grown `factor`-fold in embedding size and in dense compute.
+
+  Rows of every table scale by `factor`. Hidden MLP widths scale by one
+  common multiplier, found by bisection, so that dense FLOPs per sample
+  grow by `factor` as closely as integer widths allow (GEMM FLOPs grow
+  about as the square of the width). The name gets a `_x<factor>` suffix.
+  """
+  if factor == 1:
+    return w
+  target = factor * wl.dense_flops_per_sample(w)
+  lo, hi = 1.0, max(2.0, factor)
+  while wl.dense_flops_per_sample(_scale_widths(w, hi)) < target:
+    hi *= 2.0
+  for _ in range(60):
+    mid = 0.5 * (lo + hi)
+    if wl.dense_flops_per_sample(_scale_widths(w, mid)) < target:
+      lo = mid
+    else:
+      hi = mid
+  grown = scale_rows(_scale_widths(w, hi), factor)
+  return dataclasses.replace(grown, name=f'{w.name}_x{factor:g}')
+
+
+# ---- batched evaluation ------------------------------------------------
+
+
+def _report_fields(r: cost_model.CostReport) -> dict:
+  return {
+    'step_time': r.step_time,
+    'throughput': r.throughput,
+    'perf_per_usd': r.perf_per_usd,
+    'perf_per_watt': r.perf_per_watt,
+    'capex': r.capex,
+    'power': r.power,
+    'feasible': r.feasible,
+    'feasibility_margin': r.feasibility_margin,
+    'hbm_required': r.memory_required['hbm'],
+    'hbm_available': r.memory_available['hbm'],
+    'ddr_required': r.memory_required['ddr'],
+    'ddr_available': r.memory_available['ddr'],
+    'bottleneck_index': r.bottleneck_index,
+    'breakdown': jnp.stack([r.breakdown[k] for k in cost_model.COMPONENTS]),
+  }
+
+
+@functools.partial(jax.jit, static_argnames=('workload',))
+def _eval_points(platform, workload, plan, row_scale):
+  """Reports for N plans/row scales on one platform (leading axis N)."""
+
+  def one(frac, scale):
+    p = dataclasses.replace(plan, hbm_fraction=frac)
+    return _report_fields(cost_model.evaluate(platform, workload, p, scale))
+
+  return jax.vmap(one)(plan.hbm_fraction, row_scale)
+
+
+def _as_numpy(tree) -> dict:
+  return jax.tree.map(np.asarray, tree)
+
+
+def _fit_hbm(platform, workload, plan, row_scale, out):
+  """Shrinks the HBM fraction of points whose tables overflow HBM.
+
+  `plan.make` spills what does not fit 95% of the free HBM on average over
+  ranks; the cost model charges the busiest rank (table-wise shards do not
+  split), so an auto plan can still overflow. For such points the HBM
+  fraction is multiplied by the largest factor in [0, 1] (bisection) that
+  makes the cost model's own HBM need fit. Other points keep their plan.
+  """
+  over = out['hbm_required'] > out['hbm_available']
+  if platform.trainer == 'cpu' or not np.any(over):
+    return plan.hbm_fraction, np.ones(len(row_scale))
+  frac0 = np.asarray(plan.hbm_fraction)
+  lo = np.where(over, 0.0, 1.0)
+  hi = np.ones(len(row_scale))
+  for _ in range(FIT_STEPS):
+    mid = np.where(over, 0.5 * (lo + hi), 1.0)
+    trial = dataclasses.replace(plan, hbm_fraction=frac0 * mid[:, None])
+    o = _eval_points(platform, workload, trial, row_scale)
+    fits = np.asarray(o['hbm_required'] <= o['hbm_available'])
+    lo = np.where(over & fits, mid, lo)
+    hi = np.where(over & ~fits, mid, hi)
+  return frac0 * lo[:, None], lo
+
+
+def size_sweep(
+  platform: Platform,
+  base: wl.Workload,
+  sizes_bytes,
+  *,
+  fit: bool = True,
+) -> dict:
+  """The auto plan's cost on `platform` as the base workload's tables grow.
+
+  Every table's rows are scaled by the same factor so that the embedding
+  bytes (tables with optimizer state) equal each of `sizes_bytes`. The plan
+  at each size is `plan.make(..., 'auto')` on the scaled workload, then (if
+  `fit`) its HBM fraction is lowered where the cost model says the tables
+  still overflow HBM (`_fit_hbm`). One compile per distinct sharding.
+
+  Args:
+    platform: the hardware.
+    base: the workload whose tables are scaled.
+    sizes_bytes: shape (N,), target embedding bytes.
+    fit: whether to fit overflowing auto plans into HBM.
+
+  Returns:
+    A dict of numpy arrays of leading length N: the `_report_fields` keys
+    (SI units, `breakdown` of shape (N, len(COMPONENTS))) plus
+    `row_scale`, `hbm_fraction` (mean over tables of the plan used),
+    `auto_hbm_fraction` (before fitting), `fit_factor` and `spilling`
+    (an accelerator trainer with part of the tables in DDR).
+  """
+  sizes = np.asarray(sizes_bytes, dtype=np.float64)
+  scales = sizes / wl.embedding_bytes(base)
+  p = hardware.as_arrays(platform)
+  plans = [plan_lib.make(scale_rows(base, s), platform) for s in scales]
+  groups: dict[tuple, list[int]] = {}
+  for i, pl in enumerate(plans):
+    groups.setdefault(pl.sharding, []).append(i)
+  rows = [None] * len(sizes)
+  for idx in groups.values():
+    # Pad with copies of the last point up to a multiple of CHUNK.
+    pad = [idx[-1]] * (-len(idx) % CHUNK)
+    stacked = dataclasses.replace(
+      plans[idx[0]],
+      hbm_fraction=np.stack([plans[i].hbm_fraction for i in idx + pad]),
+    )
+    rs = scales[idx + pad]
+    out = _as_numpy(_eval_points(p, base, stacked, rs))
+    auto = np.asarray(stacked.hbm_fraction)
+    factor = np.ones(len(rs))
+    if fit:
+      frac, factor = _fit_hbm(p, base, stacked, rs, out)
+      stacked = dataclasses.replace(stacked, hbm_fraction=frac)
+      out = _as_numpy(_eval_points(p, base, stacked, rs))
+    for j, i in enumerate(idx):
+      row = {k: v[j] for k, v in out.items()}
+      row['row_scale'] = scales[i]
+      row['auto_hbm_fraction'] = float(np.mean(auto[j]))
+      row['hbm_fraction'] = float(np.mean(stacked.hbm_fraction[j]))
+      row['fit_factor'] = float(factor[j])
+      if platform.trainer == 'cpu':
+        row['hbm_fraction'] = row['auto_hbm_fraction'] = 0.0
+      # A CPU trainer keeps every table in DDR by design: not a spill.
+      row['spilling'] = platform.trainer != 'cpu' and row['hbm_fraction'] < 1
+      rows[i] = row
+  return {k: np.stack([r[k] for r in rows]) for k in rows[0]}
+
+
+def leaders(values: np.ndarray, feasible: np.ndarray) -> list[int | None]:
+  """Per column, the row index of the largest feasible value (or None).
+
+  Args:
+    values: shape (P, N), a metric of P platforms at N points.
+    feasible: shape (P, N) booleans.
+  """
+  out = []
+  for j in range(values.shape[1]):
+    ok = np.flatnonzero(feasible[:, j])
+    out.append(int(ok[np.argmax(values[ok, j])]) if ok.size else None)
+  return out
+
+
+def crossovers(leader: list, labels: list[str], sizes) -> list[dict]:
+  """Where the leader changes between consecutive points.
+
+  Returns:
+    One dict per change: `from`, `to` (labels or None for no feasible
+    platform), `between` (the two neighbouring `sizes`).
+  """
+  out = []
+  for j in range(1, len(leader)):
+    if leader[j] != leader[j - 1]:
+      name = [None if i is None else labels[i] for i in leader[j - 1 : j + 1]]
+      out.append(
+        {
+          'from': name[0],
+          'to': name[1],
+          'between': [float(sizes[j - 1]), float(sizes[j])],
+        }
+      )
+  return out
+
+
+def first_index(mask) -> int | None:
+  """Index of the first True in a 1-D mask, or None."""
+  hits = np.flatnonzero(np.asarray(mask))
+  return int(hits[0]) if hits.size else None
+
+
+def log_space(lo: float, hi: float, n: int) -> np.ndarray:
+  """`n` log-spaced points from `lo` to `hi` inclusive (float64)."""
+  if not (lo > 0 and hi > lo and n >= 2):
+    raise InputError(
+      f'need 0 < lo < hi and at least 2 points, got {lo}, {hi}, {n}'
+    )
+  return np.exp(np.linspace(math.log(lo), math.log(hi), n))
+
+
+def refine(predicate, lo: float, hi: float, rounds: int) -> float:
+  """Multisection in log space for where a predicate first turns True.
+
+  Each round evaluates `CHUNK - 1` points strictly inside the bracket in one
+  batched call and keeps the sub-interval where the predicate first turns
+  True, so the bracket shrinks `CHUNK`-fold per round at one batched cost.
+
+  Args:
+    predicate: maps a (CHUNK - 1,) array of positive numbers to booleans;
+      False at `lo`, True at `hi`.
+    lo, hi: the bracket, 0 < lo < hi.
+    rounds: multisection rounds; the log-bracket shrinks by CHUNK^rounds.
+
+  Returns:
+    The final bracket (lo, hi): the largest value known False and the
+    smallest known True.
+  """
+  a, b = math.log(lo), math.log(hi)
+  for _ in range(rounds):
+    inner = np.exp(np.linspace(a, b, CHUNK + 1)[1:-1])
+    hits = np.flatnonzero(np.asarray(predicate(inner)))
+    j = int(hits[0]) if hits.size else len(inner)
+    a = math.log(inner[j - 1]) if j > 0 else a
+    b = math.log(inner[j]) if j < len(inner) else b
+  return math.exp(a), math.exp(b)
