@@ -25,6 +25,7 @@ from codesign import plan as plan_lib
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.hardware import Platform
+from codesign.plan import Plan
 
 # Bisection steps when fitting a plan into HBM: 2^-30 of the HBM fraction.
 FIT_STEPS = 30
@@ -285,3 +286,142 @@ def refine(predicate, lo: float, hi: float, rounds: int) -> float:
     a = math.log(inner[j - 1]) if j > 0 else a
     b = math.log(inner[j]) if j < len(inner) else b
   return math.exp(a), math.exp(b)
+
+
+# ---- sensitivity -------------------------------------------------------
+
+
+def fit_plan(platform: Platform, workload: wl.Workload, plan: Plan):
+  """`plan` with its HBM fraction lowered until the tables fit HBM.
+
+  The one-design form of the fit in `size_sweep`: a plan whose tables
+  overflow HBM in the cost model's accounting gets its HBM fraction
+  multiplied by the largest factor in [0, 1] that fits. Returns (plan,
+  factor); factor is 1 where nothing changed.
+  """
+  p = hardware.as_arrays(platform)
+  frac = np.asarray(plan.hbm_fraction, dtype=np.float64)
+  stacked = dataclasses.replace(
+    plan, hbm_fraction=np.repeat(frac[None], CHUNK, axis=0)
+  )
+  rs = np.ones(CHUNK)
+  out = _as_numpy(_eval_points(p, workload, stacked, rs))
+  new, factor = _fit_hbm(p, workload, stacked, rs, out)
+  return dataclasses.replace(plan, hbm_fraction=new[0]), float(factor[0])
+
+
+def _free_hbm_slots(p, workload: wl.Workload):
+  """Free HBM of all ranks, as `plan.make` counts it (bytes)."""
+  free = 0.95 * p.accelerator.hbm_capacity - cost_model.dense_hbm_bytes(
+    workload, p
+  )
+  return free * p.nodes * p.accelerators_per_node
+
+
+def replan_applies(platform: Platform, plan: Plan) -> bool:
+  """Whether `log_metrics` can re-derive this plan's HBM fraction: an
+  accelerator trainer whose tables spill (0 < HBM fraction < 1). A plan
+  that holds every table in HBM keeps it there under small changes (more
+  HBM changes nothing), and a CPU trainer has no HBM."""
+  frac = np.asarray(plan.hbm_fraction)
+  return platform.trainer != 'cpu' and bool(np.all((frac > 0) & (frac < 1)))
+
+
+def log_metrics(
+  platform: Platform,
+  workload: wl.Workload,
+  plan: Plan,
+  anchor: Platform | None = None,
+) -> jax.Array:
+  """[log throughput, log perf per USD] of one design, shape (2,).
+
+  Args:
+    platform: the hardware (may be traced).
+    workload: static.
+    plan: the plan at `anchor` (or at `platform` if no anchor).
+    anchor: if given (only where `replan_applies`), the HBM fraction is
+      re-derived as the platform moves away from `anchor`: it scales with
+      the free HBM of all ranks, as the auto rule's does, so HBM capacity,
+      accelerator count and dense-model size count in the derivative.
+  """
+  if anchor is not None:
+    ratio = _free_hbm_slots(platform, workload) / _free_hbm_slots(
+      anchor, workload
+    )
+    frac = jnp.clip(plan.hbm_fraction * ratio, 0.0, 1.0)
+    plan = dataclasses.replace(plan, hbm_fraction=frac)
+  r = cost_model.evaluate(platform, workload, plan)
+  return jnp.stack([jnp.log(r.throughput), jnp.log(r.perf_per_usd)])
+
+
+@functools.partial(jax.jit, static_argnames=('workload', 'replan'))
+def _elasticity_fn(platform, workload, plan, replan):
+  anchor = jax.lax.stop_gradient(platform) if replan else None
+
+  def f(p):
+    return log_metrics(p, workload, plan, anchor)
+
+  jac = jax.jacrev(f)(platform)  # a Platform of (2,) leaves
+  return f(platform), jax.tree.map(lambda g, x: g * x, jac, platform)
+
+
+def elasticities(
+  platform: Platform, workload: wl.Workload, plan: Plan, *, replan: bool
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+  """d log(metric) / d log(field) for every continuous platform field.
+
+  One reverse-mode pass (`jax.jacrev` of the two log metrics, batched)
+  gives the gradient with respect to every field; times the field's value
+  it is the elasticity: the % change of the metric per 1% change of the
+  field. Fields at zero have elasticity zero.
+
+  Args:
+    replan: re-derive a spilling plan as the platform changes (see
+      `log_metrics`); ignored where `replan_applies` is False.
+
+  Returns:
+    (paths, values, e): dotted field paths (L,), their SI values (L,), and
+    e of shape (2, L): row 0 throughput, row 1 perf per USD.
+  """
+  replan = replan and replan_applies(platform, plan)
+  p = hardware.as_arrays(platform, jnp.float64)
+  _, e = _elasticity_fn(p, workload, plan, replan)
+  paths = hardware.leaf_paths(platform)
+  values = np.array([float(hardware.get_value(platform, k)) for k in paths])
+  e = np.stack([np.asarray(hardware.get_value(e, k)) for k in paths], axis=1)
+  return paths, values, e
+
+
+@functools.partial(jax.jit, static_argnames=('workload', 'replan'))
+def _metrics_batch(platforms, anchor, workload, plan, replan):
+  a = anchor if replan else None
+  return jax.vmap(lambda p: log_metrics(p, workload, plan, a))(platforms)
+
+
+def finite_difference(
+  platform: Platform,
+  workload: wl.Workload,
+  plan: Plan,
+  paths: list[str],
+  *,
+  replan: bool,
+  rel_step: float = 1e-4,
+) -> np.ndarray:
+  """Central differences of the log metrics in log field, shape (2, K).
+
+  Each field in `paths` is multiplied by exp(+h) and exp(-h) (h =
+  `rel_step`); all 2K designs are evaluated in one batch.
+  """
+  replan = replan and replan_applies(platform, plan)
+  base = hardware.as_arrays(platform, jnp.float64)
+  designs = []
+  for k in paths:
+    x = float(hardware.get_value(platform, k))
+    for sign in (1.0, -1.0):
+      designs.append(
+        hardware.with_value(base, k, jnp.float64(x * math.exp(sign * rel_step)))
+      )
+  stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *designs)
+  out = np.asarray(_metrics_batch(stacked, base, workload, plan, replan))
+  out = out.reshape(len(paths), 2, 2)  # (field, +/-, metric)
+  return ((out[:, 0] - out[:, 1]) / (2.0 * rel_step)).T
