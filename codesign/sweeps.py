@@ -425,3 +425,106 @@ def finite_difference(
   out = np.asarray(_metrics_batch(stacked, base, workload, plan, replan))
   out = out.reshape(len(paths), 2, 2)  # (field, +/-, metric)
   return ((out[:, 0] - out[:, 1]) / (2.0 * rel_step)).T
+
+
+# ---- scale-out ---------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=('workload',))
+def _eval_nic(platform, workload, plan, bandwidths):
+  """Reports for the platform with each NIC bandwidth (leading axis)."""
+
+  def one(bw):
+    p = hardware.with_value(platform, 'nic.bandwidth', bw)
+    return _report_fields(cost_model.evaluate(p, workload, plan))
+
+  return jax.vmap(one)(bandwidths)
+
+
+def nic_sweep(
+  platform: Platform, workload: wl.Workload, plan: Plan, bandwidths
+) -> dict:
+  """The cost at each per-NIC bandwidth (bytes/s, shape (N,)).
+
+  Evaluated in batches of CHUNK (the last one padded), so every call with
+  the same workload and plan structure reuses one compiled function.
+
+  Returns:
+    `_report_fields` keys as numpy arrays of leading length N.
+  """
+  bw = np.asarray(bandwidths, dtype=np.float64)
+  n = len(bw)
+  padded = np.concatenate([bw, np.full(-n % CHUNK, bw[-1])])
+  p = hardware.as_arrays(platform)
+  outs = [
+    _as_numpy(_eval_nic(p, workload, plan, padded[i : i + CHUNK]))
+    for i in range(0, len(padded), CHUNK)
+  ]
+  return {k: np.concatenate([o[k] for o in outs])[:n] for k in outs[0]}
+
+
+def with_nodes(
+  platform: Platform, workload: wl.Workload, nodes: int, *, weak: bool
+):
+  """The platform with `nodes` nodes and the workload's global batch.
+
+  Weak scaling keeps the batch per node of (platform, workload); strong
+  scaling keeps the global batch. Returns (platform, workload).
+  """
+  p = hardware.with_value(platform, 'nodes', float(nodes))
+  if not weak:
+    return p, workload
+  per_node = workload.global_batch / float(platform.nodes)
+  batch = max(1, round(per_node * nodes))
+  return p, dataclasses.replace(workload, global_batch=batch)
+
+
+def required_nic_bandwidth(
+  platform: Platform,
+  workload: wl.Workload,
+  plan: Plan,
+  single_node_throughput: float,
+  target: float,
+  lo: float,
+  hi: float,
+  rounds: int,
+) -> dict:
+  """The per-NIC bandwidth at which scaling efficiency reaches `target`.
+
+  Efficiency is throughput / (nodes x single-node throughput); it grows
+  with NIC bandwidth, so multisection in log bandwidth (`refine`) locates
+  the smallest bandwidth that reaches `target` inside [lo, hi].
+
+  Returns:
+    {'status': 'found' | 'below_range' | 'unreachable', 'bandwidth':
+    bytes/s (None if unreachable), 'bracket': [lo, hi] bytes/s,
+    'efficiency_at_hi': efficiency at `hi`}.
+  """
+  nodes = float(platform.nodes)
+
+  def eff(bws):
+    r = nic_sweep(platform, workload, plan, bws)
+    return r['throughput'] / (nodes * single_node_throughput)
+
+  ends = eff(np.array([lo, hi]))
+  if ends[0] >= target:
+    return {
+      'status': 'below_range',
+      'bandwidth': lo,
+      'bracket': [None, lo],
+      'efficiency_at_hi': float(ends[1]),
+    }
+  if ends[1] < target:
+    return {
+      'status': 'unreachable',
+      'bandwidth': None,
+      'bracket': [hi, None],
+      'efficiency_at_hi': float(ends[1]),
+    }
+  a, b = refine(lambda x: eff(x) >= target, lo, hi, rounds)
+  return {
+    'status': 'found',
+    'bandwidth': b,
+    'bracket': [a, b],
+    'efficiency_at_hi': float(ends[1]),
+  }
