@@ -1,0 +1,266 @@
+"""Values and gradients of the cost model: finite everywhere inside the
+bounds (float64 and float32), and `jax.grad` equal to finite differences.
+
+Outputs checked: log step time, feasibility margin, log capex, log power.
+Inputs: every platform leaf and the plan's continuous leaves
+(hbm_fraction, cpu_lookup_fraction, overlap). Per configuration one
+jit-compiled, vmapped value-and-Jacobian over 1,000 designs.
+
+float32 runs in a subprocess with x64 off (the way `--x64=false` runs),
+because the test session enables x64 for everything else.
+"""
+
+import functools
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from codesign import cost_model, hardware, plan, platform_presets
+from codesign import workload_presets as presets
+from codesign.plan import SHARDINGS
+from codesign.pytree import replace
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+N = 1000  # designs per batch
+CORNERS = 100  # of them with every value at a bound
+
+# name -> (workload, platform preset, topology override, sharding)
+CONFIGS = {
+  'kaggle_cube_mesh_mixed': ('criteo_kaggle', 'big_basin', None, 'mixed'),
+  'zion_scale_fully_connected': ('zion_scale', 'zion', None, 'auto'),
+  'dcnv2_ring': ('mlperf_dlrm_dcnv2', 'dgx_a100_80gb', 'ring', 'auto'),
+  'benchmark_pcie_only_2tier': (
+    'dlrm_benchmark',
+    'zionex',
+    'pcie_only',
+    'auto',
+  ),
+  'kaggle_cpu_trainer': ('criteo_kaggle', 'cpu_2s', None, 'auto'),
+}
+# float32 runs these (one compile each, in a subprocess): the largest
+# numbers (zion_scale), every sharding, DCN-v2, and the CPU trainer.
+F32_CONFIGS = (
+  'kaggle_cube_mesh_mixed',
+  'zion_scale_fully_connected',
+  'dcnv2_ring',
+  'kaggle_cpu_trainer',
+)
+OUTPUTS = ('log_step_time', 'feasibility_margin', 'log_capex', 'log_power')
+
+PATHS = hardware.leaf_paths(platform_presets.get('big_basin'))
+LO = np.array([hardware.BOUNDS[k][0] for k in PATHS])
+HI = np.array([hardware.BOUNDS[k][1] for k in PATHS])
+
+
+def design(u):
+  """Leaf values from unit numbers: log-uniform where the lower bound is
+  positive, uniform on [0, hi] where it is 0."""
+  log = LO * (HI / np.where(LO > 0, LO, 1.0)) ** u
+  return np.where(LO > 0, np.clip(log, LO, HI), HI * u)
+
+
+@functools.cache
+def setup(name):
+  """(preset leaves, plan template, jitted vmapped value-and-Jacobian)."""
+  wname, pname, topology, sharding = CONFIGS[name]
+  w = presets.get(wname)
+  p = platform_presets.get(pname)
+  if topology:
+    p = replace(p, fabric=replace(p.fabric, topology=topology))
+  if sharding == 'mixed':
+    template = plan.make(w, p)
+    shardings = tuple(SHARDINGS[i % 4] for i in range(w.num_tables))
+    template = replace(template, sharding=shardings, comm_precision='bf16')
+  else:
+    template = plan.make(w, p, sharding=sharding)
+  treedef = jax.tree.structure(p)
+
+  def outputs(leaves, frac, c, o):
+    platform = jax.tree.unflatten(
+      treedef, [leaves[i] for i in range(len(PATHS))]
+    )
+    pl = replace(template, hbm_fraction=frac, cpu_lookup_fraction=c, overlap=o)
+    r = cost_model.evaluate(platform, w, pl)
+    return jnp.stack(
+      [
+        jnp.log(r.step_time),
+        r.feasibility_margin,
+        jnp.log(r.capex),
+        jnp.log(r.power),
+      ]
+    )
+
+  def value_and_jacobian(*args):
+    out, vjp = jax.vjp(outputs, *args)
+    return out, jax.vmap(vjp)(jnp.eye(len(OUTPUTS), dtype=out.dtype))
+
+  leaves = np.array([float(v) for v in jax.tree.leaves(p)])
+  return leaves, template, jax.jit(jax.vmap(value_and_jacobian))
+
+
+def random_points(name, seed):
+  """N designs inside the bounds; the first CORNERS at random corners."""
+  _, template, _ = setup(name)
+  t = len(template.sharding)
+  rng = np.random.default_rng(seed)
+  u = rng.uniform(size=(N, len(PATHS)))
+  u[:CORNERS] = rng.integers(0, 2, size=(CORNERS, len(PATHS)))
+  plan_u = rng.uniform(size=(N, t + 2))
+  plan_u[:CORNERS] = rng.integers(0, 2, size=(CORNERS, t + 2))
+  return design(u), plan_u[:, :t], plan_u[:, t], plan_u[:, t + 1]
+
+
+def evaluate_batch(name, leaves, frac, c, o, dtype):
+  _, _, fn = setup(name)
+  cast = lambda x: jnp.asarray(x, dtype=dtype)  # noqa: E731
+  values, (j_leaves, j_frac, j_c, j_o) = fn(
+    cast(leaves), cast(frac), cast(c), cast(o)
+  )
+  return tuple(
+    np.asarray(x, dtype=np.float64)
+    for x in (values, j_leaves, j_frac, j_c, j_o)
+  )
+
+
+def nonfinite_counts(name, dtype, seed=0):
+  """How many of the N designs give a non-finite value or gradient."""
+  out = evaluate_batch(name, *random_points(name, seed), dtype)
+  values, grads = out[0], out[1:]
+  bad_grad = np.zeros(N, dtype=bool)
+  for g in grads:
+    bad_grad |= ~np.all(np.isfinite(g.reshape(N, -1)), axis=1)
+  return {
+    'points': N,
+    'nonfinite_values': int(np.sum(~np.all(np.isfinite(values), axis=1))),
+    'nonfinite_grads': int(np.sum(bad_grad)),
+  }
+
+
+@pytest.mark.parametrize('name', list(CONFIGS))
+def test_finite_values_and_gradients_float64(name):
+  counts = nonfinite_counts(name, jnp.float64)
+  assert counts['nonfinite_values'] == 0, counts
+  assert counts['nonfinite_grads'] == 0, counts
+
+
+def test_finite_values_and_gradients_float32():
+  env = dict(os.environ, JAX_ENABLE_X64='0', PYTHONPATH=str(ROOT))
+  proc = subprocess.run(
+    [sys.executable, __file__],
+    cwd=ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  counts = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert counts.pop('dtype') == 'float32'
+  assert set(counts) == set(F32_CONFIGS)
+  for name, c in counts.items():
+    assert c['points'] == N
+    assert c['nonfinite_values'] == 0, (name, c)
+    assert c['nonfinite_grads'] == 0, (name, c)
+
+
+# ---- jax.grad against central finite differences (float64) ---------------
+H_LOG = 1e-5  # relative step of platform leaves: x exp(+-h)
+H_ABS = 1e-5  # absolute step of plan leaves
+RTOL, ATOL = 1e-4, 1e-9
+
+
+def _check_points(name, rng):
+  """The preset and 3 random interior points: (leaves, frac, c, o, which
+  plan leaves to check)."""
+  leaves, template, _ = setup(name)
+  t = len(template.sharding)
+  points = [
+    (
+      leaves,
+      np.asarray(template.hbm_fraction, dtype=np.float64),
+      float(template.cpu_lookup_fraction),
+      float(template.overlap),
+      False,  # preset fractions sit on the bounds, often tied (a kink)
+    )
+  ]
+  for _ in range(3):
+    u = rng.uniform(0.1, 0.9, size=len(PATHS))
+    pu = rng.uniform(0.1, 0.9, size=t + 2)
+    points.append((design(u), pu[:t], pu[t], pu[t + 1], True))
+  return points
+
+
+@pytest.mark.parametrize('name', list(CONFIGS))
+def test_grad_matches_finite_differences(name):
+  rng = np.random.default_rng(1)
+  _, template, _ = setup(name)
+  t = len(template.sharding)
+  rows = []  # (leaves, frac, c, o)
+  checks = []  # (kind, index, base row, scheme, rows of the difference)
+  for leaves, frac, c, o, fracs_too in _check_points(name, rng):
+    base = len(rows)
+    rows.append((leaves, frac, c, o))
+    for i in range(len(PATHS)):
+      up, down = leaves.copy(), leaves.copy()
+      up[i] *= np.exp(H_LOG)
+      down[i] *= np.exp(-H_LOG)
+      rows += [(up, frac, c, o), (down, frac, c, o)]
+      checks.append(('leaf', i, base, 'central', len(rows) - 2))
+    plan_leaves = [('c', 0, c), ('o', 0, o)]
+    if fracs_too:
+      plan_leaves += [('frac', j, frac[j]) for j in range(t)]
+    for kind, j, value in plan_leaves:
+      # Central differences inside (0, 1); on the upper bound (the preset
+      # plan's cpu_lookup_fraction of 1) the second-order backward one.
+      backward = value + 2 * H_ABS > 1.0
+      for k in (-1.0, -2.0) if backward else (1.0, -1.0):
+        f2, c2, o2 = frac.copy(), c, o
+        if kind == 'c':
+          c2 = c + k * H_ABS
+        elif kind == 'o':
+          o2 = o + k * H_ABS
+        else:
+          f2[j] += k * H_ABS
+        rows.append((leaves, f2, c2, o2))
+      scheme = 'backward' if backward else 'central'
+      checks.append((kind, j, base, scheme, len(rows) - 2))
+  assert len(rows) <= N, len(rows)
+  rows += [rows[0]] * (N - len(rows))
+  cols = [np.stack([r[k] for r in rows]) for k in range(4)]
+  values, j_leaves, j_frac, j_c, j_o = evaluate_batch(name, *cols, jnp.float64)
+  bad = []
+  for kind, i, base, scheme, r in checks:
+    f0, f1, f2 = values[base], values[r], values[r + 1]
+    if kind == 'leaf':
+      # Elasticities: d output / d log x.
+      analytic = cols[0][base, i] * j_leaves[base, :, i]
+      fd = (f1 - f2) / (2 * H_LOG)
+    else:
+      jac = {'c': j_c, 'o': j_o}
+      analytic = jac[kind][base] if kind in jac else j_frac[base, :, i]
+      if scheme == 'central':
+        fd = (f1 - f2) / (2 * H_ABS)
+      else:  # f1 = f(x - h), f2 = f(x - 2h)
+        fd = (3 * f0 - 4 * f1 + f2) / (2 * H_ABS)
+    err = np.abs(analytic - fd)
+    tol = RTOL * np.maximum(np.abs(analytic), np.abs(fd)) + ATOL
+    for k in np.nonzero(err > tol)[0]:
+      where = PATHS[i] if kind == 'leaf' else f'{kind}[{i}]'
+      bad.append((OUTPUTS[k], where, base, float(analytic[k]), float(fd[k])))
+  assert not bad, bad[:10]
+
+
+if __name__ == '__main__':
+  # The float32 worker: x64 is off in this process (JAX_ENABLE_X64=0).
+  assert not jax.config.jax_enable_x64
+  result = {'dtype': 'float32'}
+  for config in F32_CONFIGS:
+    result[config] = nonfinite_counts(config, jnp.float32)
+  print(json.dumps(result, sort_keys=True))
