@@ -1,0 +1,139 @@
+"""`python3 -m experiments.evaluate` as a user runs it: bad input ends in one
+sentence and a non-zero exit with no result; a run's config.json
+reproduces its result.json byte for byte.
+
+Each subprocess pays for a JAX import, so the bad-input runs start
+together and the good runs are two.
+"""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# name -> (flags, words the one-line message must contain)
+BAD_INPUT = {
+  'unknown_workload_preset': (
+    ['--workload=criteo_kagle'],
+    ["'criteo_kagle'", 'valid choices', 'criteo_kaggle', 'zion_scale'],
+  ),
+  'unknown_platform_preset': (
+    ['--platform=big_basn'],
+    ["'big_basn'", 'valid choices', 'big_basin', 'cpu_2s', 'dgx_h200'],
+  ),
+  'unknown_override_key': (
+    ['--override=platform.accelerator.hbm_bandwith_gb_per_s=900'],
+    ['unknown override key', 'hbm_bandwith_gb_per_s', 'hbm_bandwidth_gb_per_s'],
+  ),
+  'zero_batch': (
+    ['--override=workload.global_batch=0'],
+    ['workload.global_batch', 'positive'],
+  ),
+  'negative_hbm': (
+    ['--override=platform.accelerator.hbm_capacity_gb=-16'],
+    ['platform.accelerator.hbm_capacity_gb', 'negative'],
+  ),
+  'zero_nodes': (
+    ['--override=platform.nodes=0'],
+    ['platform.nodes', 'positive'],
+  ),
+  'malformed_json': (
+    ['--workload={tmp}/broken.json'],
+    ['broken.json', 'not valid JSON'],
+  ),
+}
+
+
+def _command(flags, workdir):
+  return [
+    sys.executable,
+    '-m',
+    'experiments.evaluate',
+    *flags,
+    f'--workdir={workdir}',
+  ]
+
+
+@pytest.fixture(scope='module')
+def bad_runs(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp('bad')
+  (tmp / 'broken.json').write_text('{"name": "criteo_kaggle", "tables": [')
+  procs = {}
+  for name, (flags, _) in BAD_INPUT.items():
+    flags = [f.format(tmp=tmp) for f in flags]
+    procs[name] = subprocess.Popen(
+      _command(flags, tmp / name),
+      cwd=ROOT,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+  out = {}
+  for name, proc in procs.items():
+    stdout, stderr = proc.communicate(timeout=300)
+    out[name] = (proc.returncode, stdout, stderr, tmp / name)
+  return out
+
+
+@pytest.mark.parametrize('name', list(BAD_INPUT))
+def test_bad_input_is_one_sentence(bad_runs, name):
+  code, stdout, stderr, workdir = bad_runs[name]
+  assert code != 0, (stdout, stderr)
+  lines = stderr.strip().splitlines()
+  assert len(lines) == 1, stderr
+  assert 'Traceback' not in stderr + stdout
+  for word in BAD_INPUT[name][1]:
+    assert word in lines[0], (word, lines[0])
+  # No run directory, let alone a result.
+  assert not (workdir / 'result.json').exists()
+  assert not workdir.exists() or not any(workdir.iterdir())
+
+
+def test_config_json_reproduces_result(tmp_path):
+  first, second = tmp_path / 'first', tmp_path / 'second'
+  flags = [
+    '--workload=zion_scale',
+    '--platform=big_basin',
+    # Non-round numbers through the unit conversions, tables spilled.
+    '--override=platform.accelerator.hbm_capacity_gb=40.7',
+    '--override=platform.cpu.ddr_bandwidth_gb_per_s=131.3',
+    '--override=workload.global_batch=24576',
+    '--override=plan.overlap=0.3',
+  ]
+  run = lambda f, d: subprocess.run(  # noqa: E731
+    _command(f, d), cwd=ROOT, capture_output=True, text=True, timeout=300
+  )
+  a = run(flags, first)
+  assert a.returncode == 0, a.stderr
+  result = json.loads((first / 'result.json').read_text())
+  for key in (
+    'step_time_s',
+    'throughput_samples_per_s',
+    'breakdown_s',
+    'bottleneck',
+    'memory',
+    'feasible',
+    'capex_usd',
+    'power_w',
+  ):
+    assert key in result, key
+  assert 0 < result['step_time_s'] < float('inf')
+  config = first / 'config.json'
+  b = run(
+    [f'--workload={config}', f'--platform={config}', f'--plan={config}'],
+    second,
+  )
+  assert b.returncode == 0, b.stderr
+  assert (first / 'result.json').read_bytes() == (
+    second / 'result.json'
+  ).read_bytes()
+  c1 = json.loads(config.read_text())
+  c2 = json.loads((second / 'config.json').read_text())
+  for key in ('workload', 'platform', 'plan'):
+    assert c1[key] == c2[key], key
+  for name in ('env.json', 'config.json'):
+    assert (second / name).is_file()
