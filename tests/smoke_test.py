@@ -1,4 +1,6 @@
-"""Every workload preset on every platform preset: finite or infeasible."""
+"""Every workload preset on every platform preset, under each named
+placement: a finite, positive step time, or infeasible with the tier that
+overflows named; never NaN, and always a valid result.json."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +11,8 @@ from codesign import (
   hardware,
   plan,
   platform_presets,
+  report,
+  results,
   workload_presets,
 )
 
@@ -18,14 +22,21 @@ def test_every_preset_pair_is_finite(workload_name):
   w = workload_presets.get(workload_name)
   for name in platform_presets.PLATFORMS:
     p = platform_presets.get(name)
-    r = cost_model.evaluate(hardware.as_arrays(p), w, plan.make(w, p))
-    step = float(r.step_time)
-    assert np.isfinite(step) and step > 0, (workload_name, name)
-    assert np.all(np.isfinite(jnp.stack(list(r.breakdown.values()))))
-    if not bool(r.feasible):
+    for placement in ('auto', 'hbm', 'ddr'):
+      where = (workload_name, name, placement)
+      pl = plan.make(w, p, placement=placement)
+      r = cost_model.evaluate(hardware.as_arrays(p), w, pl)
+      step = float(r.step_time)
+      assert np.isfinite(step) and step > 0, where
+      assert np.all(np.isfinite(jnp.stack(list(r.breakdown.values())))), where
       over = [
         t
         for t in ('hbm', 'ddr')
         if float(r.memory_required[t]) > float(r.memory_available[t])
       ]
-      assert over, (workload_name, name)
+      assert bool(r.feasible) == (not over), where
+      result = report.to_result(r)
+      assert result['overflowing_tiers'] == over, where
+      # dumps refuses NaN and inf (allow_nan=False).
+      results.dumps(result)
+      assert result['capex_usd'] > 0 and result['power_w'] > 0, where
