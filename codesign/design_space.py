@@ -4,10 +4,12 @@ A design is a choice on each *axis*:
 - part axes (`accelerator`, `cpu`): one catalog part. Every number of the
   part (FLOP/s, HBM or DDR bandwidth, HBM capacity, links, price, power)
   comes with it, so the search never gets FLOP/s or bandwidth without
-  paying for the part that has them. The relaxation orders the parts (by
-  16-bit FLOP/s for accelerators, DDR bandwidth for CPUs) and interpolates
-  every number, price and power included, log-linearly between neighbours:
-  a point between an A100 and an H100 costs between their prices.
+  paying for the part that has them. The relaxation is a weighted mixture
+  of the parts (one weight coordinate per part, normalized to sum to 1):
+  every number, price and power included, is the weighted geometric mean
+  of the parts' numbers, so a mixture of an A100 and an H100 costs between
+  their prices and no mixture beats the parts' own price/performance
+  envelope. A one-hot weight vector is exactly the part.
 - number axes: counts and sizes sold in steps (nodes, sockets, accelerators
   and NICs per node, DDR per socket, NIC line rate). The relaxation is the
   continuous log-scaled range between the smallest and largest step.
@@ -30,8 +32,9 @@ the overlap) are search variables in [0, 1]; in `auto` mode the HBM
 fraction follows a fixed rule of the platform (`auto_hbm_fraction`), so a
 discrete design maps to one number and can be enumerated.
 
-Coordinates: a design vector z in [0, 1]^D, hardware axes first (in
-`DesignSpace.axes` order), then the plan. Buildable designs are integer
+Coordinates: a design vector z in [0, 1]^D: the accelerator weights (A),
+the CPU weights (C), one coordinate per number axis (log-scaled between
+the smallest and largest step), then the plan. Buildable designs are integer
 index vectors (one index per hardware axis) plus a plan.
 """
 
@@ -135,6 +138,11 @@ class DesignSpace:
     return len(HW_AXES)
 
   @property
+  def num_hw_coords(self) -> int:
+    """Coordinates of the hardware in z: part weights plus number axes."""
+    return len(self.accelerators) + len(self.cpus) + len(self.grids)
+
+  @property
   def num_plan(self) -> int:
     if self.plan_mode == 'auto':
       return 0
@@ -143,7 +151,7 @@ class DesignSpace:
   @property
   def dim(self) -> int:
     """D, the length of a design vector z."""
-    return self.num_hw + self.num_plan
+    return self.num_hw_coords + self.num_plan
 
   @property
   def size(self) -> int:
@@ -402,14 +410,26 @@ def _assemble(space, template, acc, cpu, numbers):
   ), {'max_sockets': cpu[nc + 1], 'max_ddr': cpu[nc + 2]}
 
 
-def _interp_part(table: np.ndarray, z):
-  """Log-linear interpolation of part rows at relaxed index z * (n - 1)."""
-  n = table.shape[0]
-  u = z * (n - 1)
-  i = jnp.clip(jnp.floor(u), 0, n - 2).astype(jnp.int32)
-  t = u - i
-  logs = jnp.log(jnp.asarray(table))
-  return jnp.exp((1.0 - t) * logs[i] + t * logs[i + 1])
+# Floor of the part weights: keeps the normalization finite when every
+# weight is 0; a one-hot vector is then the part to within 1e-9.
+WEIGHT_FLOOR = 1e-10
+
+
+def part_weights(zp):
+  """Mixture weights (sum 1) from part coordinates zp in [0, 1]^n."""
+  zp = zp + WEIGHT_FLOOR
+  return zp / jnp.sum(zp, axis=-1, keepdims=True)
+
+
+def _mix_part(table: np.ndarray, zp):
+  """Weighted geometric mean of the part rows, shape (F,).
+
+  A sum of products rather than a matrix product: XLA's CPU matrix
+  products may split their sums by thread count, and the search must give
+  the same bits on any number of devices.
+  """
+  w = part_weights(zp)
+  return jnp.exp(jnp.sum(w[:, None] * jnp.log(jnp.asarray(table)), axis=0))
 
 
 def _interp_number(grid, z):
@@ -426,11 +446,12 @@ def decode(space: DesignSpace, workload: wl.Workload, z):
   """
   acc_t, cpu_t = part_tables(space)
   template = _template(space)
-  acc = _interp_part(acc_t, z[0])
-  cpu = _interp_part(cpu_t, z[1])
-  numbers = [_interp_number(g, z[2 + i]) for i, g in enumerate(space.grids)]
+  a, c = len(space.accelerators), len(space.cpus)
+  acc = _mix_part(acc_t, z[:a])
+  cpu = _mix_part(cpu_t, z[a : a + c])
+  numbers = [_interp_number(g, z[a + c + i]) for i, g in enumerate(space.grids)]
   p, aux = _assemble(space, template, acc, cpu, numbers)
-  return p, decode_plan(space, workload, p, z[space.num_hw :]), aux
+  return p, decode_plan(space, workload, p, z[space.num_hw_coords :]), aux
 
 
 def decode_index(space: DesignSpace, workload: wl.Workload, index, plan_z):
@@ -506,41 +527,88 @@ def concrete_plan(space: DesignSpace, plan: plan_lib.Plan) -> plan_lib.Plan:
 # ---- snapping --------------------------------------------------------------
 
 
-def relaxed_index(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
-  """Fractional grid position of each hardware coordinate, shape (..., H).
+def _grid_position(g, z):
+  """Fractional index of a log-scaled coordinate z in grid g."""
+  lo, hi = math.log(g[0]), math.log(g[-1])
+  logv = lo + np.asarray(z) * (hi - lo) if hi > lo else np.full_like(z, lo)
+  return np.interp(logv, np.log(np.array(g)), np.arange(len(g)))
 
-  Part axes are linear in their index; number axes are located in their
-  grid by log value.
+
+def bracket(space: DesignSpace, z_hw: np.ndarray):
+  """The two nearest choices on every hardware axis of relaxed designs.
+
+  Part axes: the two heaviest parts (heaviest first); number axes: the
+  grid steps below and above.
+
+  Args:
+    z_hw: shape (..., num_hw_coords).
+
+  Returns:
+    (first, second): int arrays (..., H).
   """
   z_hw = np.asarray(z_hw, dtype=np.float64)
-  out = np.empty_like(z_hw)
-  sizes = space.sizes
-  out[..., 0] = z_hw[..., 0] * (sizes[0] - 1)
-  out[..., 1] = z_hw[..., 1] * (sizes[1] - 1)
+  a, c = len(space.accelerators), len(space.cpus)
+  first, second = [], []
+  for zp in (z_hw[..., :a], z_hw[..., a : a + c]):
+    order = np.argsort(-zp, axis=-1, kind='stable')
+    first.append(order[..., 0])
+    second.append(order[..., 1])
   for i, g in enumerate(space.grids):
-    lo, hi = math.log(g[0]), math.log(g[-1])
-    logv = lo + z_hw[..., 2 + i] * (hi - lo) if hi > lo else lo
-    out[..., 2 + i] = np.interp(logv, np.log(np.array(g)), np.arange(len(g)))
-  return out
+    u = _grid_position(g, z_hw[..., a + c + i])
+    first.append(np.clip(np.floor(u), 0, len(g) - 1))
+    second.append(np.clip(np.ceil(u), 0, len(g) - 1))
+  return (
+    np.stack(first, axis=-1).astype(np.int64),
+    np.stack(second, axis=-1).astype(np.int64),
+  )
+
+
+def nearest_index(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
+  """The nearest buildable design: heaviest part, nearest grid step (in
+  log value). Shape (..., H)."""
+  z_hw = np.asarray(z_hw, dtype=np.float64)
+  a, c = len(space.accelerators), len(space.cpus)
+  out = [
+    np.argmax(z_hw[..., :a], axis=-1),
+    np.argmax(z_hw[..., a : a + c], axis=-1),
+  ]
+  for i, g in enumerate(space.grids):
+    u = _grid_position(g, z_hw[..., a + c + i])
+    out.append(np.clip(np.rint(u), 0, len(g) - 1))
+  return np.stack(out, axis=-1).astype(np.int64)
 
 
 def neighbour_indices(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
-  """Every rounding (floor or ceiling per axis) of one relaxed design.
+  """Every rounding of one relaxed design: per axis one of its two nearest
+  choices (`bracket`).
 
   Args:
-    z_hw: shape (H,), hardware coordinates in [0, 1].
+    z_hw: shape (num_hw_coords,).
 
   Returns:
-    int array (2^H, H) of grid indices (duplicates where an axis sits on a
-    grid point).
+    int array (2^H, H) of grid indices; row 0 takes the first choice on
+    every axis (duplicates where an axis sits on a grid point).
   """
-  u = relaxed_index(space, z_hw)
-  sizes = np.array(space.sizes)
-  lo = np.clip(np.floor(u), 0, sizes - 1).astype(np.int64)
-  hi = np.clip(np.ceil(u), 0, sizes - 1).astype(np.int64)
-  h = len(u)
+  lo, hi = bracket(space, z_hw)
+  h = len(lo)
   bits = (np.arange(2**h)[:, None] >> np.arange(h)[None, :]) & 1
   return np.where(bits == 1, hi[None, :], lo[None, :])
+
+
+def grid_z(space: DesignSpace, index) -> np.ndarray:
+  """Relaxed hardware coordinates (num_hw_coords,) of a buildable design:
+  one-hot part weights and the grid steps' log positions."""
+  a, c = len(space.accelerators), len(space.cpus)
+  acc = np.zeros(a)
+  acc[int(index[0])] = 1.0
+  cpu = np.zeros(c)
+  cpu[int(index[1])] = 1.0
+  out = [acc, cpu]
+  for i, g in enumerate(space.grids):
+    lo, hi = math.log(g[0]), math.log(g[-1])
+    v = math.log(g[int(index[2 + i])])
+    out.append(np.array([(v - lo) / (hi - lo) if hi > lo else 0.0]))
+  return np.concatenate(out)
 
 
 def unravel(space: DesignSpace, flat):
@@ -553,26 +621,28 @@ def unravel(space: DesignSpace, flat):
 
 
 def describe_relaxed(space: DesignSpace, z_hw) -> dict:
-  """The hardware coordinates of a relaxed design in boundary units."""
-  u = relaxed_index(space, np.asarray(z_hw))
+  """The hardware coordinates of a relaxed design in boundary units: part
+  weights above 0.1% and the number axes' continuous values."""
+  z_hw = np.asarray(z_hw, dtype=np.float64)
+  a, c = len(space.accelerators), len(space.cpus)
   out = {}
-  for axis, parts, x in (
-    ('accelerator', space.accelerators, u[0]),
-    ('cpu', space.cpus, u[1]),
+  for axis, parts, zp in (
+    ('accelerator', space.accelerators, z_hw[:a]),
+    ('cpu', space.cpus, z_hw[a : a + c]),
   ):
-    i = int(min(np.floor(x), len(parts) - 2))
-    out[axis] = {
-      'between': [parts[i], parts[i + 1]],
-      'position': float(x - i),
+    w = np.asarray(part_weights(jnp.asarray(zp)))
+    out[axis + '_weights'] = {
+      parts[i]: float(w[i])
+      for i in np.argsort(-w, kind='stable')
+      if w[i] > 1e-3
     }
-  names = HW_AXES[2:]
   units = {
     'ddr_per_socket': ('ddr_per_socket_gb', 1e9),
     'nic_bandwidth': ('nic_bandwidth_gbit_per_s', 1e9 / 8),
   }
-  for i, (name, g) in enumerate(zip(names, space.grids, strict=True)):
+  for i, (name, g) in enumerate(zip(HW_AXES[2:], space.grids, strict=True)):
     lo, hi = math.log(g[0]), math.log(g[-1])
-    value = math.exp(lo + float(np.asarray(z_hw)[2 + i]) * (hi - lo))
+    value = math.exp(lo + float(z_hw[a + c + i]) * (hi - lo))
     key, scale = units.get(name, (name, 1.0))
     out[key] = value / scale
   return out

@@ -76,6 +76,10 @@ OBJECTIVES = (
 _MIN_OBJECTIVES = ('capex', 'power')
 CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'sockets', 'ddr_per_socket')
 FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
+# Constraints a plan cannot change.
+HARDWARE_CONSTRAINTS = ('capex', 'power', 'sockets', 'ddr_per_socket')
+# Granularity of a written plan's fractions (0.01% of a table's rows).
+PLAN_STEP = 1e-4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +136,8 @@ class Config:
     polish: re-optimize the plan of the best buildable platforms (plan
       mode `optimize` only).
     chunk: steps per jitted call (progress is reported between calls).
+    block: starts per vmapped block (fixed, so that results do not depend
+      on the number of devices).
     eval_chunk: designs per jitted batch evaluation.
     seed: random seed of the starts.
   """
@@ -147,12 +153,13 @@ class Config:
   snap_top: int = 8
   polish: bool = True
   chunk: int = 50
-  eval_chunk: int = 2048
+  block: int = 8
+  eval_chunk: int = 4096
   seed: int = 0
 
 
 def check_config(config: Config) -> Config:
-  for key in ('starts', 'steps', 'al_every', 'snap_top', 'chunk'):
+  for key in ('starts', 'steps', 'al_every', 'snap_top', 'chunk', 'block'):
     if int(getattr(config, key)) < 1:
       raise InputError(f'{key} must be at least 1, got {getattr(config, key)}')
   if not config.learning_rate > 0:
@@ -229,7 +236,7 @@ def assess_index(problem: Problem, index, plan_z):
   return loss_of(problem, value), violations(problem, p, r, aux), value
 
 
-# ---- devices ---------------------------------------------------------------
+# ---- devices and blocked batches -------------------------------------------
 
 
 def make_mesh(devices=None) -> Mesh:
@@ -241,8 +248,7 @@ def make_mesh(devices=None) -> Mesh:
 def _put(x: np.ndarray, mesh: Mesh):
   """Lays out host array x (same on every host) sharded on axis 0."""
   x = np.asarray(x)
-  spec = PartitionSpec('starts') if x.ndim else PartitionSpec()
-  sharding = NamedSharding(mesh, spec)
+  sharding = NamedSharding(mesh, PartitionSpec('starts'))
   return jax.make_array_from_callback(x.shape, sharding, lambda i: x[i])
 
 
@@ -254,6 +260,7 @@ def _get(x) -> np.ndarray:
 
 def _pad_rows(x: np.ndarray, n: int) -> np.ndarray:
   """x padded to n rows by repeating its first row."""
+  x = np.asarray(x)
   if x.shape[0] == n:
     return x
   pad = np.repeat(x[:1], n - x.shape[0], axis=0)
@@ -264,29 +271,62 @@ def _round_up(n: int, k: int) -> int:
   return -(-n // k) * k
 
 
+def padded_rows(n: int, block: int, mesh: Mesh) -> int:
+  """Rows to lay out n items in blocks: a multiple of block x devices with
+  at least two blocks per device."""
+  per = block * mesh.size
+  return max(_round_up(n, per), 2 * per)
+
+
+@functools.cache
+def _blocked(fn, block: int, mesh: Mesh):
+  """jit of `fn` (one item -> pytree) over rows sharded on 'starts'.
+
+  Each device runs `lax.map` over fixed blocks of `block` rows and `vmap`s
+  `fn` within a block, so every device compiles the same block program
+  whatever the device count: results are bit-identical on 1 or N devices.
+  """
+
+  def local(*args):
+    blocks = jax.tree.map(lambda x: x.reshape((-1, block) + x.shape[1:]), args)
+    out = jax.lax.map(lambda xs: jax.vmap(fn)(*xs), blocks)
+    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
+
+  spec = PartitionSpec('starts')
+  return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec))
+
+
+def _run_blocked(fn, block, mesh, *rows):
+  """Applies `fn` to every row of the host arrays `rows` (same leading n),
+  padded per `padded_rows`; returns host arrays of n rows."""
+  n = jax.tree.leaves(rows)[0].shape[0]
+  total = padded_rows(n, block, mesh)
+  args = jax.tree.map(lambda x: _put(_pad_rows(x, total), mesh), rows)
+  out = _blocked(fn, block, mesh)(*args)
+  return jax.tree.map(lambda x: _get(x)[:n], out)
+
+
 # ---- batch evaluation of buildable designs ---------------------------------
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _eval_batch(problem, index, plan_z):
-  return jax.vmap(functools.partial(assess_index, problem))(index, plan_z)
 
 
 def evaluate_indices(
   problem: Problem,
   index: np.ndarray,
   plan_z: np.ndarray | None = None,
-  chunk: int = 2048,
+  chunk: int = 4096,
   mesh: Mesh | None = None,
+  block: int = 256,
 ) -> dict[str, np.ndarray]:
-  """Evaluates buildable designs in fixed-size sharded batches.
+  """Evaluates buildable designs in sharded, blocked batches.
 
   Args:
     problem: the problem.
     index: int array (N, H) of grid indices.
     plan_z: (N, P) plan coordinates (P = 0 in `auto` plan mode).
-    chunk: designs per jitted call (one compile per chunk size).
+    chunk: designs per jitted call (the last call is padded, so there is
+      one compile per chunk size).
     mesh: the device mesh (default: all devices).
+    block: designs per vmapped block.
 
   Returns:
     dict of numpy arrays: loss (N,), g (N, C), value (N,), feasible (N,).
@@ -297,19 +337,25 @@ def evaluate_indices(
   if plan_z is None:
     plan_z = np.zeros((n, problem.space.num_plan))
   plan_z = np.asarray(plan_z, dtype=np.float64)
-  chunk = _round_up(min(chunk, _round_up(n, mesh.size)), mesh.size)
+  chunk = padded_rows(min(chunk, n), block, mesh)
+  fn = _assess_index_cached(problem)
   out = {'loss': [], 'g': [], 'value': []}
   for s in range(0, n, chunk):
     idx = _pad_rows(index[s : s + chunk], chunk)
     pz = _pad_rows(plan_z[s : s + chunk], chunk)
-    loss, g, value = _eval_batch(problem, _put(idx, mesh), _put(pz, mesh))
+    loss, g, value = _run_blocked(fn, block, mesh, idx, pz)
     m = min(chunk, n - s)
-    out['loss'].append(_get(loss)[:m])
-    out['g'].append(_get(g)[:m])
-    out['value'].append(_get(value)[:m])
+    out['loss'].append(loss[:m])
+    out['g'].append(g[:m])
+    out['value'].append(value[:m])
   res = {k: np.concatenate(v) for k, v in out.items()}
   res['feasible'] = np.all(res['g'] <= 0.0, axis=1) & np.isfinite(res['loss'])
   return res
+
+
+@functools.cache
+def _assess_index_cached(problem):
+  return functools.partial(assess_index, problem)
 
 
 def _best(loss, g, feasible):
@@ -325,11 +371,6 @@ def _best(loss, g, feasible):
 # ---- the continuous phase ----------------------------------------------------
 
 
-class State(dict):
-  """Search state (a dict pytree): z (S, D), opt (Adam state), lam (S, C),
-  mask (S, D) of optimized coordinates, step ()."""
-
-
 def _mu(config: Config, step):
   k = step // config.al_every
   return jnp.minimum(config.mu_init * config.mu_growth**k, config.mu_max)
@@ -342,15 +383,15 @@ def _optimizer(config: Config):
   return optax.adam(schedule)
 
 
-def init_state(problem: Problem, config: Config, z0: np.ndarray, mask):
-  """The state of a continuous phase from starts z0 (S, D)."""
-  tx = _optimizer(config)
+def init_state(config: Config, z0, mask) -> dict:
+  """The state of one start: z (D,), opt (its Adam state), lam (C,)
+  multipliers, mask (D,) of optimized coordinates, step ()."""
   z0 = jnp.asarray(z0)
   return {
     'z': z0,
-    'opt': tx.init(z0),
-    'lam': jnp.zeros((z0.shape[0], len(CONSTRAINTS))),
-    'mask': jnp.asarray(mask, dtype=z0.dtype),
+    'opt': _optimizer(config).init(z0),
+    'lam': jnp.zeros((len(CONSTRAINTS),), z0.dtype),
+    'mask': jnp.asarray(mask, z0.dtype),
     'step': jnp.zeros((), jnp.int32),
   }
 
@@ -361,23 +402,19 @@ def _al_loss(problem, z, lam, mu):
   return loss + pen, (loss, g, value)
 
 
-def step_fn(problem: Problem, config: Config, state):
-  """One augmented-Lagrangian Adam step of every start. Pure.
+def step_fn(problem: Problem, config: Config, state: dict):
+  """One augmented-Lagrangian Adam step of one start. Pure; vmap it.
 
   Returns:
-    (new state, metrics): metrics holds loss, value and violation (max
-    relative constraint violation) per start, shape (S,), before the step.
+    (new state, metrics): loss, value and violation (the largest relative
+    constraint violation) at the state's z, before the step.
   """
   tx = _optimizer(config)
   step = state['step']
   mu = _mu(config, step)
-  grad_fn = jax.vmap(
-    jax.value_and_grad(
-      functools.partial(_al_loss, problem), argnums=0, has_aux=True
-    ),
-    in_axes=(0, 0, None),
-  )
-  (_, (loss, g, value)), grad = grad_fn(state['z'], state['lam'], mu)
+  (_, (loss, g, value)), grad = jax.value_and_grad(
+    functools.partial(_al_loss, problem), has_aux=True
+  )(state['z'], state['lam'], mu)
   grad = jnp.where(jnp.isfinite(grad), grad, 0.0) * state['mask']
   updates, opt = tx.update(grad, state['opt'], state['z'])
   z = optax.projections.projection_box(
@@ -397,31 +434,24 @@ def step_fn(problem: Problem, config: Config, state):
     'mask': state['mask'],
     'step': step + 1,
   }
-  viol = jnp.max(jnp.maximum(g, 0.0), axis=-1)
+  viol = jnp.max(jnp.maximum(g, 0.0))
   return new, {'loss': loss, 'value': value, 'violation': viol}
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _run_chunk(problem, config, length, state):
-  def body(s, _):
-    return step_fn(problem, config, s)
+def _chunk_fn(problem, config, length):
+  """`length` steps of one start (a scan); metrics have shape (length,)."""
 
-  return jax.lax.scan(body, state, None, length=length)
+  def run(state):
+    return jax.lax.scan(
+      lambda s, _: step_fn(problem, config, s), state, None, length=length
+    )
 
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _assess_batch(problem, z):
-  return jax.vmap(functools.partial(assess, problem))(z)
+  return run
 
 
-def _put_state(state, mesh):
-  def put(x):
-    x = np.asarray(x)
-    if x.ndim == 0:
-      return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
-    return _put(x, mesh)
-
-  return jax.tree.map(put, state)
+@functools.cache
+def _chunk_cached(problem, config, length):
+  return _chunk_fn(problem, config, length)
 
 
 def continuous_phase(
@@ -432,37 +462,44 @@ def continuous_phase(
   mesh: Mesh,
   progress: Callable | None = None,
   phase: str = 'continuous',
-  valid: int | None = None,
 ):
-  """Runs `config.steps` steps from starts z0 (S, D), S a multiple of the
-  mesh size; rows >= `valid` are padding and do not count in metrics.
+  """Runs `config.steps` steps from every start z0 (S, D).
 
   Returns:
-    (z (S, D), final dict of loss/g/value (S,...), history list of per-step
-    dicts).
+    (z (S, D), final dict of loss (S,), g (S, C), value (S,) at the last z,
+    history: one dict per step with metrics over the S starts).
   """
   s = z0.shape[0]
-  valid = s if valid is None else valid
-  state = init_state(problem, config, z0, np.broadcast_to(mask, z0.shape))
-  state = _put_state(jax.device_get(state), mesh)
+  mask = np.broadcast_to(mask, z0.shape)
+  state = jax.vmap(functools.partial(init_state, config))(
+    jnp.asarray(z0), jnp.asarray(mask)
+  )
+  state = jax.tree.map(np.asarray, state)
   history = []
   done = 0
   length = min(config.chunk, config.steps)
+  run = _chunk_cached(problem, config, length)
+  block = config.block
   while done < config.steps:
-    state, m = _run_chunk(problem, config, length, state)
-    loss = _get(m['loss'])[:, :valid]
-    value = _get(m['value'])[:, :valid]
-    viol = _get(m['violation'])[:, :valid]
+    state, m = _run_blocked(run, block, mesh, state)
     for k in range(min(length, config.steps - done)):
-      row = _history_row(problem, phase, done + k, value[k], viol[k])
-      history.append(row)
+      history.append(
+        _history_row(
+          problem, phase, done + k, m['value'][:, k], m['violation'][:, k]
+        )
+      )
     done += length
     if progress is not None:
       progress(min(done, config.steps), history[-1])
-  z = _get(state['z'])
-  loss, g, value = _assess_batch(problem, _put(z, mesh))
-  final = {'loss': _get(loss), 'g': _get(g), 'value': _get(value)}
-  return z, final, history
+  z = state['z']
+  loss, g, value = _run_blocked(_assess_cached(problem), block, mesh, z)
+  assert z.shape[0] == s
+  return z, {'loss': loss, 'g': g, 'value': value}, history
+
+
+@functools.cache
+def _assess_cached(problem):
+  return functools.partial(assess, problem)
 
 
 def _history_row(problem, phase, step, value, viol):
@@ -481,13 +518,11 @@ def _history_row(problem, phase, step, value, viol):
   }
 
 
-def _rank(final, valid):
+def _rank(final):
   """Start order: feasible (within FEASIBLE_TOL) by loss, then the rest by
   violation. Deterministic (stable sort)."""
-  viol = np.max(np.maximum(final['g'][:valid], 0.0), axis=1)
-  loss = np.where(
-    np.isfinite(final['loss'][:valid]), final['loss'][:valid], 1e300
-  )
+  viol = np.max(np.maximum(final['g'], 0.0), axis=1)
+  loss = np.where(np.isfinite(final['loss']), final['loss'], 1e300)
   ok = viol <= FEASIBLE_TOL
   key = np.where(ok, loss, 1e200 + viol)
   return np.argsort(key, kind='stable'), ok
@@ -558,21 +593,13 @@ def gradient_search(
   check_config(config)
   mesh = make_mesh(devices)
   space = problem.space
-  h = space.num_hw
-  s_pad = _round_up(config.starts, mesh.size)
-  # Padding rows (copies of the first start) are ignored throughout.
-  z0 = _pad_rows(initial_starts(problem, config.starts, config.seed), s_pad)
+  hc = space.num_hw_coords
+  z0 = initial_starts(problem, config.starts, config.seed)
   z, final, history = continuous_phase(
-    problem,
-    config,
-    z0,
-    np.ones(space.dim),
-    mesh,
-    progress,
-    valid=config.starts,
+    problem, config, z0, np.ones(space.dim), mesh, progress
   )
   evaluations = config.starts * (2 * config.steps + 1)
-  order, _ = _rank(final, config.starts)
+  order, _ = _rank(final)
   c = int(order[0])
   result = Result(
     method='gradient',
@@ -589,36 +616,33 @@ def gradient_search(
 
   # Snap: every rounding of the best starts, in one batch.
   top = order[: min(config.snap_top, config.starts)]
-  index = np.concatenate([ds.neighbour_indices(space, z[i, :h]) for i in top])
+  index = np.concatenate([ds.neighbour_indices(space, z[i, :hc]) for i in top])
+  per = index.shape[0] // len(top)
   plan_z = np.concatenate(
-    [np.repeat(z[i : i + 1, h:], 2**h, axis=0) for i in top]
+    [np.repeat(snap_plan(space, z[i, hc:])[None], per, axis=0) for i in top]
   )
   ev = evaluate_indices(problem, index, plan_z, config.eval_chunk, mesh)
   evaluations += index.shape[0]
 
   if config.polish and space.num_plan > 0:
-    # Re-optimize the plan of the best distinct buildable platforms.
-    cand = _distinct_best(index, ev, config.starts)
-    zp = np.zeros((s_pad, space.dim))
-    for row, k in enumerate(cand):
-      zp[row, :h] = _grid_z(space, index[k])
-      zp[row, h:] = plan_z[k]
-    zp[len(cand) :] = zp[0]
-    mask = np.concatenate([np.zeros(h), np.ones(space.num_plan)])
+    # Re-optimize the plan of the best distinct buildable platforms, as many
+    # as there are starts, with their hardware coordinates frozen.
+    cand = _distinct_best(index, ev, config.starts, hardware_only=True)
+    zp = np.concatenate(
+      [
+        np.stack([ds.grid_z(space, index[k]) for k in cand]),
+        plan_z[cand],
+      ],
+      axis=1,
+    )
+    mask = np.concatenate([np.zeros(hc), np.ones(space.num_plan)])
     zpol, _, hist2 = continuous_phase(
-      problem,
-      config,
-      zp,
-      mask,
-      mesh,
-      progress,
-      phase='polish',
-      valid=len(cand),
+      problem, config, zp, mask, mesh, progress, phase='polish'
     )
     result.history = history + hist2
     evaluations += len(cand) * (2 * config.steps + 1)
     pidx = index[cand]
-    ppz = zpol[: len(cand), h:]
+    ppz = np.stack([snap_plan(space, x) for x in zpol[:, hc:]])
     ev2 = evaluate_indices(problem, pidx, ppz, config.eval_chunk, mesh)
     evaluations += len(cand)
     index = np.concatenate([index, pidx])
@@ -635,13 +659,26 @@ def gradient_search(
   return result
 
 
-def _distinct_best(index, ev, limit):
-  """Positions of up to `limit` distinct platforms, best first."""
-  viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
-  key = np.where(ev['feasible'], ev['loss'], 1e200 + viol)
+def _distinct_best(index, ev, limit, hardware_only=False):
+  """Positions of up to `limit` distinct platforms, best first.
+
+  With `hardware_only`, the memory constraints are ignored (a new plan can
+  make the tables fit) and platforms that break a hardware constraint
+  (budget, power, sockets, DDR per socket) are left out.
+  """
+  g = ev['g']
+  if hardware_only:
+    hw = [CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS]
+    ok = np.all(g[:, hw] <= 0.0, axis=1) & np.isfinite(ev['loss'])
+    key = np.where(ok, ev['loss'], np.inf)
+  else:
+    viol = np.max(np.maximum(g, 0.0), axis=1)
+    key = np.where(ev['feasible'], ev['loss'], 1e200 + viol)
   order = np.argsort(key, kind='stable')
   seen, out = set(), []
   for k in order:
+    if not np.isfinite(key[k]):
+      break
     t = tuple(int(x) for x in index[k])
     if t in seen:
       continue
@@ -649,18 +686,20 @@ def _distinct_best(index, ev, limit):
     out.append(int(k))
     if len(out) == limit:
       break
-  return out
+  return out or [int(order[0])]
 
 
-def _grid_z(space: ds.DesignSpace, index) -> np.ndarray:
-  """Relaxed hardware coordinates (H,) of a grid point."""
-  sizes = space.sizes
-  out = [index[0] / (sizes[0] - 1), index[1] / (sizes[1] - 1)]
-  for i, g in enumerate(space.grids):
-    lo, hi = math.log(g[0]), math.log(g[-1])
-    v = math.log(g[int(index[2 + i])])
-    out.append((v - lo) / (hi - lo) if hi > lo else 0.0)
-  return np.array(out)
+def snap_plan(space: ds.DesignSpace, plan_z: np.ndarray) -> np.ndarray:
+  """A plan vector (P,) at the granularity a plan is written in:
+  fractions in steps of PLAN_STEP; HBM fractions round down (never
+  overfilling HBM)."""
+  plan_z = np.asarray(plan_z, dtype=np.float64)
+  if plan_z.size == 0:
+    return plan_z
+  t = space.num_tables
+  out = np.rint(plan_z / PLAN_STEP) * PLAN_STEP
+  out[:t] = np.floor(plan_z[:t] / PLAN_STEP + 1e-6) * PLAN_STEP
+  return np.clip(out, 0.0, 1.0)
 
 
 # ---- baselines ---------------------------------------------------------------
@@ -670,7 +709,7 @@ def random_search(
   problem: Problem,
   evaluations: int,
   seed: int = 0,
-  chunk: int = 2048,
+  chunk: int = 4096,
   devices=None,
 ) -> Result:
   """Uniform samples of buildable designs (auto plan mode)."""
@@ -728,32 +767,31 @@ def cma_es(
   evaluations: int,
   population: int = 32,
   seed: int = 0,
-  chunk: int = 2048,
+  chunk: int = 4096,
   devices=None,
 ) -> Result:
-  """evosax CMA-ES on the relaxed hardware coordinates; each candidate is
-  rounded to the nearest buildable design and scored there (infeasible
-  ones by 1e3 plus their violation)."""
+  """evosax CMA-ES on the relaxed hardware coordinates (part weights and
+  number axes); each candidate is rounded to the nearest buildable design
+  (`design_space.nearest_index`) and scored there (infeasible ones by 1e3
+  plus their violation)."""
   from evosax.algorithms import CMA_ES
 
   _require_auto(problem)
   mesh = make_mesh(devices)
   space = problem.space
-  h = space.num_hw
+  h = space.num_hw_coords
   es = CMA_ES(population_size=population, solution=jnp.zeros(h))
   params = es.default_params.replace(std_init=jnp.asarray(0.3))
   key = jax.random.key(seed)
   key, k0 = jax.random.split(key)
   state = es.init(k0, jnp.full((h,), 0.5), params)
   ask, tell = jax.jit(es.ask), jax.jit(es.tell)
-  sizes = np.array(space.sizes)
   best_idx, best_ev, used = None, None, 0
   while used + population <= evaluations:
     key, ka, kt = jax.random.split(key, 3)
     pop, state = ask(ka, state, params)
     zc = np.clip(np.asarray(pop), 0.0, 1.0)
-    index = np.clip(np.rint(ds.relaxed_index(space, zc)), 0, sizes - 1)
-    index = index.astype(np.int64)
+    index = ds.nearest_index(space, zc)
     ev = evaluate_indices(problem, index, None, chunk, mesh)
     used += population
     viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
@@ -811,11 +849,11 @@ def relaxed(problem: Problem, z):
   space = problem.space
   p, plan, _ = ds.decode(space, problem.workload, jnp.asarray(z))
   p = jax.tree.map(lambda x: np.asarray(x, dtype=np.float64), p)
-  axes = ds.describe_relaxed(space, np.asarray(z)[: space.num_hw])
+  axes = ds.describe_relaxed(space, np.asarray(z)[: space.num_hw_coords])
 
   def label(axis):
-    a, b = axes[axis]['between']
-    return f'{a} .. {b} at {axes[axis]["position"]:.3f}'
+    w = axes[axis + '_weights']
+    return ' + '.join(f'{v:.3f} {k}' for k, v in w.items())
 
   p = dataclasses.replace(
     p,

@@ -118,8 +118,11 @@ def _row(name, hw, fig, problem) -> str:
 
 def _hw(p) -> str:
   acc = p.accelerator.name.split(' ')[0]
-  if ' .. ' in p.accelerator.name:  # a relaxed part: "A .. B at t"
-    acc = p.accelerator.name.replace(' at ', '@')
+  if p.name == 'continuous_optimum':  # a mixture: "w1 part1 + w2 part2"
+    acc = '+'.join(
+      f'{t.split()[1].split("-")[0]}:{float(t.split()[0]):.2f}'
+      for t in p.accelerator.name.split(' + ')[:2]
+    )
   return (
     f'{p.nodes:.0f}x({p.sockets_per_node:.0f}S+'
     f'{p.accelerators_per_node:.0f} {acc})'
@@ -284,7 +287,7 @@ def main():
       'platform': cj,
       'plan': config_io.plan_to_json(planc),
       'relaxed_axes': design_space.describe_relaxed(
-        space, res.continuous_z[: space.num_hw]
+        space, res.continuous_z[: space.num_hw_coords]
       ),
       'objective_value': _objective_of(cfig, problem),
       'constraint_violations': dict(
