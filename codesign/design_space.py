@@ -471,7 +471,10 @@ def decode_index(space: DesignSpace, workload: wl.Workload, index, plan_z):
 def table_bytes(workload: wl.Workload) -> np.ndarray:
   """Bytes of each table with its optimizer state, shape (T,)."""
   return np.array(
-    [float(wl.table_state_bytes(workload, t)) for t in workload.tables]
+    [
+      float(t.bytes + wl.table_state_bytes(workload, t))
+      for t in workload.tables
+    ]
   )
 
 
