@@ -558,8 +558,10 @@ def bracket(space: DesignSpace, z_hw: np.ndarray):
     second.append(order[..., 1])
   for i, g in enumerate(space.grids):
     u = _grid_position(g, z_hw[..., a + c + i])
-    first.append(np.clip(np.floor(u), 0, len(g) - 1))
-    second.append(np.clip(np.ceil(u), 0, len(g) - 1))
+    # A tolerance, so that a coordinate on a grid step (up to rounding)
+    # brackets to that step on both sides.
+    first.append(np.clip(np.floor(u + 1e-9), 0, len(g) - 1))
+    second.append(np.clip(np.ceil(u - 1e-9), 0, len(g) - 1))
   return (
     np.stack(first, axis=-1).astype(np.int64),
     np.stack(second, axis=-1).astype(np.int64),

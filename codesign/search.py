@@ -25,10 +25,12 @@ Method (`gradient_search`):
    are evaluated in one batch as buildable platforms with every
    constraint checked exactly.
 3. Plan polish (plan mode `optimize` only): the best buildable platforms
-   keep their hardware and the plan is re-optimized by the same
-   continuous phase with the hardware coordinates frozen; the results are
-   snapped and checked again. This repairs plans whose memory no longer
-   fits after rounding.
+   that meet the hardware constraints (budget, power, sockets, DDR per
+   socket; memory is the plan's job) keep their hardware, and the plan is
+   re-optimized by the same continuous phase with the hardware
+   coordinates frozen; the plans are snapped to `PLAN_STEP` and every
+   constraint is checked again. This repairs plans whose tables no longer
+   fit after rounding.
 
 Baselines over the same discrete space: `random_search`, `exhaustive` and
 `cma_es` (evosax CMA-ES on the relaxed coordinates, rounded to the nearest
@@ -37,13 +39,24 @@ counts 1, a value and gradient 2.
 
 Scaling past one device: starts and evaluation batches are sharded over a
 `jax.sharding.Mesh` with one axis, 'starts', built from `devices` (default
-`jax.devices()`, all local devices). Every start is independent, so the
-result does not depend on the number of devices (starts are padded to a
-multiple of it and the padding is ignored). On several hosts, call
-`jax.distributed.initialize()` before any JAX work on every host and run
+`jax.devices()`, all local devices), with `jax.shard_map`: every device
+runs `lax.map` over fixed-size blocks of starts, `vmap`ped within a block.
+Every start is independent; starts are padded (with copies, dropped
+afterwards) to at least two blocks per device. On several hosts, call
+`jax.distributed.initialize()` on every host before any JAX work and run
 the same program with the same flags: `jax.devices()` is then the global
-device list, arrays are laid out with `jax.make_array_from_callback` and
-gathered with `multihost_utils.process_allgather`.
+device list, host arrays (the same on every host) are laid out with
+`jax.make_array_from_callback`, and results are gathered with
+`multihost_utils.process_allgather`.
+
+Reproducibility: the same flags on the same number of devices give the
+same bits. Across device counts the buildable result (parts, counts and
+the plan, snapped to `PLAN_STEP`) is the same, and the continuous phase
+agrees to about 1e-8: any N >= 2 devices give identical bits, but XLA
+compiles a single-device program without the SPMD partitioner and its
+simplifier then rewrites some divisions of the backward pass as
+multiplications by a reciprocal (last-bit differences that Adam carries
+along).
 
 The library does no file I/O; `progress(step, metrics)` reports progress.
 """
@@ -283,14 +296,16 @@ def _blocked(fn, block: int, mesh: Mesh):
   """jit of `fn` (one item -> pytree) over rows sharded on 'starts'.
 
   Each device runs `lax.map` over fixed blocks of `block` rows and `vmap`s
-  `fn` within a block, so every device compiles the same block program
-  whatever the device count: results are bit-identical on 1 or N devices.
+  `fn` within a block, so every device runs the same block program
+  whatever the device count (see the module docstring on 1 vs N devices).
   """
 
   def local(*args):
-    blocks = jax.tree.map(lambda x: x.reshape((-1, block) + x.shape[1:]), args)
+    n = jax.tree.leaves(args)[0].shape[0]
+    nb = n // block  # explicit: rows may have no other elements (P = 0)
+    blocks = jax.tree.map(lambda x: x.reshape((nb, block) + x.shape[1:]), args)
     out = jax.lax.map(lambda xs: jax.vmap(fn)(*xs), blocks)
-    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
+    return jax.tree.map(lambda x: x.reshape((n,) + x.shape[2:]), out)
 
   spec = PartitionSpec('starts')
   return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec))

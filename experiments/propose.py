@@ -25,6 +25,8 @@ constraint and by how much, exit status 2, and no files.
 import time
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from absl import app, flags
 
 from codesign.errors import InputError
@@ -242,6 +244,12 @@ def main():
   p_back = config_io.platform_from_json(pj)
   plan_back = config_io.plan_from_json(plj, w)
   fig = _figures(p_back, w, plan_back)
+  # Recomputed op by op here, so the file does not depend on the devices
+  # the batched search ran on.
+  _, g_best, _ = search.assess_index(
+    problem, jnp.asarray(res.best_index), jnp.asarray(res.best_plan_z)
+  )
+  g_best = np.asarray(g_best)
   auto_fig = _figures(p_back, w, plan_lib.make(w, p_back))
   pc, planc = search.relaxed(problem, res.continuous_z)
   cfig = _figures(pc, w, planc)
@@ -278,7 +286,7 @@ def main():
       'objective_value': _objective_of(fig, problem),
       'within_limits': _within(fig, problem),
       'constraint_violations': dict(
-        zip(search.CONSTRAINTS, res.best_g.tolist(), strict=True)
+        zip(search.CONSTRAINTS, g_best.tolist(), strict=True)
       ),
       'with_auto_plan': auto_fig,
       **fig,
