@@ -258,6 +258,34 @@ def default_clock():
   return time.perf_counter
 
 
+def hold_freed_memory() -> bool:
+  """Keeps freed host memory in the process (glibc `mallopt`).
+
+  XLA's CPU runtime takes its buffers from `malloc`; by default glibc
+  hands large freed blocks back to the OS, so every step touches fresh
+  pages and pays a page fault per 4 KiB (about 1-3 GB/s instead of tens).
+  A training framework's caching allocator avoids that; this does the
+  same for the measurements (mmap only above 32 MiB, glibc's maximum; no
+  trimming). Returns whether glibc accepted the settings; elsewhere it
+  does nothing.
+  """
+  import ctypes
+  import ctypes.util
+
+  name = ctypes.util.find_library('c')
+  if not name:
+    return False
+  try:
+    libc = ctypes.CDLL(name)
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    ok = libc.mallopt(m_mmap_threshold, 32 * 1024 * 1024)
+    ok &= libc.mallopt(m_trim_threshold, 1 << 40)
+    ok &= libc.mallopt(m_top_pad, 256 * 1024 * 1024)
+  except (OSError, AttributeError):
+    return False
+  return bool(ok)
+
+
 # XLA CPU flags that run each op on one thread (set before JAX starts).
 SINGLE_THREAD_XLA_FLAGS = (
   '--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1'
@@ -306,6 +334,19 @@ def gemm_workload(m: int, k: int, n: int, precision: str) -> wl.Workload:
   )
 
 
+def interaction_workload(batch: int, features: int, dim: int):
+  """A dot-interaction workload of `features` vectors of `dim`; its second
+  GEMM is the per-sample (F x d)(d x F) product."""
+  return wl.Workload(
+    name=f'bmm_{batch}x{features}x{dim}',
+    tables=(wl.Table(1, dim),) * (features - 1),
+    num_dense=1,
+    bottom_mlp=(dim,),
+    top_mlp=(1,),
+    global_batch=batch,
+  )
+
+
 def chain_workload(layers: int) -> wl.Workload:
   """`layers` tiny (8 x 8) layers in a row, batch 8."""
   return wl.Workload(
@@ -338,6 +379,13 @@ class Sweep:
   gemm_m: tuple = (64, 512, 4096)
   gemm_kn: tuple = ((16, 64), (64, 256), (256, 64), (256, 512), (1024, 256))
   gemm_precisions: tuple = ('fp32', 'bf16')
+  gemm_layouts: tuple = ('nn', 'tn', 'nt')
+  bmm_shapes: tuple = (
+    (256, 9, 32),
+    (2048, 9, 32),
+    (1024, 17, 64),
+    (4096, 5, 16),
+  )
   table_rows: int = 1 << 17
   bag_batch: int = 1024
   bag_dims: tuple = (16, 32, 64, 128)
@@ -352,6 +400,8 @@ QUICK_SWEEP = Sweep(
   gemm_m=(64, 1024),
   gemm_kn=((16, 64), (64, 256), (256, 512), (1024, 256)),
   gemm_precisions=('fp32', 'bf16'),
+  gemm_layouts=('nn', 'tn', 'nt'),
+  bmm_shapes=((256, 9, 32), (2048, 9, 32), (1024, 17, 64)),
   bag_dims=(16, 64, 128),
   bag_pooling=(1, 8),
   stream_elems=1 << 24,
@@ -361,15 +411,33 @@ QUICK_SWEEP = Sweep(
 )
 
 
-def _gemm_fn(m, k, n, precision, key):
+def _gemm_fn(m, k, n, precision, layout, key):
+  """A layer's GEMM with batch m, k inputs, n outputs, as it runs in a
+  train step: `nn` forward (x W + b), `tn` the weight gradient (x^T dy),
+  `nt` the input gradient (dy W^T). All cost 2 m k n FLOPs."""
   dtype = dlrm.COMPUTE_DTYPES[precision]
   prec = dlrm._precision(precision)
   kx, kw = jax.random.split(key)
   x = jax.random.normal(kx, (m, k), jnp.float32).astype(dtype)
   wt = jax.random.normal(kw, (k, n), jnp.float32).astype(dtype)
+  dy = jax.random.normal(kw, (m, n), jnp.float32).astype(dtype)
   b = jnp.zeros((n,), dtype)
-  f = jax.jit(lambda x, wt, b: jnp.dot(x, wt, precision=prec) + b)
-  return lambda: f(x, wt, b)
+  if layout == 'nn':
+    f = jax.jit(lambda x, wt, b: jnp.dot(x, wt, precision=prec) + b)
+    return lambda: f(x, wt, b)
+  if layout == 'tn':
+    g = jax.jit(lambda x, dy: jnp.dot(x.T, dy, precision=prec))
+    return lambda: g(x, dy)
+  h = jax.jit(lambda dy, wt: jnp.dot(dy, wt.T, precision=prec))
+  return lambda: h(dy, wt)
+
+
+def _bmm_fn(batch, features, dim, key):
+  """The dot interaction's batched GEMM, (F x d)(d x F) per sample."""
+  s = jax.random.normal(key, (batch, features, dim), jnp.float32)
+  prec = jax.lax.Precision.HIGHEST
+  f = jax.jit(lambda s: jnp.matmul(s, jnp.swapaxes(s, 1, 2), precision=prec))
+  return lambda: f(s)
 
 
 def _chain_fn(layers, key):
@@ -428,19 +496,31 @@ def measure(sweep: Sweep = Sweep(), seed: int = 0, log=None) -> list[dict]:
 
   t_kw = {'min_seconds': sweep.min_seconds, 'repeats': sweep.repeats}
   for precision in sweep.gemm_precisions:
-    for m in sweep.gemm_m:
-      for k, n in sweep.gemm_kn:
-        s = time_calls(_gemm_fn(m, k, n, precision, key), **t_kw)
-        add(
-          {
-            'kind': 'gemm',
-            'm': m,
-            'k': k,
-            'n': n,
-            'precision': precision,
-            'seconds': s,
-          }
-        )
+    for layout in sweep.gemm_layouts if precision == 'fp32' else ('nn',):
+      for m in sweep.gemm_m:
+        for k, n in sweep.gemm_kn:
+          fn = _gemm_fn(m, k, n, precision, layout, key)
+          add(
+            {
+              'kind': 'gemm',
+              'm': m,
+              'k': k,
+              'n': n,
+              'precision': precision,
+              'layout': layout,
+              'seconds': time_calls(fn, **t_kw),
+            }
+          )
+  for batch, features, dim in sweep.bmm_shapes:
+    add(
+      {
+        'kind': 'bmm',
+        'batch': batch,
+        'features': features,
+        'dim': dim,
+        'seconds': time_calls(_bmm_fn(batch, features, dim, key), **t_kw),
+      }
+    )
   for dim in sweep.bag_dims:
     for pooling in sweep.bag_pooling:
       pool, update = _bag_fns(
@@ -511,10 +591,18 @@ def predict(platform: hardware.Platform, rec: dict, plan=None):
   p = platform
   dev = p.cpu if p.trainer == 'cpu' else p.accelerator
   kind = rec['kind']
+  # Every benchmark is one jitted call: the call's fixed cost is the
+  # platform's per-step overhead.
   if kind == 'gemm':
+    # The model gives a layer's backward GEMMs the forward's efficiency,
+    # so every layout is predicted as the forward GEMM of its shape.
     w = gemm_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
     fwd, _ = cost_model.dense_times(p, w)
-    return fwd[0]
+    return fwd[0] + p.step_overhead
+  if kind == 'bmm':
+    w = interaction_workload(rec['batch'], rec['features'], rec['dim'])
+    fwd, _ = cost_model.dense_times(p, w)
+    return fwd[1] + p.step_overhead  # gemms: bottom layer, interaction
   if kind == 'chain':
     w = chain_workload(rec['layers'])
     fwd, _ = cost_model.dense_times(p, w)
@@ -524,11 +612,12 @@ def predict(platform: hardware.Platform, rec: dict, plan=None):
     r = cost_model.evaluate(p, w, plan)
     tier = 'ddr' if p.trainer == 'cpu' else 'hbm'
     name = 'gather' if kind == 'gather' else 'update'
-    return r.breakdown[f'embedding_{name}_{tier}'] + dev.kernel_overhead
+    t = r.breakdown[f'embedding_{name}_{tier}']
+    return t + dev.kernel_overhead + p.step_overhead
   raise ValueError(f'no prediction for kind {kind!r}')
 
 
-FIT_KINDS = ('gemm', 'gather', 'scatter', 'chain')
+FIT_KINDS = ('gemm', 'bmm', 'gather', 'scatter', 'chain')
 
 
 def _with_fit(p: hardware.Platform, values: dict) -> hardware.Platform:

@@ -277,7 +277,6 @@ def time_train_step(w, seed: int, min_seconds: float, repeats: int):
   seconds = device_profile.time_calls(
     run, min_seconds=min_seconds, repeats=repeats
   )
-  del holder
   return seconds
 
 
@@ -462,6 +461,7 @@ def main():
   from codesign import device_profile, results
 
   t_start = time.time()
+  held = device_profile.hold_freed_memory()
   workdir = results.make_workdir('calibrate', FLAGS.workdir)
   quick = FLAGS.quick
 
@@ -517,7 +517,8 @@ def main():
   param_check, flops_check = param_and_flops_checks(quick, FLAGS.seed)
   for c in flops_check:
     log(
-      f'  {c["name"]:28s} FLOPs XLA/analytic {c["measured"] / c["analytic"]:.4f}'
+      f'  {c["name"]:28s} FLOPs XLA/analytic '
+      f'{c["measured"] / c["analytic"]:.4f}'
       f'  bytes XLA/analytic {c["bytes_ratio"]:.2f}'
     )
   log('local train steps (validation, not fitted) ...')
@@ -535,6 +536,7 @@ def main():
     'backend': jax.default_backend(),
     'device_kind': jax.devices()[0].device_kind,
     'clock': device_profile.default_clock().__name__,
+    'freed_memory_held': held,
     'protocol': {
       'fitting_data': 'microbenchmarks only (gemm, gather, scatter, chain; '
       'stream and the fastest GEMM give bandwidth and peaks)',
