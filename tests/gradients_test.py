@@ -44,13 +44,12 @@ CONFIGS = {
   ),
   'kaggle_cpu_trainer': ('criteo_kaggle', 'cpu_2s', None, 'auto'),
 }
-# float32 runs these (one compile each, in a subprocess): the largest
-# numbers (zion_scale), every sharding, DCN-v2, and the CPU trainer.
-F32_CONFIGS = (
-  'kaggle_cube_mesh_mixed',
-  'zion_scale_fully_connected',
-  'dcnv2_ring',
-  'kaggle_cpu_trainer',
+# float32 runs these, in two subprocesses of two compiles each (so that
+# pytest-xdist can run them side by side): the largest numbers
+# (zion_scale), every sharding, DCN-v2, and the CPU trainer.
+F32_GROUPS = (
+  ('kaggle_cube_mesh_mixed', 'kaggle_cpu_trainer'),
+  ('zion_scale_fully_connected', 'dcnv2_ring'),
 )
 OUTPUTS = ('log_step_time', 'feasibility_margin', 'log_capex', 'log_power')
 
@@ -143,17 +142,11 @@ def nonfinite_counts(name, dtype, seed=0):
   }
 
 
-@pytest.mark.parametrize('name', list(CONFIGS))
-def test_finite_values_and_gradients_float64(name):
-  counts = nonfinite_counts(name, jnp.float64)
-  assert counts['nonfinite_values'] == 0, counts
-  assert counts['nonfinite_grads'] == 0, counts
-
-
-def test_finite_values_and_gradients_float32():
+@pytest.mark.parametrize('group', F32_GROUPS, ids=lambda g: '+'.join(g))
+def test_finite_values_and_gradients_float32(group):
   env = dict(os.environ, JAX_ENABLE_X64='0', PYTHONPATH=str(ROOT))
   proc = subprocess.run(
-    [sys.executable, __file__],
+    [sys.executable, __file__, *group],
     cwd=ROOT,
     env=env,
     capture_output=True,
@@ -163,7 +156,7 @@ def test_finite_values_and_gradients_float32():
   assert proc.returncode == 0, proc.stderr[-2000:]
   counts = json.loads(proc.stdout.strip().splitlines()[-1])
   assert counts.pop('dtype') == 'float32'
-  assert set(counts) == set(F32_CONFIGS)
+  assert set(counts) == set(group)
   for name, c in counts.items():
     assert c['points'] == N
     assert c['nonfinite_values'] == 0, (name, c)
@@ -197,8 +190,9 @@ def _check_points(name, rng):
   return points
 
 
-@pytest.mark.parametrize('name', list(CONFIGS))
-def test_grad_matches_finite_differences(name):
+def finite_difference_mismatches(name):
+  """Compares the Jacobian with finite differences at the preset and 3
+  random interior points; returns the entries that disagree."""
   rng = np.random.default_rng(1)
   _, template, _ = setup(name)
   t = len(template.sharding)
@@ -254,6 +248,17 @@ def test_grad_matches_finite_differences(name):
     for k in np.nonzero(err > tol)[0]:
       where = PATHS[i] if kind == 'leaf' else f'{kind}[{i}]'
       bad.append((OUTPUTS[k], where, base, float(analytic[k]), float(fd[k])))
+  return bad
+
+
+# One test per configuration, so that both checks share one compile (under
+# pytest-xdist, separate tests may land in separate processes).
+@pytest.mark.parametrize('name', list(CONFIGS))
+def test_float64_finite_and_equal_to_finite_differences(name):
+  counts = nonfinite_counts(name, jnp.float64)
+  assert counts['nonfinite_values'] == 0, counts
+  assert counts['nonfinite_grads'] == 0, counts
+  bad = finite_difference_mismatches(name)
   assert not bad, bad[:10]
 
 
@@ -261,6 +266,6 @@ if __name__ == '__main__':
   # The float32 worker: x64 is off in this process (JAX_ENABLE_X64=0).
   assert not jax.config.jax_enable_x64
   result = {'dtype': 'float32'}
-  for config in F32_CONFIGS:
+  for config in sys.argv[1:]:
     result[config] = nonfinite_counts(config, jnp.float32)
   print(json.dumps(result, sort_keys=True))
