@@ -334,11 +334,26 @@ def gemm_workload(m: int, k: int, n: int, precision: str) -> wl.Workload:
   )
 
 
+def layer_workload(m: int, k: int, n: int, precision: str) -> wl.Workload:
+  """A workload whose (only) top-MLP layer maps k inputs to n outputs at
+  batch m (`cat` of a 1-wide bottom output and a (k - 1)-wide table)."""
+  return wl.Workload(
+    name=f'layer_{m}x{k}x{n}_{precision}',
+    tables=(wl.Table(1, k - 1),),
+    num_dense=1,
+    bottom_mlp=(1,),
+    top_mlp=(n,),
+    interaction='cat',
+    global_batch=m,
+    dense_precision=precision,
+  )
+
+
 def interaction_workload(batch: int, features: int, dim: int):
   """A dot-interaction workload of `features` vectors of `dim`; its second
   GEMM is the per-sample (F x d)(d x F) product."""
   return wl.Workload(
-    name=f'bmm_{batch}x{features}x{dim}',
+    name=f'interaction_{batch}x{features}x{dim}',
     tables=(wl.Table(1, dim),) * (features - 1),
     num_dense=1,
     bottom_mlp=(dim,),
@@ -379,12 +394,15 @@ class Sweep:
   gemm_m: tuple = (64, 512, 4096)
   gemm_kn: tuple = ((16, 64), (64, 256), (256, 64), (256, 512), (1024, 256))
   gemm_precisions: tuple = ('fp32', 'bf16')
-  gemm_layouts: tuple = ('nn', 'tn', 'nt')
-  bmm_shapes: tuple = (
+  layer_m: tuple = (128, 1024, 4096)
+  layer_kn: tuple = ((24, 96), (100, 300), (256, 256), (300, 100), (600, 40))
+  layer_precisions: tuple = ('fp32',)
+  interaction_shapes: tuple = (
     (256, 9, 32),
     (2048, 9, 32),
     (1024, 17, 64),
     (4096, 5, 16),
+    (512, 33, 16),
   )
   table_rows: int = 1 << 17
   bag_batch: int = 1024
@@ -400,8 +418,9 @@ QUICK_SWEEP = Sweep(
   gemm_m=(64, 1024),
   gemm_kn=((16, 64), (64, 256), (256, 512), (1024, 256)),
   gemm_precisions=('fp32', 'bf16'),
-  gemm_layouts=('nn', 'tn', 'nt'),
-  bmm_shapes=((256, 9, 32), (2048, 9, 32), (1024, 17, 64)),
+  layer_m=(256, 2048),
+  layer_kn=((24, 96), (100, 300), (256, 256), (600, 40)),
+  interaction_shapes=((256, 9, 32), (2048, 9, 32), (512, 33, 16)),
   bag_dims=(16, 64, 128),
   bag_pooling=(1, 8),
   stream_elems=1 << 24,
@@ -411,33 +430,60 @@ QUICK_SWEEP = Sweep(
 )
 
 
-def _gemm_fn(m, k, n, precision, layout, key):
-  """A layer's GEMM with batch m, k inputs, n outputs, as it runs in a
-  train step: `nn` forward (x W + b), `tn` the weight gradient (x^T dy),
-  `nt` the input gradient (dy W^T). All cost 2 m k n FLOPs."""
+def _gemm_fn(m, k, n, precision, key):
+  """x W + b: batch m, k inputs, n outputs."""
   dtype = dlrm.COMPUTE_DTYPES[precision]
   prec = dlrm._precision(precision)
   kx, kw = jax.random.split(key)
   x = jax.random.normal(kx, (m, k), jnp.float32).astype(dtype)
   wt = jax.random.normal(kw, (k, n), jnp.float32).astype(dtype)
-  dy = jax.random.normal(kw, (m, n), jnp.float32).astype(dtype)
   b = jnp.zeros((n,), dtype)
-  if layout == 'nn':
-    f = jax.jit(lambda x, wt, b: jnp.dot(x, wt, precision=prec) + b)
-    return lambda: f(x, wt, b)
-  if layout == 'tn':
-    g = jax.jit(lambda x, dy: jnp.dot(x.T, dy, precision=prec))
-    return lambda: g(x, dy)
-  h = jax.jit(lambda dy, wt: jnp.dot(dy, wt.T, precision=prec))
-  return lambda: h(dy, wt)
+  f = jax.jit(lambda x, wt, b: jnp.dot(x, wt, precision=prec) + b)
+  return lambda: f(x, wt, b)
 
 
-def _bmm_fn(batch, features, dim, key):
-  """The dot interaction's batched GEMM, (F x d)(d x F) per sample."""
-  s = jax.random.normal(key, (batch, features, dim), jnp.float32)
+def _layer_fn(m, k, n, precision, key):
+  """One MLP layer as a train step runs it: relu(x W + b) forward, and
+  backward (given dy) the gradients of W, b and x."""
+  dtype = dlrm.COMPUTE_DTYPES[precision]
+  prec = dlrm._precision(precision)
+  kx, kw, ky = jax.random.split(key, 3)
+  x = jax.random.normal(kx, (m, k), jnp.float32)
+  wt = jax.random.normal(kw, (k, n), jnp.float32) / np.sqrt(k)
+  b = jnp.zeros((n,), jnp.float32)
+  dy = jax.random.normal(ky, (m, n), jnp.float32)
+
+  def layer(wt, b, x):
+    y = jnp.dot(x.astype(dtype), wt.astype(dtype), precision=prec)
+    return jax.nn.relu(y + b.astype(dtype)).astype(jnp.float32)
+
+  def fwd_bwd(wt, b, x, dy):
+    y, vjp = jax.vjp(layer, wt, b, x)
+    return y, vjp(dy)
+
+  f = jax.jit(fwd_bwd)
+  return lambda: f(wt, b, x, dy)
+
+
+def _interaction_fn(batch, features, dim, key):
+  """The DLRM's dot interaction, forward and backward: the strict upper
+  triangle of S S^T per sample, concatenated after the bottom output."""
+  ks, ky = jax.random.split(key)
+  s = jax.random.normal(ks, (batch, features, dim), jnp.float32)
+  width = dim + features * (features - 1) // 2
+  dy = jax.random.normal(ky, (batch, width), jnp.float32)
   prec = jax.lax.Precision.HIGHEST
-  f = jax.jit(lambda s: jnp.matmul(s, jnp.swapaxes(s, 1, 2), precision=prec))
-  return lambda: f(s)
+
+  def inter(s):
+    z = dlrm._gram(s, prec)
+    return jnp.concatenate([s[:, 0, :], dlrm._upper_triangle(z)], axis=1)
+
+  def fwd_bwd(s, dy):
+    y, vjp = jax.vjp(inter, s)
+    return y, vjp(dy)
+
+  f = jax.jit(fwd_bwd)
+  return lambda: f(s, dy)
 
 
 def _chain_fn(layers, key):
@@ -496,29 +542,42 @@ def measure(sweep: Sweep = Sweep(), seed: int = 0, log=None) -> list[dict]:
 
   t_kw = {'min_seconds': sweep.min_seconds, 'repeats': sweep.repeats}
   for precision in sweep.gemm_precisions:
-    for layout in sweep.gemm_layouts if precision == 'fp32' else ('nn',):
-      for m in sweep.gemm_m:
-        for k, n in sweep.gemm_kn:
-          fn = _gemm_fn(m, k, n, precision, layout, key)
-          add(
-            {
-              'kind': 'gemm',
-              'm': m,
-              'k': k,
-              'n': n,
-              'precision': precision,
-              'layout': layout,
-              'seconds': time_calls(fn, **t_kw),
-            }
-          )
-  for batch, features, dim in sweep.bmm_shapes:
+    for m in sweep.gemm_m:
+      for k, n in sweep.gemm_kn:
+        fn = _gemm_fn(m, k, n, precision, key)
+        add(
+          {
+            'kind': 'gemm',
+            'm': m,
+            'k': k,
+            'n': n,
+            'precision': precision,
+            'seconds': time_calls(fn, **t_kw),
+          }
+        )
+  for precision in sweep.layer_precisions:
+    for m in sweep.layer_m:
+      for k, n in sweep.layer_kn:
+        fn = _layer_fn(m, k, n, precision, key)
+        add(
+          {
+            'kind': 'layer',
+            'm': m,
+            'k': k,
+            'n': n,
+            'precision': precision,
+            'seconds': time_calls(fn, **t_kw),
+          }
+        )
+  for batch, features, dim in sweep.interaction_shapes:
+    fn = _interaction_fn(batch, features, dim, key)
     add(
       {
-        'kind': 'bmm',
+        'kind': 'interaction',
         'batch': batch,
         'features': features,
         'dim': dim,
-        'seconds': time_calls(_bmm_fn(batch, features, dim, key), **t_kw),
+        'seconds': time_calls(fn, **t_kw),
       }
     )
   for dim in sweep.bag_dims:
@@ -579,6 +638,9 @@ def measured_peaks(records: list[dict]) -> dict:
 def bench_plan(platform: hardware.Platform, rec: dict):
   """The plan of a gather or scatter record (built from concrete values,
   outside any trace); None for other kinds."""
+  if rec['kind'] == 'interaction':
+    w = interaction_workload(rec['batch'], rec['features'], rec['dim'])
+    return local_plan(w, platform)
   if rec['kind'] not in ('gather', 'scatter'):
     return None
   w = table_workload(rec['rows'], rec['dim'], rec['pooling'], rec['batch'])
@@ -594,15 +656,18 @@ def predict(platform: hardware.Platform, rec: dict, plan=None):
   # Every benchmark is one jitted call: the call's fixed cost is the
   # platform's per-step overhead.
   if kind == 'gemm':
-    # The model gives a layer's backward GEMMs the forward's efficiency,
-    # so every layout is predicted as the forward GEMM of its shape.
     w = gemm_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
     fwd, _ = cost_model.dense_times(p, w)
     return fwd[0] + p.step_overhead
-  if kind == 'bmm':
+  if kind == 'layer':
+    # A top-MLP layer (it has an input gradient): forward plus backward.
+    w = layer_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
+    fwd, bwd = cost_model.dense_times(p, w)
+    return fwd[1] + bwd[1] + p.step_overhead
+  if kind == 'interaction':
     w = interaction_workload(rec['batch'], rec['features'], rec['dim'])
-    fwd, _ = cost_model.dense_times(p, w)
-    return fwd[1] + p.step_overhead  # gemms: bottom layer, interaction
+    r = cost_model.evaluate(p, w, plan)
+    return r.breakdown['dense_interaction'] + p.step_overhead
   if kind == 'chain':
     w = chain_workload(rec['layers'])
     fwd, _ = cost_model.dense_times(p, w)
@@ -617,7 +682,7 @@ def predict(platform: hardware.Platform, rec: dict, plan=None):
   raise ValueError(f'no prediction for kind {kind!r}')
 
 
-FIT_KINDS = ('gemm', 'bmm', 'gather', 'scatter', 'chain')
+FIT_KINDS = ('gemm', 'layer', 'interaction', 'gather', 'scatter', 'chain')
 
 
 def _with_fit(p: hardware.Platform, values: dict) -> hardware.Platform:

@@ -93,6 +93,37 @@ def _gram_bwd(precision, s, dz):
 _gram.defvjp(_gram_fwd, _gram_bwd)
 
 
+@jax.custom_vjp
+def _upper_triangle(z):
+  """The strict upper triangle of each (F, F) matrix, row by row (the
+  order of `np.triu_indices(F, 1)`): (B, F, F) -> (B, F (F - 1) / 2).
+
+  Written with static slices and a hand-made backward that lays the
+  gradient rows back in one pass; an index gather would have a scatter as
+  its backward, and autodiff of the slices sums F padded copies.
+  """
+  f = z.shape[1]
+  return jnp.concatenate([z[:, i, i + 1 :] for i in range(f - 1)], axis=1)
+
+
+def _upper_triangle_fwd(z):
+  return _upper_triangle(z), z.shape
+
+
+def _upper_triangle_bwd(shape, g):
+  b, f, _ = shape
+  rows, start = [], 0
+  for i in range(f):
+    n = f - i - 1
+    part = g[:, start : start + n]
+    rows.append(jnp.pad(part, ((0, 0), (i + 1, 0))))
+    start += n
+  return (jnp.stack(rows, axis=1),)
+
+
+_upper_triangle.defvjp(_upper_triangle_fwd, _upper_triangle_bwd)
+
+
 class DLRM(nn.Module):
   """The DLRM of a `Workload`.
 
@@ -182,13 +213,7 @@ class DLRM(nn.Module):
     if w.interaction == 'dot':
       stack = jnp.stack(feats, axis=1)  # (B, F, d)
       z = _gram(stack, _precision(w.dense_precision))
-      # The strict upper triangle, row by row (the order of
-      # np.triu_indices(F, 1)), as static slices: their backward is a pad,
-      # where an index gather's backward is a scatter (slow on CPUs).
-      f = w.num_features
-      y = jnp.concatenate(
-        [x] + [z[:, i, i + 1 :] for i in range(f - 1)], axis=1
-      )
+      y = jnp.concatenate([x, _upper_triangle(z)], axis=1)
     elif w.interaction == 'cat':
       y = jnp.concatenate(feats, axis=1)
     else:  # dcnv2: x_{l+1} = x_0 * (V (U x_l) + b) + x_l
