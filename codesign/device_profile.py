@@ -265,8 +265,7 @@ def hold_freed_memory() -> bool:
   hands large freed blocks back to the OS, so every step touches fresh
   pages and pays a page fault per 4 KiB (about 1-3 GB/s instead of tens).
   A training framework's caching allocator avoids that; this does the
-  same for the measurements (mmap only above 32 MiB, glibc's maximum; no
-  trimming). Returns whether glibc accepted the settings; elsewhere it
+  same for the measurements (no mmap-backed blocks, no trimming). Returns whether glibc accepted the settings; elsewhere it
   does nothing.
   """
   import ctypes
@@ -277,8 +276,8 @@ def hold_freed_memory() -> bool:
     return False
   try:
     libc = ctypes.CDLL(name)
-    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
-    ok = libc.mallopt(m_mmap_threshold, 32 * 1024 * 1024)
+    m_trim_threshold, m_top_pad, m_mmap_max = -1, -2, -4
+    ok = libc.mallopt(m_mmap_max, 0)  # no mmap: every block from the heap
     ok &= libc.mallopt(m_trim_threshold, 1 << 40)
     ok &= libc.mallopt(m_top_pad, 256 * 1024 * 1024)
   except (OSError, AttributeError):
@@ -407,7 +406,7 @@ class Sweep:
   table_rows: int = 1 << 17
   bag_batch: int = 1024
   bag_dims: tuple = (16, 32, 64, 128)
-  bag_pooling: tuple = (1, 4, 16)
+  bag_pooling: tuple = (1, 4, 16, 32)
   stream_elems: int = 1 << 25
   chain_layers: tuple = (1, 4, 16, 64)
   min_seconds: float = 0.02
@@ -422,7 +421,7 @@ QUICK_SWEEP = Sweep(
   layer_kn=((24, 96), (100, 300), (256, 256), (600, 40)),
   interaction_shapes=((256, 9, 32), (2048, 9, 32), (512, 33, 16)),
   bag_dims=(16, 64, 128),
-  bag_pooling=(1, 8),
+  bag_pooling=(1, 8, 32),
   stream_elems=1 << 24,
   chain_layers=(1, 8, 64),
   min_seconds=0.01,
