@@ -316,20 +316,43 @@ def split_overrides(overrides: list[str]) -> dict[str, list]:
   return out
 
 
+# Device profile applied by `resolve` when none is passed (set from the
+# scripts' --device_profile flag by `experiments.common.run_main`).
+_default_device_profile: str | None = None
+
+
+def set_default_device_profile(path: str | None) -> None:
+  """Makes `resolve` apply the profile at `path` (None: no profile)."""
+  global _default_device_profile
+  _default_device_profile = path
+
+
 def resolve(
   workload: str,
   platform: str,
   plan: str = 'auto',
   overrides: list[str] | None = None,
+  device_profile: str | None = None,
 ):
   """Loads and overrides the three inputs. Returns (workload, platform,
-  plan) objects; raises `InputError` on any bad input."""
+  plan) objects; raises `InputError` on any bad input.
+
+  A device profile (`device_profile`, else the default set by
+  `set_default_device_profile`) writes its efficiency fields into the
+  platform's training part before the overrides (see
+  `codesign.device_profile.apply_to_json`).
+  """
   ov = split_overrides(overrides)
   wj = workload_json(workload)
   for path, value in ov['workload']:
     apply_override(wj, path, value, 'workload')
   w = workload_from_json(wj)
   pj = platform_json(platform)
+  profile_path = device_profile or _default_device_profile
+  if profile_path:
+    from codesign import device_profile as profiles
+
+    pj = profiles.apply_to_json(pj, profiles.load(profile_path))
   for path, value in ov['platform']:
     apply_override(pj, path, value, 'platform')
   p = platform_from_json(pj)

@@ -136,6 +136,10 @@ def shipped(name: str) -> dict:
   return load(PROFILES_DIR / f'{name}.json')
 
 
+def _article(target: str) -> str:
+  return ('an ' if target[0] in 'aeiou' else 'a ') + target
+
+
 def apply_to_json(platform_json: dict, profile: dict) -> dict:
   """A platform JSON dict with the profile's efficiency fields written in.
 
@@ -149,8 +153,8 @@ def apply_to_json(platform_json: dict, profile: dict) -> dict:
   part = 'cpu' if trainer == 'cpu' else 'accelerator'
   if profile['target'] != part:
     raise InputError(
-      f'the device profile describes a {profile["target"]} but platform '
-      f'{out.get("name")!r} trains on its {part}'
+      f'the device profile describes {_article(profile["target"])} but '
+      f'platform {out.get("name")!r} trains on its {part}'
     )
   for key in EFFICIENCY_KEYS:
     out[part][key] = float(profile[key])

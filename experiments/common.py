@@ -50,6 +50,13 @@ def define_input_flags(workload='criteo_kaggle', platform='big_basin'):
     None,
     'Run directory; default results/<experiment>/<UTC timestamp>/.',
   )
+  flags.DEFINE_string(
+    'device_profile',
+    None,
+    'Device profile JSON (codesign/data/profiles/ or one written by '
+    'experiments.calibrate): its efficiency fields replace those of the '
+    "platform's accelerator (or CPU for a CPU trainer) before overrides.",
+  )
 
 
 def run_main(main_fn):
@@ -63,6 +70,11 @@ def run_main(main_fn):
     try:
       if flags.FLAGS.from_config:
         apply_config(flags.FLAGS.from_config)
+      if 'device_profile' in flags.FLAGS and flags.FLAGS.device_profile:
+        from codesign import config_io, device_profile
+
+        device_profile.load(flags.FLAGS.device_profile)  # fail early
+        config_io.set_default_device_profile(flags.FLAGS.device_profile)
       return main_fn()
     except InputError as e:
       exit_with(e)
