@@ -55,6 +55,12 @@ flags.DEFINE_string(
   None,
   'Run directory; default results/calibrate/<UTC timestamp>/.',
 )
+flags.DEFINE_bool(
+  'smoke',
+  False,
+  'Tiny run for tests: 2 local configurations and 2 checks (not a '
+  'calibration; combine with --device_profile to skip measuring).',
+)
 flags.DEFINE_integer('seed', 0, 'Seed of parameters, data and benchmarks.')
 flags.DEFINE_integer('fit_steps', 1500, 'Adam steps of the profile fit.')
 flags.DEFINE_bool(
@@ -66,7 +72,7 @@ flags.DEFINE_bool(
 FLAGS = flags.FLAGS
 
 
-def _local_configs(quick: bool):
+def _local_configs(quick: bool, smoke: bool = False):
   """The validation configurations (never used in the fit)."""
   from codesign.workload import Table, Workload
 
@@ -133,6 +139,8 @@ def _local_configs(quick: bool):
       (256, 128, 1),
     ),
   ]
+  if smoke:
+    return [out[0], out[4]]
   if not quick:
     out += [
       w(
@@ -158,13 +166,20 @@ def _local_configs(quick: bool):
   return out
 
 
-def _check_configs(quick: bool):
+def _check_configs(quick: bool, smoke: bool = False):
   """Workloads for the parameter and FLOP checks (small batch)."""
   import dataclasses
 
   from codesign import workload_presets
 
   local = _local_configs(quick=True)
+  if smoke:
+    return [
+      local[0],
+      dataclasses.replace(
+        workload_presets.get('mlperf_dlrm_dcnv2'), global_batch=64
+      ),
+    ]
   names = ['criteo_kaggle', 'mlperf_dlrm_dcnv2', 'nv_dlrm_small']
   if not quick:
     names += ['dlrm_benchmark', 'rm2', 'zion_scale']
@@ -201,7 +216,7 @@ def _analytic_dense_bytes(w) -> float:
   return 3.0 * per_pass + opt
 
 
-def param_and_flops_checks(quick: bool, seed: int):
+def param_and_flops_checks(quick: bool, seed: int, smoke: bool = False):
   import jax
   import jax.numpy as jnp
 
@@ -210,7 +225,7 @@ def param_and_flops_checks(quick: bool, seed: int):
 
   params_out, flops_out = [], []
   key = jax.random.PRNGKey(seed)
-  for w in _check_configs(quick):
+  for w in _check_configs(quick, smoke):
     shapes = jax.eval_shape(lambda k, w=w: dlrm.init(w, k), key)
     measured = dlrm.count_params(shapes)
     analytic = wl.param_count(w)
@@ -280,14 +295,14 @@ def time_train_step(w, seed: int, min_seconds: float, repeats: int):
   return seconds
 
 
-def local_cases(profile: dict, quick: bool, seed: int, log):
+def local_cases(profile: dict, quick: bool, seed: int, log, smoke=False):
   import jax
 
   from codesign import cost_model, device_profile, hardware
 
   p = device_profile.local_platform(profile)
   out = []
-  for w in _local_configs(quick):
+  for w in _local_configs(quick, smoke):
     measured = time_train_step(
       w, seed, min_seconds=0.05 if quick else 0.2, repeats=3 if quick else 5
     )
@@ -461,16 +476,11 @@ def main():
   from codesign import device_profile, results
 
   t_start = time.time()
-  held = device_profile.hold_freed_memory()
-  workdir = results.make_workdir('calibrate', FLAGS.workdir)
-  quick = FLAGS.quick
-
-  def log(msg):
-    print(msg, flush=True)
-
-  if FLAGS.device_profile:
-    profile = device_profile.load(FLAGS.device_profile)
-    missing = [k for k in device_profile.PEAK_KEYS if k not in profile]
+  quick = FLAGS.quick or FLAGS.smoke
+  given = None
+  if FLAGS.device_profile:  # bad input fails before anything is written
+    given = device_profile.load(FLAGS.device_profile)
+    missing = [k for k in device_profile.PEAK_KEYS if k not in given]
     if missing:
       from codesign.errors import InputError
 
@@ -478,6 +488,14 @@ def main():
         f'device profile {FLAGS.device_profile!r} lacks the measured '
         f'{missing[0]!r}, so it cannot describe the local device'
       )
+  held = device_profile.hold_freed_memory()
+  workdir = results.make_workdir('calibrate', FLAGS.workdir)
+
+  def log(msg):
+    print(msg, flush=True)
+
+  if given is not None:
+    profile = given
     fit_report, records = None, None
     log(f'device profile from {FLAGS.device_profile}')
   else:
@@ -514,7 +532,9 @@ def main():
     )
   )
   log('parameter and FLOP checks ...')
-  param_check, flops_check = param_and_flops_checks(quick, FLAGS.seed)
+  param_check, flops_check = param_and_flops_checks(
+    quick, FLAGS.seed, FLAGS.smoke
+  )
   for c in flops_check:
     log(
       f'  {c["name"]:28s} FLOPs XLA/analytic '
@@ -522,7 +542,7 @@ def main():
       f'  bytes XLA/analytic {c["bytes_ratio"]:.2f}'
     )
   log('local train steps (validation, not fitted) ...')
-  local = local_cases(profile, quick, FLAGS.seed, log)
+  local = local_cases(profile, quick, FLAGS.seed, log, FLAGS.smoke)
   log('public cases (catalog GPUs, shipped default profiles) ...')
   public = public_cases(log)
 
