@@ -1,0 +1,204 @@
+"""Device profiles (load, apply, fit through the cost model) and the
+calibrate experiment end to end."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from codesign import (
+  catalog,
+  cost_model,
+  device_profile,
+  hardware,
+  platform_presets,
+)
+from codesign.errors import InputError
+from codesign.pytree import replace
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+LOCAL = device_profile.PROFILES_DIR / 'local_cpu.json'
+
+
+def _write(tmp_path, name, text):
+  path = tmp_path / name
+  path.write_text(text)
+  return str(path)
+
+
+def _good():
+  return device_profile.default_profile('A100-SXM4-80GB')
+
+
+@pytest.mark.parametrize(
+  'text, fragment',
+  [
+    (None, 'does not exist'),
+    ('{"target": ', 'is not valid JSON'),
+    ('[1, 2]', 'must be a JSON object'),
+    ('{"target": "accelerator"}', "lacks the key 'gemm_efficiency'"),
+    ('BAD_TARGET', 'target must be one of'),
+    ('BAD_EFFICIENCY', 'gemm_efficiency must lie in'),
+    ('BAD_TYPE', 'kernel_overhead_us must be a number'),
+  ],
+)
+def test_bad_profile_files_give_one_sentence(tmp_path, text, fragment):
+  good = _good()
+  if text == 'BAD_TARGET':
+    text = json.dumps({**good, 'target': 'tpu'})
+  elif text == 'BAD_EFFICIENCY':
+    text = json.dumps({**good, 'gemm_efficiency': 2.0})
+  elif text == 'BAD_TYPE':
+    text = json.dumps({**good, 'kernel_overhead_us': 'fast'})
+  path = str(tmp_path / 'missing.json')
+  if text is not None:
+    path = _write(tmp_path, 'p.json', text)
+  with pytest.raises(InputError) as e:
+    device_profile.load(path)
+  assert fragment in str(e.value)
+  assert '\n' not in str(e.value)
+
+
+def test_shipped_default_profiles_equal_catalog_assumptions():
+  for name in catalog.accelerator_names():
+    prof = device_profile.shipped(device_profile.profile_file_name(name))
+    assert prof['target'] == 'accelerator'
+    assert 'assumption' in prof['source']
+    assert prof['gemm_efficiency'] == catalog.assumed('accel_gemm_efficiency')
+  # Applying a default profile leaves a catalog platform's numbers as they
+  # were (only the recorded sources change).
+  p = platform_presets.get('dgx_a100_80gb')
+  q = device_profile.apply(p, device_profile.shipped('a100_sxm4_80gb'))
+  for path in hardware.leaf_paths(p):
+    assert float(hardware.get_value(q, path)) == pytest.approx(
+      float(hardware.get_value(p, path)), rel=1e-12
+    ), path
+
+
+def test_profile_overrides_the_training_part_only():
+  prof = {**_good(), 'gemm_efficiency': 0.5, 'kernel_overhead_us': 7.0}
+  p = platform_presets.get('big_basin')
+  q = device_profile.apply(p, prof)
+  assert float(q.accelerator.gemm_efficiency) == 0.5
+  assert float(q.accelerator.kernel_overhead) == pytest.approx(7e-6)
+  assert float(q.cpu.gemm_efficiency) == float(p.cpu.gemm_efficiency)
+  with pytest.raises(InputError, match='trains on its cpu'):
+    device_profile.apply(platform_presets.get('cpu_2s'), prof)
+  cpu_prof = {**prof, 'target': 'cpu'}
+  r = device_profile.apply(platform_presets.get('cpu_2s'), cpu_prof)
+  assert float(r.cpu.gemm_efficiency) == 0.5
+
+
+def test_fit_through_the_cost_model_recovers_a_known_device():
+  # Records whose seconds ARE the cost model's predictions for a known
+  # device: the fit must find that device again (no timing involved).
+  truth = {
+    'target': 'cpu',
+    'peak_flops_fp32_tflops': 0.1,
+    'peak_flops_bf16_tflops': 0.1,
+    'memory_bandwidth_gb_per_s': 20.0,
+    'gemm_efficiency': 0.7,
+    'gemm_half_size': 24.0,
+    'gather_efficiency': 0.3,
+    'kernel_overhead_us': 3.0,
+    'step_overhead_us': 20.0,
+  }
+  p = hardware.as_arrays(device_profile.local_platform(truth), jnp.float32)
+  recs = [
+    {'kind': 'gemm', 'm': m, 'k': k, 'n': n, 'precision': 'fp32'}
+    for m, k, n in ((64, 16, 64), (1024, 256, 512), (512, 64, 256))
+  ]
+  recs += [
+    {'kind': 'layer', 'm': 256, 'k': 100, 'n': 300, 'precision': 'fp32'},
+    {'kind': 'interaction', 'batch': 512, 'features': 9, 'dim': 32},
+  ]
+  recs += [
+    {'kind': kind, 'rows': 4096, 'dim': d, 'pooling': pool, 'batch': 512}
+    for kind in ('gather', 'scatter')
+    for d, pool in ((16, 1), (64, 16))
+  ]
+  recs += [{'kind': 'chain', 'layers': n} for n in (1, 64)]
+  for r in recs:
+    r['seconds'] = float(
+      device_profile.predict(p, r, device_profile.bench_plan(p, r))
+    )
+  recs.append({'kind': 'stream', 'bytes': 2e8, 'seconds': 2e8 / 20e9})
+  prof, report = device_profile.fit(recs, target='cpu', steps=1500)
+  assert report['loss_final'] < 1e-3 < report['loss_initial']
+  assert prof['gather_efficiency'] == pytest.approx(0.3, rel=0.05)
+  assert prof['kernel_overhead_us'] == pytest.approx(3.0, rel=0.2)
+  assert prof['step_overhead_us'] == pytest.approx(20.0, rel=0.05)
+  assert prof['gemm_half_size'] == pytest.approx(24.0, rel=0.1)
+  # Only peak x gemm_efficiency enters the model; the fit sets the
+  # efficiency to 1 and finds the sustained peak.
+  assert prof['gemm_efficiency'] == 1.0
+  assert prof['peak_flops_fp32_tflops'] == pytest.approx(0.07, rel=0.05)
+  for r in report['predictions']:
+    assert r['predicted'] == pytest.approx(r['seconds'], rel=0.05)
+
+
+def test_local_platform_is_one_cpu_socket():
+  prof = device_profile.load(LOCAL)
+  p = device_profile.local_platform(prof)
+  assert p.trainer == 'cpu'
+  assert float(p.nodes) == 1.0 and float(p.sockets_per_node) == 1.0
+  assert float(p.cpu.peak_flops_fp32) == pytest.approx(
+    prof['peak_flops_fp32_tflops'] * 1e12
+  )
+  w = device_profile.table_workload(1000, 16, 4, 256)
+  r = cost_model.evaluate(
+    hardware.as_arrays(p), w, device_profile.local_plan(w, p)
+  )
+  assert np.isfinite(float(r.step_time)) and float(r.step_time) > 0
+  with pytest.raises(InputError, match='lacks the measured'):
+    device_profile.local_platform(_good())
+  cpu = replace(p, trainer='cpu')
+  assert cpu.trainer == 'cpu'
+
+
+def _run(*args, timeout=600):
+  return subprocess.run(
+    [sys.executable, '-m', 'experiments.calibrate', *args],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=timeout,
+  )
+
+
+def test_calibrate_bad_profile_exits_with_one_line(tmp_path):
+  workdir = tmp_path / 'run'
+  out = _run(
+    f'--device_profile={tmp_path / "nope.json"}', f'--workdir={workdir}'
+  )
+  assert out.returncode == 2
+  lines = out.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: device profile')
+  assert not workdir.exists()
+
+
+def test_calibrate_smoke_writes_every_result(tmp_path):
+  workdir = tmp_path / 'run'
+  out = _run('--smoke', f'--device_profile={LOCAL}', f'--workdir={workdir}')
+  assert out.returncode == 0, out.stderr[-2000:]
+  r = json.loads((workdir / 'result.json').read_text())
+  for c in r['param_check']:
+    assert c['measured'] == c['analytic'] and c['rel_error'] == 0.0
+  for c in r['flops_check']:
+    assert abs(c['rel_error']) < 0.05
+    assert c['analytic_bytes'] > 0 and c['measured_bytes_accessed'] > 0
+  assert len(r['local_cases']) == 2 and len(r['public_cases']) == 8
+  for c in r['local_cases'] + r['public_cases']:
+    assert c['measured'] > 0 and c['predicted'] > 0
+    assert c['rel_error'] == pytest.approx(c['predicted'] / c['measured'] - 1)
+    assert c['bottleneck'] in cost_model.COMPONENTS
+  errs = np.abs([c['rel_error'] for c in r['local_cases']])
+  assert r['median_abs_rel_error_local'] == pytest.approx(np.median(errs))
+  assert r['max_abs_rel_error_local'] == pytest.approx(np.max(errs))
+  assert 'median_abs_rel_error_public' in r
+  assert (workdir / 'calibration.png').read_bytes()[:4] == b'\x89PNG'
+  assert (workdir / 'env.json').exists() and (workdir / 'config.json').exists()
