@@ -11,8 +11,9 @@ bytes (tables plus optimizer state) sweep log-spaced from --min_size_gb to
 --fit_hbm, plans that still overflow HBM in the cost model's accounting get
 a lower HBM fraction). For each platform it reports throughput, perf per
 dollar and perf per watt, where it starts spilling and where it becomes
-infeasible (refined by bisection between grid points), and which platform
-leads each metric at each size, with the crossovers.
+infeasible (between which grid points; --refine_steps narrows these
+brackets by re-evaluating the model), and which platform leads each
+metric at each size, with the crossovers.
 
 Writes to --workdir: config.json, env.json, result.json, metrics.jsonl (one
 line per size point) and platforms.png. The summary printed at the end (and

@@ -133,9 +133,8 @@ def main():
     FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override
   )
   _check_flags(len(hardware.leaf_paths(p)))
-  factor = 1.0
   if FLAGS.fit_hbm and FLAGS.plan == 'auto':
-    plan, factor = sweeps.fit_plan(p, w, plan)
+    plan, _ = sweeps.fit_plan(p, w, plan)
   workdir = results.make_workdir('sensitivity', FLAGS.workdir)
   paths, values, e = sweeps.elasticities(p, w, plan, replan=FLAGS.replan)
   top = list(np.argsort(-np.abs(e[0]), kind='stable')[: FLAGS.check_top])
@@ -167,7 +166,9 @@ def main():
     'workload': w.name,
     'platform': p.name,
     'design': base,
-    'hbm_fit_factor': factor,
+    # The plan's HBM fraction, not the fit factor: a --from_config replay
+    # reads the fitted plan from config.json and must give the same bytes.
+    'hbm_fraction': float(np.mean(plan.hbm_fraction)),
     'replan_applied': bool(FLAGS.replan and sweeps.replan_applies(p, plan)),
     'elasticities': {
       _boundary_key(k): {
