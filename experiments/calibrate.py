@@ -426,8 +426,9 @@ def plot(path, local, public):
     allv += m + q
     ax.scatter(m, q, marker=marker, label=label)
     for c in cases:
+      short = c['name'].split('_')[0] if marker == 'o' else c['name']
       ax.annotate(
-        c['name'].split('_')[0],
+        short.replace('_', ' '),
         (c['measured'], c['predicted']),
         fontsize=7,
         xytext=(3, 3),
