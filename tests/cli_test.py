@@ -11,8 +11,6 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # name -> (flags, words the one-line message must contain)
@@ -58,39 +56,40 @@ def _command(flags, workdir):
   ]
 
 
-@pytest.fixture(scope='module')
-def bad_runs(tmp_path_factory):
-  tmp = tmp_path_factory.mktemp('bad')
-  (tmp / 'broken.json').write_text('{"name": "criteo_kaggle", "tables": [')
+def test_bad_input_is_one_sentence(tmp_path):
+  # One test (not one per case) so that pytest-xdist does not start the
+  # subprocesses twice; all of them run side by side.
+  (tmp_path / 'broken.json').write_text('{"name": "criteo_kaggle", "tables": [')
   procs = {}
   for name, (flags, _) in BAD_INPUT.items():
-    flags = [f.format(tmp=tmp) for f in flags]
+    flags = [f.format(tmp=tmp_path) for f in flags]
     procs[name] = subprocess.Popen(
-      _command(flags, tmp / name),
+      _command(flags, tmp_path / name),
       cwd=ROOT,
       stdout=subprocess.PIPE,
       stderr=subprocess.PIPE,
       text=True,
     )
-  out = {}
+  problems = []
   for name, proc in procs.items():
     stdout, stderr = proc.communicate(timeout=300)
-    out[name] = (proc.returncode, stdout, stderr, tmp / name)
-  return out
-
-
-@pytest.mark.parametrize('name', list(BAD_INPUT))
-def test_bad_input_is_one_sentence(bad_runs, name):
-  code, stdout, stderr, workdir = bad_runs[name]
-  assert code != 0, (stdout, stderr)
-  lines = stderr.strip().splitlines()
-  assert len(lines) == 1, stderr
-  assert 'Traceback' not in stderr + stdout
-  for word in BAD_INPUT[name][1]:
-    assert word in lines[0], (word, lines[0])
-  # No run directory, let alone a result.
-  assert not (workdir / 'result.json').exists()
-  assert not workdir.exists() or not any(workdir.iterdir())
+    workdir = tmp_path / name
+    lines = stderr.strip().splitlines()
+    if proc.returncode == 0:
+      problems.append((name, 'exit status 0'))
+    if len(lines) != 1:
+      problems.append((name, f'{len(lines)} lines on stderr', stderr[-500:]))
+    if 'Traceback' in stderr + stdout:
+      problems.append((name, 'traceback'))
+    missing = [w for w in BAD_INPUT[name][1] if w not in stderr]
+    if missing:
+      problems.append((name, f'message lacks {missing}', stderr[-500:]))
+    # No run directory, let alone a result.
+    if (workdir / 'result.json').exists() or (
+      workdir.exists() and any(workdir.iterdir())
+    ):
+      problems.append((name, 'wrote files'))
+  assert not problems, problems
 
 
 def test_config_json_reproduces_result(tmp_path):
