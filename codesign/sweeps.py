@@ -262,7 +262,7 @@ def log_space(lo: float, hi: float, n: int) -> np.ndarray:
   return np.exp(np.linspace(math.log(lo), math.log(hi), n))
 
 
-def refine(predicate, lo: float, hi: float, rounds: int) -> float:
+def refine(predicate, lo: float, hi: float, rounds: int) -> tuple[float, float]:
   """Multisection in log space for where a predicate first turns True.
 
   Each round evaluates `CHUNK - 1` points strictly inside the bracket in one
