@@ -123,8 +123,17 @@ def validate_platform(p: hardware.Platform) -> hardware.Platform:
     if path == 'accelerators_per_node' and p.trainer == 'cpu':
       continue  # unused on a CPU trainer
     if lo > 0 and not x > 0:
-      raise InputError(f'platform.{path} must be positive, got {x}')
+      raise InputError(f'platform.{_json_path(p, path)} must be positive')
   return p
+
+
+def _json_path(obj, path: str) -> str:
+  """The dotted JSON key (with its unit suffix) of an internal field path."""
+  head, _, rest = path.partition('.')
+  f = next(f for f in dataclasses.fields(obj) if f.name == head)
+  if rest:
+    return f'{head}.{_json_path(getattr(obj, head), rest)}'
+  return _key(f)
 
 
 def workload_to_json(w: wl.Workload) -> dict:
