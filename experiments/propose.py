@@ -63,25 +63,28 @@ flags.DEFINE_enum(
   ['table_wise', 'row_wise', 'column_wise', 'data_parallel'],
   'Sharding of every table in the searched plans.',
 )
+flags.DEFINE_list(
+  'presets',
+  [
+    'zion',
+    'zionex',
+    'dgx_h100',
+    'dgx_h200',
+    'dgx_a100_80gb',
+    'dgx_a100_40gb',
+    'p4d',
+    'dgx2_v100',
+    'dgx1_v100',
+    'big_basin',
+    'cpu_2s',
+  ],
+  'Platform presets evaluated beside the proposal (auto plan).',
+)
 flags.DEFINE_string(
   'workdir', None, 'Run directory; default results/propose/<UTC timestamp>/.'
 )
 flags.DEFINE_bool('x64', True, 'Search in float64.')
 FLAGS = flags.FLAGS
-
-PRESETS_SHOWN = (
-  'zion',
-  'zionex',
-  'dgx_h100',
-  'dgx_h200',
-  'dgx_a100_80gb',
-  'dgx_a100_40gb',
-  'p4d',
-  'dgx2_v100',
-  'dgx1_v100',
-  'big_basin',
-  'cpu_2s',
-)
 
 
 def _figures(p, w, plan) -> dict:
@@ -256,7 +259,7 @@ def main():
   cj = config_io.platform_to_json(pc)
 
   preset_rows = []
-  for name in PRESETS_SHOWN:
+  for name in FLAGS.presets:
     pp = presets.get(name)
     f = _figures(pp, w, plan_lib.make(w, pp))
     preset_rows.append(

@@ -46,7 +46,7 @@ def _space(w, plan_mode='auto', max_nodes=4):
 def test_decode_index_matches_catalog_build():
   """The traced buildable decoder gives the same platform, leaf for leaf,
   as the concrete catalog build that is written to JSON."""
-  w = wp.get('criteo_terabyte')
+  w = wp.get('rm1')
   space = ds.make_space(w, plan_mode='auto')
   rng = np.random.default_rng(1)
   for _ in range(3):
@@ -65,7 +65,7 @@ def test_decode_index_matches_catalog_build():
 def test_relaxation_agrees_with_buildable_at_grid_points():
   """At grid points the relaxation is the discrete design (so the gradient
   search relaxes the same space the baselines enumerate)."""
-  w = wp.get('criteo_terabyte')
+  w = wp.get('rm1')
   space = ds.make_space(w, plan_mode='auto')
   problem = search.Problem(space, w, 'throughput_per_usd', budget_usd=1e6)
   rng = np.random.default_rng(2)
@@ -83,7 +83,7 @@ def test_relaxation_agrees_with_buildable_at_grid_points():
 
 
 def test_relaxed_loss_gradient_is_finite_and_matches_differences():
-  w = wp.get('mlperf_dlrm_dcnv2')
+  w = wp.get('rm1')
   space = ds.make_space(w, plan_mode='optimize')
   problem = search.Problem(space, w, 'throughput_per_usd', budget_usd=1e6)
   f = jax.jit(lambda z: search.assess(problem, z)[0])
@@ -106,7 +106,7 @@ def test_relaxed_loss_gradient_is_finite_and_matches_differences():
 
 def test_part_relaxation_ties_flops_to_price():
   """A mixture of two parts costs between their prices: no free FLOP/s."""
-  w = wp.get('criteo_terabyte')
+  w = wp.get('rm1')
   space = _space(w)
   acc, _ = ds.part_tables(space)
   i = ds._ACC_FIELDS.index('peak_flops_bf16')
@@ -122,13 +122,13 @@ def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
   exhaustive optimum spends most of it), every constraint of the proposal
   holds, and gradient search reaches the optimum within 1% with a fraction
   of the evaluations."""
-  w = wp.get('criteo_terabyte')
+  w = wp.get('rm1')
   problem = search.Problem(
     _space(w), w, 'throughput', budget_usd=400e3, power_w=20e3
   )
   exh = search.exhaustive(problem)
   res = search.gradient_search(
-    problem, search.Config(starts=16, steps=120, snap_top=4)
+    problem, search.Config(starts=16, steps=80, snap_top=4)
   )
   assert exh.best_feasible and res.best_feasible
   assert np.all(res.best_g <= 0.0)
@@ -153,9 +153,10 @@ def _propose(tmp_path, name, *flags, devices=1):
       sys.executable,
       '-m',
       'experiments.propose',
-      '--workload=criteo_terabyte',
+      '--workload=rm1',
       '--starts=6',
-      '--steps=40',
+      '--steps=30',
+      '--presets=zion,dgx_h100',
       f'--workdir={tmp_path / name}',
       *flags,
     ],
@@ -203,7 +204,7 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
     assert back[key] == prop[key], key
   assert back['breakdown_s'] == prop['breakdown_s']
   rows = (tmp_path / 'one' / 'metrics.jsonl').read_text().splitlines()
-  assert len(rows) == 2 * 40  # continuous and polish phases
+  assert len(rows) == 2 * 30  # continuous and polish phases
   assert {'objective', 'violation_min'} <= set(json.loads(rows[0]))
 
 
