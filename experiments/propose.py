@@ -184,6 +184,8 @@ def main():
 
   t_start = time.perf_counter()
   w = config_io.workload_from_json(config_io.workload_json(FLAGS.workload))
+  for name in FLAGS.presets:
+    presets.get(name)  # an unknown name fails before the search
   for key in ('budget_usd', 'power_w'):
     if getattr(FLAGS, key) < 0:
       raise InputError(f'--{key} must not be negative')
