@@ -3,6 +3,8 @@
 Continuous choices are pytree leaves (optimizable); discrete ones are static.
 """
 
+import dataclasses
+
 import numpy as np
 
 from codesign import workload as wl
@@ -57,9 +59,11 @@ def make(
 ) -> Plan:
   """A plan from named choices.
 
-  placement: `auto` spills evenly to DDR only what does not fit in 95% of
-  the HBM left after the dense model and activations; `hbm` keeps every
-  table in HBM; `ddr` keeps every table in host DDR.
+  placement: `auto` keeps in HBM the largest uniform fraction of every
+  table such that the cost model's HBM requirement (tables with their
+  optimizer state, the busiest table-wise rank, the dense model and
+  activations) stays within 95% of the HBM, and spills the rest to DDR;
+  `hbm` keeps every table in HBM; `ddr` keeps every table in host DDR.
   sharding: one of SHARDINGS for every table, or `auto`: table-wise, except
   row-wise for tables whose HBM share exceeds a quarter of the free HBM of
   one accelerator (table-wise could not balance them).
@@ -94,7 +98,7 @@ def make(
     )
   else:
     shardings = (sharding,) * t
-  return Plan(
+  plan = Plan(
     hbm_fraction=np.full((t,), frac),
     cpu_lookup_fraction=1.0,
     overlap=0.5,
@@ -102,6 +106,34 @@ def make(
     column_shards=4,
     comm_precision=comm_precision,
   )
+  if placement == 'auto' and p.trainer != 'cpu':
+    plan = _fit_hbm(plan, w, p)
+  return plan
+
+
+def _fit_hbm(plan: Plan, w: wl.Workload, p: Platform) -> Plan:
+  """Shrinks a uniform HBM fraction until 95% of the HBM holds it.
+
+  The cost model's HBM requirement is affine in a uniform fraction f (the
+  per-rank load is a positively homogeneous smooth max), so two
+  evaluations, at f = 1 and f = 0, give it exactly.
+  """
+  from codesign import cost_model, hardware
+
+  hw = hardware.as_arrays(p)
+  t = w.num_tables
+
+  def required(f):
+    trial = dataclasses.replace(plan, hbm_fraction=np.full((t,), f))
+    report = cost_model.evaluate(hw, w, trial)
+    return float(report.memory_required['hbm'])
+
+  fixed, full = required(0.0), required(1.0)
+  budget = 0.95 * float(p.accelerator.hbm_capacity)
+  per_unit = max(full - fixed, 1.0)
+  frac = min(float(plan.hbm_fraction[0]), (budget - fixed) / per_unit)
+  frac = max(0.0, frac)
+  return dataclasses.replace(plan, hbm_fraction=np.full((t,), frac))
 
 
 def validate(plan: Plan, w: wl.Workload) -> Plan:
