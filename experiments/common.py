@@ -59,6 +59,22 @@ def define_input_flags(workload='criteo_kaggle', platform='big_basin'):
   )
 
 
+def parse_flags(argv: list[str]) -> list[str]:
+  """absl's flag parsing, with a bad flag value ending in one sentence."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    message = ' '.join(str(e).split())
+    exit_with(InputError(message))
+
+
+def run(main_fn) -> None:
+  """Runs an experiment's `main()`: parses flags, reports bad input."""
+  from absl import app
+
+  app.run(run_main(main_fn), flags_parser=parse_flags)
+
+
 def run_main(main_fn):
   """Wraps an absl main so bad input ends in one sentence and exit 2."""
 

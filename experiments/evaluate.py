@@ -11,7 +11,7 @@ reproduce the result exactly.
 """
 
 import jax
-from absl import app, flags
+from absl import flags
 
 from experiments import common
 
@@ -44,4 +44,4 @@ def main():
 
 
 if __name__ == '__main__':
-  app.run(common.run_main(main))
+  common.run(main)

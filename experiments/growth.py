@@ -28,7 +28,7 @@ cannot hold that workload).
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from experiments import common
 
@@ -260,4 +260,4 @@ def main():
 
 
 if __name__ == '__main__':
-  app.run(common.run_main(main))
+  common.run(main)

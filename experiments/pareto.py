@@ -26,7 +26,7 @@ of the same throughput; an infeasible preset is labelled so).
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from experiments import common
 
@@ -289,4 +289,4 @@ def main():
 
 
 if __name__ == '__main__':
-  app.run(common.run_main(main))
+  common.run(main)

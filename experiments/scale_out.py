@@ -24,7 +24,7 @@ each step component per node count, before overlap).
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from experiments import common
 
@@ -292,4 +292,4 @@ def main():
 
 
 if __name__ == '__main__':
-  app.run(common.run_main(main))
+  common.run(main)

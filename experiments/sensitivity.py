@@ -25,7 +25,7 @@ of the metric).
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from experiments import common
 
@@ -225,4 +225,4 @@ def main():
 
 
 if __name__ == '__main__':
-  app.run(common.run_main(main))
+  common.run(main)
