@@ -37,7 +37,7 @@ predictions, checks and public cases are reproducible.
 
 import os
 
-from absl import app, flags
+from absl import flags
 
 from experiments import common
 
@@ -606,4 +606,4 @@ def _main_with_threads():
 
 
 if __name__ == '__main__':
-  app.run(common.run_main(_main_with_threads))
+  common.run(_main_with_threads)
