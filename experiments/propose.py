@@ -27,7 +27,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from codesign.errors import InputError
 from experiments import common
@@ -359,4 +359,4 @@ def main():
 
 
 if __name__ == '__main__':
-  app.run(common.run_main(main))
+  common.run(main)

@@ -21,7 +21,7 @@ kept out of result.json so it is reproducible), config.json, env.json.
 import time
 
 import jax
-from absl import app, flags
+from absl import flags
 
 from codesign.errors import InputError
 from experiments import common
@@ -231,4 +231,4 @@ def main():
 
 
 if __name__ == '__main__':
-  app.run(common.run_main(main))
+  common.run(main)
