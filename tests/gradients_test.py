@@ -21,10 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from designs import PATHS, configure, design
 
-from codesign import cost_model, hardware, plan, platform_presets
-from codesign import workload_presets as presets
-from codesign.plan import SHARDINGS
+from codesign import cost_model
 from codesign.pytree import replace
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -53,32 +52,11 @@ F32_GROUPS = (
 )
 OUTPUTS = ('log_step_time', 'feasibility_margin', 'log_capex', 'log_power')
 
-PATHS = hardware.leaf_paths(platform_presets.get('big_basin'))
-LO = np.array([hardware.BOUNDS[k][0] for k in PATHS])
-HI = np.array([hardware.BOUNDS[k][1] for k in PATHS])
-
-
-def design(u):
-  """Leaf values from unit numbers: log-uniform where the lower bound is
-  positive, uniform on [0, hi] where it is 0."""
-  log = LO * (HI / np.where(LO > 0, LO, 1.0)) ** u
-  return np.where(LO > 0, np.clip(log, LO, HI), HI * u)
-
 
 @functools.cache
 def setup(name):
   """(preset leaves, plan template, jitted vmapped value-and-Jacobian)."""
-  wname, pname, topology, sharding = CONFIGS[name]
-  w = presets.get(wname)
-  p = platform_presets.get(pname)
-  if topology:
-    p = replace(p, fabric=replace(p.fabric, topology=topology))
-  if sharding == 'mixed':
-    template = plan.make(w, p)
-    shardings = tuple(SHARDINGS[i % 4] for i in range(w.num_tables))
-    template = replace(template, sharding=shardings, comm_precision='bf16')
-  else:
-    template = plan.make(w, p, sharding=sharding)
+  w, p, template = configure(*CONFIGS[name])
   treedef = jax.tree.structure(p)
 
   def outputs(leaves, frac, c, o):

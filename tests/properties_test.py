@@ -18,12 +18,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from designs import HI, LO, PATHS, configure, design
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codesign import cost_model, hardware, plan, platform_presets
 from codesign import workload_presets as presets
-from codesign.plan import SHARDINGS
 from codesign.pytree import replace
 
 # name -> (workload, platform preset, topology override, sharding)
@@ -37,9 +37,6 @@ CONFIGS = {
 }
 
 TEMPLATE = platform_presets.get('big_basin')
-PATHS = hardware.leaf_paths(TEMPLATE)
-LO = np.array([hardware.BOUNDS[k][0] for k in PATHS])
-HI = np.array([hardware.BOUNDS[k][1] for k in PATHS])
 
 
 def _last(path):
@@ -76,27 +73,10 @@ def test_field_lists():
   assert len(PATHS) == len(jax.tree.leaves(TEMPLATE))
 
 
-def design(u):
-  """Leaf values in pytree order from unit numbers u in [0, 1]."""
-  u = np.asarray(u, dtype=np.float64)
-  log = LO * (HI / np.where(LO > 0, LO, 1.0)) ** u
-  return np.where(LO > 0, np.clip(log, LO, HI), HI * u)
-
-
 @functools.cache
 def setup(name):
   """(workload, plan template, jitted vmapped evaluate) for a config."""
-  wname, pname, topology, sharding = CONFIGS[name]
-  w = presets.get(wname)
-  p = platform_presets.get(pname)
-  if topology:
-    p = replace(p, fabric=replace(p.fabric, topology=topology))
-  if sharding == 'mixed':
-    template = plan.make(w, p)
-    shardings = tuple(SHARDINGS[i % 4] for i in range(w.num_tables))
-    template = replace(template, sharding=shardings, comm_precision='bf16')
-  else:
-    template = plan.make(w, p, sharding=sharding)
+  w, p, template = configure(*CONFIGS[name])
   treedef = jax.tree.structure(p)
 
   def f(leaves, frac, c, o):
