@@ -799,3 +799,22 @@ def search_tasks(
     'history': history,
     'evaluations': int(k * starts * (2 * config.steps + 1) + len(cand)),
   }
+
+
+def history_rows(history: dict, labels: list[str], value_name: str):
+  """metrics.jsonl rows of a batched search's per-step history.
+
+  One row per step with, for each search t labelled `labels[t]`, the best
+  feasible throughput so far (exp of minus the best feasible loss; None
+  before any design was feasible) under `<label>/<value_name>`, and the
+  least constraint violation under `<label>/least_violation`.
+  """
+  rows = []
+  for s in range(history['best_feasible_loss'].shape[0]):
+    row = {'step': s}
+    for t, label in enumerate(labels):
+      b = history['best_feasible_loss'][s, t]
+      row[f'{label}/{value_name}'] = None if np.isnan(b) else float(np.exp(-b))
+      row[f'{label}/least_violation'] = history['least_violation'][s, t]
+    rows.append(row)
+  return rows

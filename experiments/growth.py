@@ -213,17 +213,9 @@ def main():
     'evaluations': found['evaluations'],
     'summary': summary,
   }
-  hist = found['history']
-  metrics = []
-  for s in range(hist['best_feasible_loss'].shape[0]):
-    row = {'step': s}
-    for t, name in enumerate(names):
-      b = hist['best_feasible_loss'][s, t]
-      row[f'{name}/best_feasible_geomean_throughput'] = (
-        None if np.isnan(b) else float(np.exp(-b))
-      )
-      row[f'{name}/least_violation'] = hist['least_violation'][s, t]
-    metrics.append(row)
+  metrics = sweeps.history_rows(
+    found['history'], names, 'best_feasible_geomean_throughput'
+  )
   config_out = {
     'flags': common.flag_values(),
     'workload': config_io.workload_to_json(w0),

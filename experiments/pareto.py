@@ -239,17 +239,9 @@ def main():
   labels = [
     f'{sweeps.LIMIT_KINDS[kinds[t]]}_{limits[t]:.4g}' for t in range(2 * k)
   ]
-  hist = found['history']
-  metrics = []
-  for s in range(hist['best_feasible_loss'].shape[0]):
-    row = {'step': s}
-    for t, lab in enumerate(labels):
-      b = hist['best_feasible_loss'][s, t]
-      row[f'{lab}/best_feasible_throughput'] = (
-        None if np.isnan(b) else float(np.exp(-b))
-      )
-      row[f'{lab}/least_violation'] = hist['least_violation'][s, t]
-    metrics.append(row)
+  metrics = sweeps.history_rows(
+    found['history'], labels, 'best_feasible_throughput'
+  )
   config_out = {
     'flags': common.flag_values(),
     'workload': config_io.workload_to_json(w),
