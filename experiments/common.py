@@ -59,6 +59,16 @@ def define_input_flags(workload='criteo_kaggle', platform='big_basin'):
   )
 
 
+def define_sharding_flag(what: str) -> None:
+  """--sharding: one plan sharding for every table of `what`."""
+  flags.DEFINE_enum(
+    'sharding',
+    'table_wise',
+    ['table_wise', 'row_wise', 'column_wise', 'data_parallel'],
+    f'Sharding of every table in the {what}.',
+  )
+
+
 def parse_flags(argv: list[str]) -> list[str]:
   """absl's flag parsing, with a bad flag value ending in one sentence."""
   try:

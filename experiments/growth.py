@@ -44,12 +44,7 @@ flags.DEFINE_list(
 )
 flags.DEFINE_float('budget_usd', 1e6, 'Capex limit of every design, USD.')
 flags.DEFINE_integer('max_nodes', 16, 'Largest node count of the space.')
-flags.DEFINE_enum(
-  'sharding',
-  'table_wise',
-  ['table_wise', 'row_wise', 'column_wise', 'data_parallel'],
-  'Sharding of every table in the searched designs.',
-)
+common.define_sharding_flag('searched designs')
 flags.DEFINE_integer('starts', 8, 'Starts per search (>= 1).')
 flags.DEFINE_integer('steps', 150, 'Adam steps per search (>= 1).')
 flags.DEFINE_integer(

@@ -36,12 +36,7 @@ flags.DEFINE_string(
   'Workload preset name or a JSON file (a past config.json works).',
 )
 flags.DEFINE_integer('max_nodes', 16, 'Largest node count of the space.')
-flags.DEFINE_enum(
-  'sharding',
-  'table_wise',
-  ['table_wise', 'row_wise', 'column_wise', 'data_parallel'],
-  'Sharding of every table in the searched designs.',
-)
+common.define_sharding_flag('searched designs')
 flags.DEFINE_float('min_budget_usd', 1e5, 'Smallest capex limit, USD.')
 flags.DEFINE_float('max_budget_usd', 1e7, 'Largest capex limit, USD.')
 flags.DEFINE_float('min_power_w', 5e3, 'Smallest power limit, W.')

@@ -57,12 +57,7 @@ flags.DEFINE_float(
 flags.DEFINE_integer('starts', 64, 'Starts run at once.')
 flags.DEFINE_integer('steps', 300, 'Adam steps per phase.')
 flags.DEFINE_integer('seed', 0, 'Random seed of the starts.')
-flags.DEFINE_enum(
-  'sharding',
-  'table_wise',
-  ['table_wise', 'row_wise', 'column_wise', 'data_parallel'],
-  'Sharding of every table in the searched plans.',
-)
+common.define_sharding_flag('searched plans')
 flags.DEFINE_list(
   'presets',
   [
