@@ -381,7 +381,6 @@ def evaluate(
     update_cpu = update_cpu + dp_dense_update / (
       cpu.ddr_bandwidth * cpu.gather_efficiency
     )
-  if cpu_trainer:
     gather_uvm = update_uvm = jnp.zeros(())
   else:
     # The (1 - c) share stays outside the smooth max: inside, at c = 1 both
