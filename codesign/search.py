@@ -386,12 +386,15 @@ def _best(loss, g, feasible):
 # ---- the continuous phase ----------------------------------------------------
 
 
-def _mu(config: Config, step):
+def penalty_weight(config: Config, step):
+  """The augmented-Lagrangian penalty mu at `step`: it grows by
+  `mu_growth` every `al_every` steps, up to `mu_max`."""
   k = step // config.al_every
   return jnp.minimum(config.mu_init * config.mu_growth**k, config.mu_max)
 
 
-def _optimizer(config: Config):
+def make_optimizer(config: Config):
+  """Adam with a cosine-decayed learning rate over `config.steps`."""
   schedule = optax.cosine_decay_schedule(
     config.learning_rate, config.steps, alpha=config.final_lr_fraction
   )
@@ -404,7 +407,7 @@ def init_state(config: Config, z0, mask) -> dict:
   z0 = jnp.asarray(z0)
   return {
     'z': z0,
-    'opt': _optimizer(config).init(z0),
+    'opt': make_optimizer(config).init(z0),
     'lam': jnp.zeros((len(CONSTRAINTS),), z0.dtype),
     'mask': jnp.asarray(mask, z0.dtype),
     'step': jnp.zeros((), jnp.int32),
@@ -424,9 +427,9 @@ def step_fn(problem: Problem, config: Config, state: dict):
     (new state, metrics): loss, value and violation (the largest relative
     constraint violation) at the state's z, before the step.
   """
-  tx = _optimizer(config)
+  tx = make_optimizer(config)
   step = state['step']
-  mu = _mu(config, step)
+  mu = penalty_weight(config, step)
   (_, (loss, g, value)), grad = jax.value_and_grad(
     functools.partial(_al_loss, problem), has_aux=True
   )(state['z'], state['lam'], mu)

@@ -615,7 +615,7 @@ def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
   """
   from codesign import search
 
-  tx = search._optimizer(config)
+  tx = search.make_optimizer(config)
 
   def al(z, lam, mu, wt, lim, kd):
     loss, g, *_ = _assess_tasks(
@@ -629,7 +629,7 @@ def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
 
     def step(state, _):
       z, opt, lam, k = state
-      mu = search._mu(config, k)
+      mu = search.penalty_weight(config, k)
       (_, (loss, g)), grad = jax.value_and_grad(al, has_aux=True)(
         z, lam, mu, wt, lim, kd
       )
