@@ -52,6 +52,11 @@ ASSUMED = {
     'assumption: embedding-bag gathers reach ~50% of HBM bandwidth '
     '(torchrec planner uses 1.0 for fused kernels; 0.5 for dense)',
   ),
+  'accel_update_efficiency': (
+    0.5,
+    'assumption: row read-modify-write (scatter-add and optimizer update) '
+    'runs at the gather efficiency until a device profile measures it',
+  ),
   'accel_kernel_overhead_us': (
     5.0,
     'assumption: ~5 us per kernel launch and tail on GPUs',
@@ -65,6 +70,11 @@ ASSUMED = {
   'cpu_gather_efficiency': (
     0.4,
     'assumption: random 64 B reads reach ~40% of DDR stream bandwidth',
+  ),
+  'cpu_update_efficiency': (
+    0.4,
+    'assumption: row read-modify-write runs at the gather efficiency until '
+    'a device profile measures it',
   ),
   'cpu_kernel_overhead_us': (
     10.0,
@@ -158,6 +168,7 @@ def accelerator(name: str) -> Accelerator:
     gemm_efficiency=assumed('accel_gemm_efficiency'),
     gemm_half_size=assumed('accel_gemm_half_size'),
     gather_efficiency=assumed('accel_gather_efficiency'),
+    update_efficiency=assumed('accel_update_efficiency'),
     kernel_overhead=assumed('accel_kernel_overhead_us') * 1e-6,
     price=board,
     hbm_price=hbm_price,
@@ -172,6 +183,7 @@ def accelerator(name: str) -> Accelerator:
       ('gemm_efficiency', _assume('accel_gemm_efficiency')),
       ('gemm_half_size', _assume('accel_gemm_half_size')),
       ('gather_efficiency', _assume('accel_gather_efficiency')),
+      ('update_efficiency', _assume('accel_update_efficiency')),
       ('kernel_overhead', _assume('accel_kernel_overhead_us')),
       ('price', price_src),
       ('hbm_price', _assume('hbm_price_per_gb')),
@@ -245,6 +257,7 @@ def cpu(name: str, ddr_capacity_gb: float) -> CpuSocket:
     gemm_efficiency=assumed('cpu_gemm_efficiency'),
     gemm_half_size=assumed('cpu_gemm_half_size'),
     gather_efficiency=assumed('cpu_gather_efficiency'),
+    update_efficiency=assumed('cpu_update_efficiency'),
     kernel_overhead=assumed('cpu_kernel_overhead_us') * 1e-6,
     price=price,
     ddr_price=assumed('ddr_price_per_gb') / GB,
@@ -262,6 +275,7 @@ def cpu(name: str, ddr_capacity_gb: float) -> CpuSocket:
       ('gemm_efficiency', _assume('cpu_gemm_efficiency')),
       ('gemm_half_size', _assume('cpu_gemm_half_size')),
       ('gather_efficiency', _assume('cpu_gather_efficiency')),
+      ('update_efficiency', _assume('cpu_update_efficiency')),
       ('kernel_overhead', _assume('cpu_kernel_overhead_us')),
       ('price', price_src),
       ('ddr_price', _assume('ddr_price_per_gb')),

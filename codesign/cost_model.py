@@ -364,11 +364,12 @@ def evaluate(
   dp_dense_update = jnp.sum(dp * t['table_bytes'] * 2.0)
   dp_on_hbm = 0.0 if cpu_trainer else dp_dense_update
   update_hbm = (per_rank(hbm_lookups * update_b) + dp_on_hbm) / (
-    acc.hbm_bandwidth * acc.gather_efficiency
+    acc.hbm_bandwidth * acc.update_efficiency
   )
 
   c = 1.0 if cpu_trainer else plan.cpu_lookup_fraction
   ddr_rate = nodes * sockets * cpu.ddr_bandwidth * cpu.gather_efficiency
+  ddr_update_rate = nodes * sockets * cpu.ddr_bandwidth * cpu.update_efficiency
   host_node = smooth_min(
     accels * p.host_link.bandwidth, sockets * cpu.pcie_bandwidth
   )
@@ -376,10 +377,10 @@ def evaluate(
   ddr_gather_bytes = jnp.sum(ddr_lookups * ddr_gather_b)
   ddr_update_bytes = jnp.sum(ddr_lookups * ddr_update_b)
   gather_cpu = c * ddr_gather_bytes / ddr_rate
-  update_cpu = c * ddr_update_bytes / ddr_rate
+  update_cpu = c * ddr_update_bytes / ddr_update_rate
   if cpu_trainer:  # each socket streams its own replica of dp tables
     update_cpu = update_cpu + dp_dense_update / (
-      cpu.ddr_bandwidth * cpu.gather_efficiency
+      cpu.ddr_bandwidth * cpu.update_efficiency
     )
     gather_uvm = update_uvm = jnp.zeros(())
   else:
@@ -387,8 +388,9 @@ def evaluate(
     # arguments hit the TINY floor and the gradient in c vanishes (it must
     # be -bytes x smax(1/uvm_rate, 1/ddr_rate)).
     uvm_s_per_byte = smooth_max(1.0 / uvm_rate, 1.0 / ddr_rate)
+    uvm_update_s_per_byte = smooth_max(1.0 / uvm_rate, 1.0 / ddr_update_rate)
     gather_uvm = (1.0 - c) * ddr_gather_bytes * uvm_s_per_byte
-    update_uvm = (1.0 - c) * ddr_update_bytes * uvm_s_per_byte
+    update_uvm = (1.0 - c) * ddr_update_bytes * uvm_update_s_per_byte
 
   # Pooled vectors that the CPU sockets produce for the accelerators: one
   # per sample and table unless all of its lookups hit HBM.

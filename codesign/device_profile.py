@@ -2,12 +2,12 @@
 
 A profile holds the efficiency fields of one device part of the cost model
 (`gemm_efficiency`, `gemm_half_size`, `gather_efficiency`,
-`kernel_overhead`) and the platform's `step_overhead`; a measured profile
-also holds the device's sustained peaks (`peak_flops_fp32`,
-`peak_flops_bf16`) and memory bandwidth. `apply_to_json` writes a profile
-into a platform's JSON (the accelerator of an accelerator trainer, the
-CPU socket of a CPU trainer), so every experiment can load one with
-`--device_profile=path`.
+`update_efficiency`, `kernel_overhead`) and the platform's
+`step_overhead`; a measured profile also holds the device's sustained
+peaks (`peak_flops_fp32`, `peak_flops_bf16`) and memory bandwidth.
+`apply_to_json` writes a profile into a platform's JSON (the accelerator
+of an accelerator trainer, the CPU socket of a CPU trainer), so every
+experiment can load one with `--device_profile=path`.
 
 `measure` runs microbenchmarks of the local device, none of them a DLRM
 train step:
@@ -55,6 +55,7 @@ EFFICIENCY_KEYS = {
   'gemm_efficiency': ('gemm_efficiency', 1.0),
   'gemm_half_size': ('gemm_half_size', 1.0),
   'gather_efficiency': ('gather_efficiency', 1.0),
+  'update_efficiency': ('update_efficiency', 1.0),
   'kernel_overhead_us': ('kernel_overhead', 1e-6),
 }
 # Measured fields (optional in a profile; needed to build a local platform).
@@ -67,6 +68,7 @@ FIT_PATHS = (
   'gemm_efficiency',
   'gemm_half_size',
   'gather_efficiency',
+  'update_efficiency',
   'kernel_overhead',
   'step_overhead',
 )
@@ -715,9 +717,10 @@ def fit(
   nominal peak is not known here, and only the product peak x
   gemm_efficiency enters the model, so the fit takes gemm_efficiency = 1
   and fits the sustained peaks (fp32 and, when there are 16-bit GEMM
-  records, bf16) together with gemm_half_size, gather_efficiency,
+  records, bf16) together with gemm_half_size, gather_efficiency (from the
+  gathers), update_efficiency (from the scatters: row read-modify-write),
   kernel_overhead and step_overhead. Parameters move in log space (the
-  gather efficiency through a sigmoid, in (0, 1)) with Adam, from the
+  efficiencies through a sigmoid, in (0, 1)) with Adam, from the
   fastest measured GEMM rates and generic starting values. The loss is,
   per kind of benchmark, the mean of (log predicted - log measured)^2,
   averaged over kinds.
@@ -734,6 +737,7 @@ def fit(
     'gemm_efficiency': 1.0,
     'gemm_half_size': 16.0,
     'gather_efficiency': 0.5,
+    'update_efficiency': 0.5,
     'kernel_overhead_us': 10.0,
     'step_overhead_us': 50.0,
   }
@@ -754,6 +758,7 @@ def fit(
       'gather_efficiency': jax.nn.sigmoid(theta[3]),
       'kernel_overhead': jnp.exp(theta[4]),
       'step_overhead': jnp.exp(theta[5]),
+      'update_efficiency': jax.nn.sigmoid(theta[6]),
     }
     if target == 'accelerator':
       out['peak_flops_tf32'] = out['peak_flops_fp32']
@@ -782,6 +787,7 @@ def fit(
       logit(0.5),
       np.log(10e-6),
       np.log(50e-6),
+      logit(0.5),
     ],
     jnp.float32,
   )
@@ -820,6 +826,7 @@ def fit(
     'gemm_efficiency': 1.0,
     'gemm_half_size': values['gemm_half_size'],
     'gather_efficiency': values['gather_efficiency'],
+    'update_efficiency': values['update_efficiency'],
     'kernel_overhead_us': values['kernel_overhead'] * 1e6,
     'step_overhead_us': values['step_overhead'] * 1e6,
   }
@@ -863,6 +870,7 @@ def default_profile(accelerator_name: str) -> dict:
     'gemm_efficiency': a('accel_gemm_efficiency'),
     'gemm_half_size': a('accel_gemm_half_size'),
     'gather_efficiency': a('accel_gather_efficiency'),
+    'update_efficiency': a('accel_update_efficiency'),
     'kernel_overhead_us': a('accel_kernel_overhead_us'),
     'step_overhead_us': 200.0,
     'source': 'default (assumption, not measured): codesign.catalog.ASSUMED '
@@ -873,6 +881,7 @@ def default_profile(accelerator_name: str) -> dict:
         'accel_gemm_efficiency',
         'accel_gemm_half_size',
         'accel_gather_efficiency',
+        'accel_update_efficiency',
         'accel_kernel_overhead_us',
       )
     },

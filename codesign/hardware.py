@@ -49,6 +49,9 @@ class CpuSocket:
   gemm_efficiency: float = field(doc='best achievable fraction of peak')
   gemm_half_size: float = field(doc='GEMM dim at which efficiency halves')
   gather_efficiency: float = field(doc='fraction of DDR B/s for row gathers')
+  update_efficiency: float = field(
+    doc='fraction of DDR B/s for row read-modify-write (backward, optimizer)'
+  )
   kernel_overhead: float = field(unit='us', doc='fixed cost per op, s')
   price: float = field(unit='usd', doc='socket price')
   ddr_price: float = field(unit='usd_per_gb', doc='DDR USD/byte')
@@ -73,6 +76,9 @@ class Accelerator:
   gemm_efficiency: float = field(doc='best achievable fraction of peak')
   gemm_half_size: float = field(doc='GEMM dim at which efficiency halves')
   gather_efficiency: float = field(doc='fraction of HBM B/s for row gathers')
+  update_efficiency: float = field(
+    doc='fraction of HBM B/s for row read-modify-write (backward, optimizer)'
+  )
   kernel_overhead: float = field(unit='us', doc='launch cost per kernel, s')
   price: float = field(unit='usd', doc='board price without its HBM')
   hbm_price: float = field(unit='usd_per_gb', doc='HBM USD/byte')
@@ -183,6 +189,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'cpu.gemm_efficiency': (0.05, 1.0),
   'cpu.gemm_half_size': (1.0, 1024.0),
   'cpu.gather_efficiency': (0.05, 1.0),
+  'cpu.update_efficiency': (0.01, 1.0),
   'cpu.kernel_overhead': (1e-7, 1e-3),
   'cpu.price': (1e2, 1e5),
   'cpu.ddr_price': (1e-10, 1e-7),
@@ -196,6 +203,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'accelerator.gemm_efficiency': (0.05, 1.0),
   'accelerator.gemm_half_size': (1.0, 1024.0),
   'accelerator.gather_efficiency': (0.05, 1.0),
+  'accelerator.update_efficiency': (0.01, 1.0),
   'accelerator.kernel_overhead': (1e-7, 1e-3),
   'accelerator.price': (1e2, 1e6),
   'accelerator.hbm_price': (1e-10, 1e-7),

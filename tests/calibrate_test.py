@@ -104,6 +104,7 @@ def test_fit_through_the_cost_model_recovers_a_known_device():
     'gemm_efficiency': 0.7,
     'gemm_half_size': 24.0,
     'gather_efficiency': 0.3,
+    'update_efficiency': 0.1,
     'kernel_overhead_us': 3.0,
     'step_overhead_us': 20.0,
   }
@@ -130,6 +131,7 @@ def test_fit_through_the_cost_model_recovers_a_known_device():
   prof, report = device_profile.fit(recs, target='cpu', steps=1500)
   assert report['loss_final'] < 1e-3 < report['loss_initial']
   assert prof['gather_efficiency'] == pytest.approx(0.3, rel=0.05)
+  assert prof['update_efficiency'] == pytest.approx(0.1, rel=0.05)
   assert prof['kernel_overhead_us'] == pytest.approx(3.0, rel=0.2)
   assert prof['step_overhead_us'] == pytest.approx(20.0, rel=0.05)
   assert prof['gemm_half_size'] == pytest.approx(24.0, rel=0.1)

@@ -80,6 +80,7 @@ def tiny_platform(
     gemm_efficiency=CPU_EFF,
     gemm_half_size=CPU_HALF,
     gather_efficiency=CPU_GATHER,
+    update_efficiency=CPU_GATHER,
     kernel_overhead=CPU_KERNEL,
     price=1000.0,
     ddr_price=5e-9,  # 5 USD/GB
@@ -98,6 +99,7 @@ def tiny_platform(
     gemm_efficiency=ACC_EFF,
     gemm_half_size=ACC_HALF,
     gather_efficiency=ACC_GATHER,
+    update_efficiency=ACC_GATHER,
     kernel_overhead=ACC_KERNEL,
     price=10000.0,
     hbm_price=20e-9,  # 20 USD/GB
@@ -491,6 +493,37 @@ def test_embedding_ddr_host_and_socket_terms(uvm_eff):
   # 2 sockets x 2 links x 20 GB/s, halved (each link joins two sockets).
   upi = 2 * 2 * SOCKET_LINK_BW / 2
   close(bd['socket_links'], 2 * pooled * (1 / 2) / upi)
+
+
+def test_updates_use_their_own_efficiency():
+  """Row read-modify-write runs at update_efficiency, gathers at
+  gather_efficiency: with update efficiencies of 0.2 (CPU) and 0.25
+  (accelerator), only the update terms change."""
+  w, plan = ddr_case()
+  base = tiny_platform()
+  p = dataclasses.replace(
+    base,
+    cpu=dataclasses.replace(base.cpu, update_efficiency=0.2),
+    accelerator=dataclasses.replace(base.accelerator, update_efficiency=0.25),
+  )
+  bd0 = run(base, w, plan)['breakdown']
+  bd = run(p, w, plan)['breakdown']
+  for k in ('embedding_gather_hbm', 'embedding_gather_ddr', 'host_transfer'):
+    close(bd[k], bd0[k])
+  close(
+    bd['embedding_update_hbm'], bd0['embedding_update_hbm'] * ACC_GATHER / 0.25
+  )
+  # DDR side by hand, as in test_embedding_ddr_host_and_socket_terms with
+  # the update rate of the sockets at 0.2.
+  ddr_lookups = B * (1 * 0.25 + 2 * 0.5625 + 4 * 1.0)
+  update_bytes = 2 * 64 * ddr_lookups  # SGD: read and write each row
+  c = 0.75
+  update_rate = 2 * 2 * DDR_BW * 0.2
+  host_node = smin(4 * HOST_BW, 2 * CPU_PCIE)
+  uvm_rate = 2 * host_node * UVM_EFF
+  cpu_t = c * update_bytes / update_rate
+  uvm_t = (1 - c) * update_bytes * smax(1 / uvm_rate, 1 / update_rate)
+  close(bd['embedding_update_ddr'], cpu_t + uvm_t)
 
 
 def test_memory_per_tier_and_margin():

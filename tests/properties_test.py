@@ -69,7 +69,7 @@ def test_field_lists():
   assert len(BANDWIDTH_AND_FLOPS) == 12, BANDWIDTH_AND_FLOPS
   assert 'nic.bandwidth' in BANDWIDTH_AND_FLOPS
   assert not any('price' in k or 'power' in k for k in BANDWIDTH_AND_FLOPS)
-  assert len(ALSO_RAISED) == 10 and len(LOWERED) == 8
+  assert len(ALSO_RAISED) == 12 and len(LOWERED) == 8
   assert len(PATHS) == len(jax.tree.leaves(TEMPLATE))
 
 
