@@ -1,9 +1,10 @@
 """Random designs inside `hardware.BOUNDS`, shared by the property and
 gradient tests."""
 
+import jax
 import numpy as np
 
-from codesign import hardware, plan, platform_presets
+from codesign import cost_model, hardware, plan, platform_presets
 from codesign import workload_presets as presets
 from codesign.plan import SHARDINGS
 from codesign.pytree import replace
@@ -38,3 +39,19 @@ def configure(wname, pname, topology, sharding):
   else:
     template = plan.make(w, p, sharding=sharding)
   return w, p, template
+
+
+def evaluator(w, p, template):
+  """report(leaves, frac, c, o): the cost report of a design given as the
+  platform's leaves in pytree order (structure of `p`) and the plan's
+  continuous leaves (hbm_fraction, cpu_lookup_fraction, overlap)."""
+  treedef = jax.tree.structure(p)
+
+  def report(leaves, frac, c, o):
+    platform = jax.tree.unflatten(
+      treedef, [leaves[i] for i in range(len(PATHS))]
+    )
+    pl = replace(template, hbm_fraction=frac, cpu_lookup_fraction=c, overlap=o)
+    return cost_model.evaluate(platform, w, pl)
+
+  return report

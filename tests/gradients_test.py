@@ -21,10 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from designs import PATHS, configure, design
-
-from codesign import cost_model
-from codesign.pytree import replace
+from designs import PATHS, configure, design, evaluator
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 N = 1000  # designs per batch
@@ -57,14 +54,10 @@ OUTPUTS = ('log_step_time', 'feasibility_margin', 'log_capex', 'log_power')
 def setup(name):
   """(preset leaves, plan template, jitted vmapped value-and-Jacobian)."""
   w, p, template = configure(*CONFIGS[name])
-  treedef = jax.tree.structure(p)
+  report = evaluator(w, p, template)
 
-  def outputs(leaves, frac, c, o):
-    platform = jax.tree.unflatten(
-      treedef, [leaves[i] for i in range(len(PATHS))]
-    )
-    pl = replace(template, hbm_fraction=frac, cpu_lookup_fraction=c, overlap=o)
-    r = cost_model.evaluate(platform, w, pl)
+  def outputs(*args):
+    r = report(*args)
     return jnp.stack(
       [
         jnp.log(r.step_time),

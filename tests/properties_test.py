@@ -18,13 +18,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from designs import HI, LO, PATHS, configure, design
+from designs import HI, LO, PATHS, configure, design, evaluator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codesign import cost_model, hardware, plan, platform_presets
 from codesign import workload_presets as presets
-from codesign.pytree import replace
 
 # name -> (workload, platform preset, topology override, sharding)
 CONFIGS = {
@@ -77,14 +76,10 @@ def test_field_lists():
 def setup(name):
   """(workload, plan template, jitted vmapped evaluate) for a config."""
   w, p, template = configure(*CONFIGS[name])
-  treedef = jax.tree.structure(p)
+  report = evaluator(w, p, template)
 
-  def f(leaves, frac, c, o):
-    platform = jax.tree.unflatten(
-      treedef, [leaves[i] for i in range(len(PATHS))]
-    )
-    pl = replace(template, hbm_fraction=frac, cpu_lookup_fraction=c, overlap=o)
-    r = cost_model.evaluate(platform, w, pl)
+  def f(*args):
+    r = report(*args)
     return r.step_time, r.feasible, r.feasibility_margin
 
   return w, template, jax.jit(jax.vmap(f, in_axes=(0, None, None, None)))
