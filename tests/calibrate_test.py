@@ -201,6 +201,19 @@ def test_calibrate_smoke_writes_every_result(tmp_path):
   errs = np.abs([c['rel_error'] for c in r['local_cases']])
   assert r['median_abs_rel_error_local'] == pytest.approx(np.median(errs))
   assert r['max_abs_rel_error_local'] == pytest.approx(np.max(errs))
-  assert 'median_abs_rel_error_public' in r
+  pub = r['public_cases']
+  for c in pub:  # judged out of sample: never fitted on its own case
+    assert c['name'].split('_')[0] not in c['fitted_on']
+    assert 'C4' not in c['fitted_on']
+    assert 0 < c['embedding_efficiency'] < 1
+    assert c['rel_error_untuned'] == pytest.approx(
+      c['predicted_untuned'] / c['measured'] - 1
+    )
+  assert r['median_abs_rel_error_public'] == pytest.approx(
+    np.median(np.abs([c['rel_error'] for c in pub]))
+  )
+  assert r['public_fit']['all']['fitted_on'] == ['C1', 'C2', 'C3']
+  fitted = device_profile.load(workdir / 'public_fit_a100_sxm4_80gb.json')
+  assert fitted['gather_efficiency'] == r['public_fit']['all']['efficiency']
   assert (workdir / 'calibration.png').read_bytes()[:4] == b'\x89PNG'
   assert (workdir / 'env.json').exists() and (workdir / 'config.json').exists()
