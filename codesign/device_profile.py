@@ -550,6 +550,23 @@ def measure(sweep: Sweep = Sweep(), seed: int = 0, log=None) -> list[dict]:
       log(rec)
 
   t_kw = {'min_seconds': sweep.min_seconds, 'repeats': sweep.repeats}
+  # In place (donated), so that the OS's first touch of fresh pages is not
+  # what is measured. Streamed at the start, middle and end of the sweep:
+  # on a shared machine the bandwidth drifts, and the fastest of the three
+  # is the device's (`measured_peaks` takes the maximum).
+  stream = jax.jit(lambda x: 1.0001 * x + 1.0, donate_argnums=0)
+
+  def add_stream():
+    buf = [jnp.ones((sweep.stream_elems,), jnp.float32)]
+
+    def run_stream():
+      buf[0] = stream(buf[0])
+      return buf[0]
+
+    s = time_calls(run_stream, **t_kw)
+    add({'kind': 'stream', 'bytes': 2 * 4 * sweep.stream_elems, 'seconds': s})
+
+  add_stream()
   for precision in sweep.gemm_precisions:
     for m in sweep.gemm_m:
       for k, n in sweep.gemm_kn:
@@ -589,6 +606,7 @@ def measure(sweep: Sweep = Sweep(), seed: int = 0, log=None) -> list[dict]:
         'seconds': time_calls(fn, **t_kw),
       }
     )
+  add_stream()
   for rows in sweep.table_rows:
     for dim in sweep.bag_dims:
       for pooling in sweep.bag_pooling:
@@ -602,17 +620,7 @@ def measure(sweep: Sweep = Sweep(), seed: int = 0, log=None) -> list[dict]:
         add({'kind': 'gather', **shape, 'seconds': time_calls(pool, **t_kw)})
         add({'kind': 'scatter', **shape, 'seconds': time_calls(update, **t_kw)})
         del pool, update  # frees the table before the next one
-  # In place (donated), so that the OS's first touch of fresh pages is not
-  # what is measured.
-  stream = jax.jit(lambda x: 1.0001 * x + 1.0, donate_argnums=0)
-  buf = [jnp.ones((sweep.stream_elems,), jnp.float32)]
-
-  def run_stream():
-    buf[0] = stream(buf[0])
-    return buf[0]
-
-  s = time_calls(run_stream, **t_kw)
-  add({'kind': 'stream', 'bytes': 2 * 4 * sweep.stream_elems, 'seconds': s})
+  add_stream()
   for layers in sweep.chain_layers:
     s = time_calls(_chain_fn(layers, key), **t_kw)
     add({'kind': 'chain', 'layers': layers, 'seconds': s})
