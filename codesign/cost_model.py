@@ -148,7 +148,13 @@ def _table_arrays(
   )
   masks = {
     s: np.array([x == s for x in sharding], dtype=np.float64)
-    for s in ('table_wise', 'row_wise', 'column_wise', 'data_parallel')
+    for s in (
+      'table_wise',
+      'row_wise',
+      'table_row_wise',
+      'column_wise',
+      'data_parallel',
+    )
   }
 
   def touched(granule):
@@ -302,9 +308,10 @@ def evaluate(
     (p.accelerator.access_granularity, p.cpu.access_granularity),
   )
   t = {**t, 'table_bytes': t['table_bytes'] * row_scale}
-  tw, rw, cw, dp = (
+  tw, rw, twrw, cw, dp = (
     t['table_wise'],
     t['row_wise'],
+    t['table_row_wise'],
     t['column_wise'],
     t['data_parallel'],
   )
@@ -352,10 +359,17 @@ def evaluate(
 
   def per_rank(load):
     # Table-wise shards cannot split one table: the busiest rank carries at
-    # least the largest table. Other shardings spread evenly.
-    spread = jnp.sum(load * (1.0 - tw)) / ranks
-    tw_load = smooth_max(jnp.sum(load * tw) / ranks, jnp.max(load * tw))
-    return spread + tw_load
+    # least the largest table. Table-row-wise tables split over the ranks
+    # of one node: at least the largest / a. Other shardings spread evenly.
+    spread = jnp.sum(load * (1.0 - tw - twrw)) / ranks
+    out = spread + smooth_max(jnp.sum(load * tw) / ranks, jnp.max(load * tw))
+    if np.any(twrw):  # static: the plan's sharding
+      # p = 64: on one node the two bounds tie (one table), where p = 8
+      # would overstate the load by 9%; p = 64 by 1%.
+      out = out + smooth_max(
+        jnp.sum(load * twrw) / ranks, jnp.max(load * twrw) / a, p=64
+      )
+    return out
 
   gather_hbm = per_rank(hbm_lookups * gather_b) / (
     acc.hbm_bandwidth * acc.gather_efficiency
@@ -410,9 +424,20 @@ def evaluate(
   # ---- all-to-all of pooled embeddings (one direction) -------------------
   d_spread = float(np.sum((tw + cw) * t['pooled_bytes']))
   d_rw = float(np.sum(rw * t['pooled_bytes']))
-  send = batch * (d_spread / ranks + d_rw)  # bytes each rank sends
+  d_twrw = float(np.sum(twrw * t['pooled_bytes']))
+  # Bytes each rank sends, to destinations spread over all ranks: pooled
+  # vectors of its whole tables (and column shards) and partial sums of its
+  # row shards for the whole batch.
+  send = batch * (d_spread / ranks + d_rw)
   v_intra = send * safe_div(a - 1.0, ranks)
   v_inter = send * safe_div(ranks - a, ranks)
+  # Table-row-wise: the a ranks of the table's node reduce-scatter their
+  # partial sums (B d (a - 1) bytes on the node's fabric per table); local
+  # rank j then holds the sums of the samples of local rank j on every
+  # node and sends them to those ranks ((nodes - 1) / nodes of B d per
+  # table across nodes, as for a whole table). Averages over all ranks:
+  v_intra = v_intra + batch * d_twrw * safe_div(a - 1.0, ranks)
+  v_inter = v_inter + batch * d_twrw * safe_div(ranks - a, ranks * ranks)
   if cpu_trainer:
     links = cpu.socket_links
     intra_bw = (

@@ -491,6 +491,8 @@ def auto_hbm_fraction(space: DesignSpace, workload: wl.Workload, p):
   need = float(tb.sum()) / ranks
   if space.sharding == 'table_wise':
     need = jnp.maximum(need, float(tb.max()))
+  elif space.sharding == 'table_row_wise':
+    need = jnp.maximum(need, float(tb.max()) / p.accelerators_per_node)
   return jnp.clip(free / (1.1 * need), 0.0, 1.0)
 
 

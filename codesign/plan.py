@@ -12,7 +12,17 @@ from codesign.errors import InputError
 from codesign.hardware import Platform
 from codesign.pytree import dataclass, field
 
-SHARDINGS = ('table_wise', 'row_wise', 'column_wise', 'data_parallel')
+# table_wise: each table whole on one rank; row_wise: every table's rows
+# over all ranks; table_row_wise: each table on one node, its rows over
+# that node's ranks; column_wise: column shards over ranks; data_parallel:
+# replicated on every rank.
+SHARDINGS = (
+  'table_wise',
+  'row_wise',
+  'table_row_wise',
+  'column_wise',
+  'data_parallel',
+)
 COMM_PRECISIONS = ('fp32', 'bf16', 'fp16', 'fp8')
 
 
@@ -65,8 +75,11 @@ def make(
   activations) stays within 95% of the HBM, and spills the rest to DDR;
   `hbm` keeps every table in HBM; `ddr` keeps every table in host DDR.
   sharding: one of SHARDINGS for every table, or `auto`: table-wise, except
-  row-wise for tables whose HBM share exceeds a quarter of the free HBM of
-  one accelerator (table-wise could not balance them).
+  for tables whose HBM share exceeds a quarter of the free HBM of one
+  accelerator (table-wise could not balance them): table-row-wise on
+  several nodes (rows over one node's ranks, so that partial sums are
+  reduced over the node's fabric, not the NICs), row-wise on one node
+  (where the two are the same).
   """
   if placement not in ('auto', 'hbm', 'ddr'):
     raise InputError(
@@ -93,8 +106,9 @@ def make(
       frac * tb.rows * (tb.row_bytes + 4 * state(w.optimizer, tb.dim))
       for tb in w.tables
     ]
+    big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
     shardings = tuple(
-      'row_wise' if b > 0.25 * free else 'table_wise' for b in per_table
+      big if b > 0.25 * free else 'table_wise' for b in per_table
     )
   else:
     shardings = (sharding,) * t

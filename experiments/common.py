@@ -64,7 +64,14 @@ def define_sharding_flag(what: str) -> None:
   flags.DEFINE_enum(
     'sharding',
     'table_wise',
-    ['table_wise', 'row_wise', 'column_wise', 'data_parallel'],
+    # codesign.plan.SHARDINGS (spelled out: flags load before the library)
+    [
+      'table_wise',
+      'row_wise',
+      'table_row_wise',
+      'column_wise',
+      'data_parallel',
+    ],
     f'Sharding of every table in the {what}.',
   )
 

@@ -57,9 +57,17 @@ flags.DEFINE_float(
 flags.DEFINE_enum(
   'sharding',
   'auto',
-  ['auto', 'table_wise', 'row_wise', 'column_wise', 'data_parallel'],
-  'Sharding of every table in the auto plan (auto: row-wise for tables too '
-  'big for a quarter of one accelerator, else table-wise).',
+  [
+    'auto',
+    'table_wise',
+    'row_wise',
+    'table_row_wise',
+    'column_wise',
+    'data_parallel',
+  ],
+  'Sharding of every table in the auto plan (auto: table-row-wise, or '
+  'row-wise on one node, for tables too big for a quarter of one '
+  'accelerator, else table-wise).',
 )
 flags.DEFINE_integer(
   'rounds', 3, 'Rounds of 32-fold multisection in log bandwidth (>= 1).'

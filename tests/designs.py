@@ -26,7 +26,7 @@ def design(u):
 def configure(wname, pname, topology, sharding):
   """(workload, platform, plan template) of a test configuration.
 
-  `sharding` is a plan sharding, `auto`, or `mixed` (the four shardings in
+  `sharding` is a plan sharding, `auto`, or `mixed` (all the shardings in
   turn over the tables, with bf16 communication)."""
   w = presets.get(wname)
   p = platform_presets.get(pname)
@@ -34,7 +34,9 @@ def configure(wname, pname, topology, sharding):
     p = replace(p, fabric=replace(p.fabric, topology=topology))
   if sharding == 'mixed':
     template = plan.make(w, p)
-    shardings = tuple(SHARDINGS[i % 4] for i in range(w.num_tables))
+    shardings = tuple(
+      SHARDINGS[i % len(SHARDINGS)] for i in range(w.num_tables)
+    )
     template = replace(template, sharding=shardings, comm_precision='bf16')
   else:
     template = plan.make(w, p, sharding=sharding)

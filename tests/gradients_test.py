@@ -32,11 +32,11 @@ CONFIGS = {
   'kaggle_cube_mesh_mixed': ('criteo_kaggle', 'big_basin', None, 'mixed'),
   'zion_scale_fully_connected': ('zion_scale', 'zion', None, 'auto'),
   'dcnv2_ring': ('mlperf_dlrm_dcnv2', 'dgx_a100_80gb', 'ring', 'auto'),
-  'benchmark_pcie_only_2tier': (
+  'benchmark_pcie_only_2tier': (  # 16 nodes: table-row-wise across them
     'dlrm_benchmark',
     'zionex',
     'pcie_only',
-    'auto',
+    'table_row_wise',
   ),
   'kaggle_cpu_trainer': ('criteo_kaggle', 'cpu_2s', None, 'auto'),
 }
