@@ -75,11 +75,17 @@ def make(
   activations) stays within 95% of the HBM, and spills the rest to DDR;
   `hbm` keeps every table in HBM; `ddr` keeps every table in host DDR.
   sharding: one of SHARDINGS for every table, or `auto`: table-wise, except
-  for tables whose HBM share exceeds a quarter of the free HBM of one
-  accelerator (table-wise could not balance them): table-row-wise on
+  for tables table-wise cannot balance, which are split: table-row-wise on
   several nodes (rows over one node's ranks, so that partial sums are
   reduced over the node's fabric, not the NICs), row-wise on one node
-  (where the two are the same).
+  (where the two are the same). The cost model picks the fastest feasible
+  plan of three candidates: split the tables whose HBM share exceeds a
+  quarter of the free HBM of one accelerator; split those and also the
+  tables whose lookup traffic exceeds half of one rank's fair share (at
+  scale the busiest whole table, not the NICs, sets the step); split
+  none. (A CPU trainer takes the first.) Column-wise is never chosen
+  here: it sends every id to every column shard, a cost the model does
+  not count, so the model would favour it unfairly.
   """
   if placement not in ('auto', 'hbm', 'ddr'):
     raise InputError(
@@ -91,6 +97,7 @@ def make(
       + ', '.join(SHARDINGS)
     )
   t = w.num_tables
+  ranks = float(p.nodes) * float(p.accelerators_per_node)
   free = 0.95 * float(p.accelerator.hbm_capacity)
   free -= _reserve_bytes_per_accelerator(w, p)
   if placement == 'hbm' or p.trainer == 'cpu':
@@ -98,20 +105,44 @@ def make(
   elif placement == 'ddr':
     frac = 0.0
   else:
-    ranks = float(p.nodes) * float(p.accelerators_per_node)
     frac = min(1.0, max(0.0, free * ranks / wl.embedding_bytes(w)))
-  if sharding == 'auto':
-    state = wl.optimizer_state_elems_per_row
-    per_table = [
-      frac * tb.rows * (tb.row_bytes + 4 * state(w.optimizer, tb.dim))
-      for tb in w.tables
-    ]
-    big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
-    shardings = tuple(
-      big if b > 0.25 * free else 'table_wise' for b in per_table
-    )
-  else:
-    shardings = (sharding,) * t
+  if sharding != 'auto':
+    return _build(w, p, (sharding,) * t, frac, placement, comm_precision)
+  state = wl.optimizer_state_elems_per_row
+  per_table = [
+    frac * tb.rows * (tb.row_bytes + 4 * state(w.optimizer, tb.dim))
+    for tb in w.tables
+  ]
+  big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
+  by_size = tuple(big if b > 0.25 * free else 'table_wise' for b in per_table)
+  if p.trainer == 'cpu':
+    return _build(w, p, by_size, frac, placement, comm_precision)
+  traffic = [tb.pooling * tb.row_bytes for tb in w.tables]  # per sample
+  fair = sum(traffic) / ranks
+  by_traffic = tuple(
+    big if s == big or x > 0.5 * fair else 'table_wise'
+    for s, x in zip(by_size, traffic, strict=True)
+  )
+  candidates = (by_size, by_traffic, ('table_wise',) * t)
+  plans = [
+    _build(w, p, s, frac, placement, comm_precision)
+    for s in dict.fromkeys(candidates)  # distinct, in order
+  ]
+  if len(plans) == 1:
+    return plans[0]
+  from codesign import cost_model, hardware
+
+  hw = hardware.as_arrays(p)
+
+  def rank(pl):  # feasible first, then faster
+    r = cost_model.evaluate(hw, w, pl)
+    return (not bool(r.feasible), float(r.step_time))
+
+  return min(plans, key=rank)
+
+
+def _build(w, p, shardings, frac, placement, comm_precision) -> Plan:
+  t = w.num_tables
   plan = Plan(
     hbm_fraction=np.full((t,), frac),
     cpu_lookup_fraction=1.0,

@@ -65,9 +65,9 @@ flags.DEFINE_enum(
     'column_wise',
     'data_parallel',
   ],
-  'Sharding of every table in the auto plan (auto: table-row-wise, or '
-  'row-wise on one node, for tables too big for a quarter of one '
-  'accelerator, else table-wise).',
+  'Sharding of every table (auto: the plan.make rule, the fastest of '
+  'splitting big tables, big and hot tables, or none, table-row-wise on '
+  'several nodes).',
 )
 flags.DEFINE_integer(
   'rounds', 3, 'Rounds of 32-fold multisection in log bandwidth (>= 1).'
