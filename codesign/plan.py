@@ -142,6 +142,8 @@ def make(
 
 
 def _build(w, p, shardings, frac, placement, comm_precision) -> Plan:
+  """A plan with a uniform HBM fraction `frac`, fitted to the HBM when
+  the placement is `auto`."""
   t = w.num_tables
   plan = Plan(
     hbm_fraction=np.full((t,), frac),
