@@ -7,7 +7,8 @@ static (Python numbers); platform and plan are pytrees of arrays.
 The step, on R = nodes x accelerators_per_node ranks (sockets on a CPU
 trainer) with global batch B and local batch b = B / R:
 
-  forward:  embedding gathers (HBM on the accelerators, DDR on the CPU
+  forward:  all-to-all of row ids to the ranks that hold the rows ->
+            embedding gathers (HBM on the accelerators, DDR on the CPU
             sockets or row by row over PCIe) -> pooled results to the
             accelerators (PCIe, socket links) -> all-to-all, overlapped with
             the bottom MLP -> interaction -> top MLP;
@@ -54,6 +55,8 @@ COMPONENTS = (
   'overhead',
 )
 TIERS = ('hbm', 'ddr')
+# Bytes per embedding row id on the wire (int32, as codesign.dlrm uses).
+ID_BYTES = 4
 # Temperature of the soft minimum over the per-tier memory margins.
 MARGIN_TEMPERATURE = 0.01
 
@@ -181,6 +184,9 @@ def _table_arrays(
     'row_bytes': row_bytes,
     'table_bytes': rows * (row_bytes + 4.0 * state_elems),
     'pooled_bytes': dim * cb,
+    # Copies of each id sent forward: one per column shard of a
+    # column-wise table, one otherwise.
+    'id_copies': 1.0 + masks['column_wise'] * (column_shards - 1.0),
     'touched_hbm': touched(granules[0]),
     'touched_ddr': touched(granules[1]),
     **masks,
@@ -461,6 +467,22 @@ def evaluate(
     nic_node = smooth_min(nic_node, host_node)  # staged through the host
   a2a_intra = v_intra / intra_bw + (a - 1.0) * alpha
   a2a_inter = v_inter * a / nic_node + (nodes - 1.0) * p.nic.latency
+  # Ids go forward only, before the lookups: each rank sends its own
+  # samples' ids of every sharded table to the ranks holding the rows
+  # (each id once; to every column shard of a column-wise table).
+  sharded = float(np.any(dp < 1.0))  # static: no exchange without tables
+  ids = (
+    batch
+    * ID_BYTES
+    * float(np.sum((1.0 - dp) * t['pool'] * t['id_copies']))
+    / ranks
+  )
+  ids_intra = ids * safe_div(a - 1.0, ranks) / intra_bw + sharded * (
+    (a - 1.0) * alpha
+  )
+  ids_inter = ids * safe_div(ranks - a, ranks) * a / nic_node + sharded * (
+    (nodes - 1.0) * p.nic.latency
+  )
 
   # ---- allreduce of dense gradients (and data-parallel tables) ---------
   grad_bytes = cb * (
@@ -477,7 +499,7 @@ def evaluate(
   # ---- composition -------------------------------------------------------
   o = plan.overlap
   emb_fwd = smooth_max(gather_hbm + gather_uvm, gather_cpu + host_1 + upi_1)
-  sparse_fwd = emb_fwd + a2a_intra + a2a_inter
+  sparse_fwd = ids_intra + ids_inter + emb_fwd + a2a_intra + a2a_inter
   t_fwd = overlap(sparse_fwd, bottom_fwd, o) + inter_fwd + top_fwd
   sparse_bwd = (
     a2a_intra
@@ -499,8 +521,8 @@ def evaluate(
     'embedding_update_ddr': update_cpu + update_uvm,
     'host_transfer': 2.0 * host_1,
     'socket_links': 2.0 * upi_1,
-    'alltoall_intra': 2.0 * a2a_intra,
-    'alltoall_inter': 2.0 * a2a_inter,
+    'alltoall_intra': ids_intra + 2.0 * a2a_intra,
+    'alltoall_inter': ids_inter + 2.0 * a2a_inter,
     'allreduce_intra': ar_intra,
     'allreduce_inter': ar_inter,
     'overhead': p.step_overhead * jnp.ones_like(step),

@@ -79,13 +79,12 @@ def make(
   several nodes (rows over one node's ranks, so that partial sums are
   reduced over the node's fabric, not the NICs), row-wise on one node
   (where the two are the same). The cost model picks the fastest feasible
-  plan of three candidates: split the tables whose HBM share exceeds a
+  plan of four candidates: split the tables whose HBM share exceeds a
   quarter of the free HBM of one accelerator; split those and also the
   tables whose lookup traffic exceeds half of one rank's fair share (at
   scale the busiest whole table, not the NICs, sets the step); split
-  none. (A CPU trainer takes the first.) Column-wise is never chosen
-  here: it sends every id to every column shard, a cost the model does
-  not count, so the model would favour it unfairly.
+  none; every table column-wise (balanced, at the price of sending every
+  id to each of its column shards). A CPU trainer takes the first.
   """
   if placement not in ('auto', 'hbm', 'ddr'):
     raise InputError(
@@ -123,7 +122,7 @@ def make(
     big if s == big or x > 0.5 * fair else 'table_wise'
     for s, x in zip(by_size, traffic, strict=True)
   )
-  candidates = (by_size, by_traffic, ('table_wise',) * t)
+  candidates = (by_size, by_traffic, ('table_wise',) * t, ('column_wise',) * t)
   plans = [
     _build(w, p, s, frac, placement, comm_precision)
     for s in dict.fromkeys(candidates)  # distinct, in order

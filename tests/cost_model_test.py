@@ -558,6 +558,18 @@ def test_memory_per_tier_and_margin():
 # ---- communication ---------------------------------------------------------
 
 
+def ids_terms(ranks, a, intra_bw, alpha, nic=1.0, lookups=sum(POOL)):
+  """(intra, inter) seconds of the forward-only id all-to-all: each rank
+  sends the 4 B ids of its B / R samples (`lookups` per sample over the
+  sharded tables) to the ranks that hold the rows, spread over all ranks;
+  the a ranks of a node share its NICs."""
+  nodes = ranks / a
+  ids = B * 4 * lookups / ranks
+  intra = ids * (a - 1) / ranks / intra_bw + (a - 1) * alpha
+  inter = ids * (ranks - a) / ranks * a / nic + (nodes - 1) * NIC_LAT
+  return intra, inter
+
+
 @pytest.mark.parametrize(
   'comm_precision, nic_attach',
   [('fp32', 'accelerator'), ('bf16', 'accelerator'), ('fp32', 'socket')],
@@ -573,13 +585,15 @@ def test_alltoall_and_allreduce_on_switch(comm_precision, nic_attach):
   v_intra = send * 3 / 8  # to the 3 other ranks of its node
   v_inter = send * 4 / 8  # to the 4 ranks of the other node
   link = LINKS * LINK_BW * LINK_EFF  # 80 GB/s per accelerator (switch)
-  close(bd['alltoall_intra'], 2 * (v_intra / link + 3 * LINK_LAT))
   nic = NICS * NIC_BW * NIC_EFF  # 20 GB/s per node
   if nic_attach == 'socket':
     # NICs on the sockets: the node's traffic is staged through the host.
     nic = smin(nic, smin(4 * HOST_BW, 2 * CPU_PCIE))
+  # Ids are int32 whatever the payload precision, forward only.
+  ids_intra, ids_inter = ids_terms(8, 4, link, LINK_LAT, nic)
+  close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / link + 3 * LINK_LAT))
   # The 4 ranks of a node share the node's NICs; 1 peer node.
-  close(bd['alltoall_inter'], 2 * (v_inter * 4 / nic + 1 * NIC_LAT))
+  close(bd['alltoall_inter'], ids_inter + 2 * (v_inter * 4 / nic + 1 * NIC_LAT))
   # Dense gradients, ring allreduce: 2 (n - 1) / n of the bytes per rank.
   grad = DENSE_PARAMS * cb
   close(bd['allreduce_intra'], 2 * 3 / 4 * grad / link + 2 * 3 * LINK_LAT)
@@ -609,7 +623,8 @@ def test_alltoall_topology_factor(topology, links, factor):
   send = B * 3 * DIM * 4 / 8
   v_intra = send * 7 / 8
   bw = links * LINK_BW * LINK_EFF * factor
-  close(bd['alltoall_intra'], 2 * (v_intra / bw + 7 * LINK_LAT))
+  ids_intra, _ = ids_terms(8, 8, bw, LINK_LAT)
+  close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / bw + 7 * LINK_LAT))
   # One node: nothing crosses the NICs.
   assert bd['alltoall_inter'] == 0.0
   assert bd['allreduce_inter'] == 0.0
@@ -625,7 +640,8 @@ def test_alltoall_on_pcie_only():
   # smin(8 x 16, 2 x 40 GB/s), at the host-link latency.
   bw = smin(8 * HOST_BW, 2 * CPU_PCIE) / 8
   v_intra = B * 3 * DIM * 4 / 8 * 7 / 8
-  close(bd['alltoall_intra'], 2 * (v_intra / bw + 7 * HOST_LAT))
+  ids_intra, _ = ids_terms(8, 8, bw, HOST_LAT)
+  close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / bw + 7 * HOST_LAT))
   ar = 2 * 7 / 8 * DENSE_PARAMS * 4 / bw + 2 * 7 * HOST_LAT
   close(bd['allreduce_intra'], ar)
 
@@ -639,9 +655,35 @@ def test_row_wise_alltoall_volume():
   # 8x the volume of table-wise.
   send = B * 3 * DIM * 4
   link = LINKS * LINK_BW * LINK_EFF
-  close(bd['alltoall_intra'], 2 * (send * 3 / 8 / link + 3 * LINK_LAT))
   nic = NICS * NIC_BW * NIC_EFF
-  close(bd['alltoall_inter'], 2 * (send * 4 / 8 * 4 / nic + NIC_LAT))
+  # Each id still goes to exactly one rank (the one holding its row).
+  ids_intra, ids_inter = ids_terms(8, 4, link, LINK_LAT, nic)
+  close(
+    bd['alltoall_intra'],
+    ids_intra + 2 * (send * 3 / 8 / link + 3 * LINK_LAT),
+  )
+  close(
+    bd['alltoall_inter'],
+    ids_inter + 2 * (send * 4 / 8 * 4 / nic + NIC_LAT),
+  )
+
+
+def test_column_wise_sends_every_id_to_every_shard():
+  bd = run(tiny_platform(), tiny_workload(), make_plan(sharding='column_wise'))[
+    'breakdown'
+  ]
+  # Pooled vectors: the same bytes as table-wise (4 column shards of 4
+  # elements instead of one 16-element vector). Ids: 4 copies of each.
+  send = B * 3 * DIM * 4 / 8
+  link = LINKS * LINK_BW * LINK_EFF
+  nic = NICS * NIC_BW * NIC_EFF
+  ids_intra, ids_inter = ids_terms(8, 4, link, LINK_LAT, nic, 4 * sum(POOL))
+  close(
+    bd['alltoall_intra'], ids_intra + 2 * (send * 3 / 8 / link + 3 * LINK_LAT)
+  )
+  close(
+    bd['alltoall_inter'], ids_inter + 2 * (send * 4 / 8 * 4 / nic + NIC_LAT)
+  )
 
 
 def smax64(*xs):
@@ -669,10 +711,14 @@ def test_table_row_wise_terms():
   # over the 8 ranks, each node's 4 ranks sharing its NICs.
   pooled = B * 3 * DIM * 4
   link = LINKS * LINK_BW * LINK_EFF
-  close(bd['alltoall_intra'], 2 * (pooled * 3 / 8 / link + 3 * LINK_LAT))
   nic = NICS * NIC_BW * NIC_EFF
+  ids_intra, ids_inter = ids_terms(8, 4, link, LINK_LAT, nic)
+  close(
+    bd['alltoall_intra'],
+    ids_intra + 2 * (pooled * 3 / 8 / link + 3 * LINK_LAT),
+  )
   v_inter = pooled * 4 / 64  # (R - a) / R^2
-  close(bd['alltoall_inter'], 2 * (v_inter * 4 / nic + NIC_LAT))
+  close(bd['alltoall_inter'], ids_inter + 2 * (v_inter * 4 / nic + NIC_LAT))
   # Memory: the busiest rank holds at least the largest table / 4.
   row = 64 * np.asarray(ROWS, dtype=float)
   hbm_tables = smax64(row.sum() / 8, row.max() / 4)
@@ -695,8 +741,10 @@ def test_table_row_wise_is_row_wise_on_one_node():
   twrw2 = run(p2, w, make_plan(sharding='table_row_wise'))['breakdown']
   rw2 = run(p2, w, make_plan(sharding='row_wise'))['breakdown']
   nic = NICS * NIC_BW * NIC_EFF
-  rw_bytes = (rw2['alltoall_inter'] / 2 - NIC_LAT) * nic
-  twrw_bytes = (twrw2['alltoall_inter'] / 2 - NIC_LAT) * nic
+  link = LINKS * LINK_BW * LINK_EFF
+  _, ids = ids_terms(8, 4, link, LINK_LAT, nic)  # the same for both
+  rw_bytes = ((rw2['alltoall_inter'] - ids) / 2 - NIC_LAT) * nic
+  twrw_bytes = ((twrw2['alltoall_inter'] - ids) / 2 - NIC_LAT) * nic
   close(rw_bytes / twrw_bytes, 8.0)
 
 
@@ -711,7 +759,11 @@ def test_data_parallel_tables():
   # All-to-all only for the two sharded tables.
   send = B * 2 * DIM * 4 / 8
   link = LINKS * LINK_BW * LINK_EFF
-  close(bd['alltoall_intra'], 2 * (send * 3 / 8 / link + 3 * LINK_LAT))
+  # Ids only for the sharded tables: 2 + 4 lookups per sample.
+  ids_intra, _ = ids_terms(8, 4, link, LINK_LAT, lookups=6.0)
+  close(
+    bd['alltoall_intra'], ids_intra + 2 * (send * 3 / 8 / link + 3 * LINK_LAT)
+  )
   # Allreduce: dense gradients plus the replicated table's 1000 x 16.
   grad = (DENSE_PARAMS + 1000 * DIM) * 4
   close(bd['allreduce_intra'], 2 * 3 / 4 * grad / link + 6 * LINK_LAT)
@@ -753,11 +805,14 @@ def test_step_composition(o):
   # With every DDR lookup on the CPUs (c = 1) the terms split cleanly:
   # forward gathers from HBM race the CPU gathers plus their transfer.
   host, upi = bd['host_transfer'] / 2, bd['socket_links'] / 2
-  a2a = (bd['alltoall_intra'] + bd['alltoall_inter']) / 2
+  # Ids go forward only; pooled vectors and their gradients both ways.
+  link, nic = LINKS * LINK_BW * LINK_EFF, NICS * NIC_BW * NIC_EFF
+  ids = sum(ids_terms(8, 4, link, LINK_LAT, nic))
+  a2a = (bd['alltoall_intra'] + bd['alltoall_inter'] - ids) / 2
   sparse_fwd = smax(
     bd['embedding_gather_hbm'], bd['embedding_gather_ddr'] + host + upi
   )
-  sparse_fwd += a2a
+  sparse_fwd += ids + a2a
   sparse_bwd = a2a + smax(
     bd['embedding_update_hbm'], host + upi + bd['embedding_update_ddr']
   )
@@ -817,9 +872,14 @@ def test_cpu_trainer():
   send = B * 3 * DIM * 4 / ranks
   link = SOCKET_LINKS * SOCKET_LINK_BW
   intra = link * smin(1.0, 2.0 / 1.0)
-  close(bd['alltoall_intra'], 2 * (send * 1 / 4 / intra + CPU_KERNEL))
   nic = NICS * NIC_BW * NIC_EFF  # not staged: the sockets are the host
-  close(bd['alltoall_inter'], 2 * (send * 2 / 4 * 2 / nic + NIC_LAT))
+  ids_intra, ids_inter = ids_terms(4, 2, intra, CPU_KERNEL, nic)
+  close(
+    bd['alltoall_intra'], ids_intra + 2 * (send * 1 / 4 / intra + CPU_KERNEL)
+  )
+  close(
+    bd['alltoall_inter'], ids_inter + 2 * (send * 2 / 4 * 2 / nic + NIC_LAT)
+  )
   grad = DENSE_PARAMS * 4
   close(bd['allreduce_intra'], 2 * 1 / 2 * grad / link + 2 * CPU_KERNEL)
   close(bd['allreduce_inter'], 2 * 1 / 2 * grad / nic + 2 * NIC_LAT)
