@@ -423,6 +423,7 @@ class Sweep:
   chain_layers: tuple = (1, 4, 16, 64)
   min_seconds: float = 0.02
   repeats: int = 5
+  rounds: int = 2
 
 
 QUICK_SWEEP = Sweep(
@@ -540,9 +541,23 @@ def _bag_fns(rows, dim, pooling, batch, seed):
 def measure(sweep: Sweep = Sweep(), seed: int = 0, log=None) -> list[dict]:
   """Runs the microbenchmarks on the default JAX device.
 
+  The whole sweep runs `sweep.rounds` times and each benchmark keeps its
+  fastest round: on a shared machine the speed drifts for tens of seconds
+  at a time, and the validation steps are timed the same way.
+
   Returns:
     A list of records, each {'kind', shape keys, 'seconds'}.
   """
+  best = {}
+  for _ in range(sweep.rounds):
+    for rec in _measure_once(sweep, seed, log):
+      k = tuple(sorted((n, v) for n, v in rec.items() if n != 'seconds'))
+      if k not in best or rec['seconds'] < best[k]['seconds']:
+        best[k] = rec
+  return list(best.values())
+
+
+def _measure_once(sweep: Sweep, seed: int, log) -> list[dict]:
   key = jax.random.PRNGKey(seed)
   out = []
 
