@@ -361,7 +361,7 @@ def public_cases(log):
       fold = loco['folds'][c.case_id]
       r = pc.predict(c, fold['efficiency'])
       untuned = float(pc.predict(c).step_time)
-      pred = loco['predictions'][c.name]
+      pred = float(r.step_time)
       w = c.workload
       case = {
         'name': c.name,
@@ -392,8 +392,7 @@ def public_cases(log):
       out.append(case)
   eff = loco['all']['efficiency']
   profiles = {}
-  for c in cases:
-    name = c.platform.accelerator.name
+  for name in sorted({c.platform.accelerator.name for c in cases}):
     profiles[device_profile.profile_file_name(name)] = {
       **device_profile.default_profile(name),
       'gather_efficiency': eff,
