@@ -27,8 +27,11 @@ predicted by `cost_model.dense_times` or `cost_model.evaluate` of a
 one-layer or one-table workload on a one-device platform, and the loss is
 the mean squared log error, averaged per benchmark kind.
 
-Timing: every number is the minimum over repeats of the mean of back-to-
-back calls (the timeit convention: other processes only ever add time).
+Timing (`time_interleaved`): every benchmark is compiled once, then
+sampled in turn with all the others, round after round, on the wall
+clock; each keeps its fastest sample (the timeit convention: other work
+only ever adds time). `experiments.calibrate` samples the validation
+train steps in the same rounds.
 """
 
 import dataclasses
@@ -252,17 +255,16 @@ def local_plan(w: wl.Workload, p: hardware.Platform) -> plan_lib.Plan:
 
 
 def default_clock():
-  """The clock for this backend: process CPU time on a CPU backend, wall
-  time elsewhere.
+  """The clock of every measurement: wall time (`time.perf_counter`).
 
-  On a shared CPU, other processes stretch wall time but hardly the CPU
-  time of ours; with XLA's CPU runtime held to one thread (see
-  `SINGLE_THREAD_XLA_FLAGS`) CPU time is what the step would take on an
-  idle core. An accelerator's work is invisible to process time, so other
-  backends use wall time.
+  Process CPU time is no measure of XLA's CPU runtime: while its worker
+  thread computes, a second runtime thread spins waiting for it, so the
+  process time of a jitted GEMM is 1.6-2.0 times its wall time, depending
+  on the size (measured on the 2-core VM: 1.57 at 128^3, 1.98 at 512^3).
+  Wall time counts other processes' use of our cores; `time_interleaved`
+  samples every benchmark many times, spread over the run, and keeps the
+  fastest sample.
   """
-  if jax.default_backend() == 'cpu':
-    return time.process_time
   return time.perf_counter
 
 
@@ -299,29 +301,50 @@ SINGLE_THREAD_XLA_FLAGS = (
 )
 
 
-def time_calls(
-  fn, *, min_seconds: float = 0.02, repeats: int = 5, clock=None
-) -> float:
-  """Seconds per call of `fn()` (which returns JAX arrays).
-
-  Warms up (compiles) once, picks a number of back-to-back calls that
-  lasts about `min_seconds`, and returns the minimum over `repeats` of the
-  mean time per call, on `clock` (default `default_clock()`).
-  """
-  clock = clock or default_clock()
+def _calls_per_sample(fn, min_seconds: float, clock) -> int:
+  """Compiles and warms up `fn`, then returns how many back-to-back calls
+  last about `min_seconds` (1 to 1000)."""
   jax.block_until_ready(fn())
   t0 = clock()
   jax.block_until_ready(fn())
   one = max(clock() - t0, 1e-6)
-  n = int(min(1000, max(1, math.ceil(min_seconds / one))))
-  best = math.inf
-  for _ in range(repeats):
-    t0 = clock()
-    out = None
-    for _ in range(n):
-      out = fn()
-    jax.block_until_ready(out)
-    best = min(best, (clock() - t0) / n)
+  return int(min(1000, max(1, math.ceil(min_seconds / one))))
+
+
+def time_interleaved(
+  fns, *, rounds: int, min_seconds, clock=None
+) -> list[float]:
+  """Seconds per call of each `fns[i]()` (which returns JAX arrays).
+
+  Every function is compiled and warmed up first. Then `rounds` times, in
+  turn over all functions, one sample is taken: the mean time of
+  back-to-back calls lasting about `min_seconds` (a float, or one per
+  function). Each function keeps its fastest sample (the timeit
+  convention: other work on the machine only ever adds time).
+
+  Why in turn: this shared machine's speed drifts by 15-35% for seconds to
+  minutes at a time (other tenants' memory traffic). Sampling every
+  function in every round gives all of them the same spread of machine
+  states, and the fastest of many spread-out samples is close to the
+  quiet machine's speed. Timing one function after another instead lets a
+  slow spell set some of them and not others.
+  """
+  clock = clock or default_clock()
+  if isinstance(min_seconds, (int, float)):
+    min_seconds = [float(min_seconds)] * len(fns)
+  calls = [
+    _calls_per_sample(f, s, clock)
+    for f, s in zip(fns, min_seconds, strict=True)
+  ]
+  best = [math.inf] * len(fns)
+  for _ in range(rounds):
+    for i, (fn, n) in enumerate(zip(fns, calls, strict=True)):
+      t0 = clock()
+      out = None
+      for _ in range(n):
+        out = fn()
+      jax.block_until_ready(out)
+      best[i] = min(best[i], (clock() - t0) / n)
   return best
 
 
@@ -421,9 +444,11 @@ class Sweep:
   bag_pooling: tuple = (1, 4, 16, 32)
   stream_elems: int = 1 << 25
   chain_layers: tuple = (1, 4, 16, 64)
+  # One sample: back-to-back calls lasting about this long.
   min_seconds: float = 0.02
-  repeats: int = 5
-  rounds: int = 2
+  # Samples per benchmark, taken in turn over all of them (see
+  # `time_interleaved`); each keeps its fastest.
+  rounds: int = 16
 
 
 QUICK_SWEEP = Sweep(
@@ -438,7 +463,7 @@ QUICK_SWEEP = Sweep(
   stream_elems=1 << 24,
   chain_layers=(1, 8, 64),
   min_seconds=0.01,
-  repeats=3,
+  rounds=8,
 )
 
 
@@ -511,137 +536,123 @@ def _chain_fn(layers, key):
   return lambda: g(x, ws)
 
 
-def _bag_fns(rows, dim, pooling, batch, seed):
+def _bag_fns(rows, dim, poolings, batch, seed):
+  """{pooling: (gather, update)} for one table of `rows` x `dim`.
+
+  All of them share one table (the update writes it in place, donated):
+  the sweep keeps every benchmark alive at once, and a table per pooling
+  would hold 4 GB.
+  """
   from codesign import synthetic_data
 
-  w = table_workload(rows, dim, pooling, batch)
-  model = dlrm.DLRM(w)
-  params = dlrm.init(w, jax.random.PRNGKey(seed))
-  data = synthetic_data.SyntheticCriteo(w, seed=seed).batch(0, batch)
-  idx, wts = jax.device_put((data.indices, data.weights))
-  pool = jax.jit(
-    lambda p, i, wt: model.apply({'params': p}, i, wt, method=dlrm.DLRM.pool)
-  )
-  grad = jnp.full((batch, dim), 1e-3, jnp.float32)
+  table = [None]
+  out = {}
+  for pooling in poolings:
+    w = table_workload(rows, dim, pooling, batch)
+    if table[0] is None:
+      table[0] = dlrm.init(w, jax.random.PRNGKey(seed))['embedding_0'] + 0.0
+    model = dlrm.DLRM(w)
+    data = synthetic_data.SyntheticCriteo(w, seed=seed).batch(0, batch)
+    idx, wts = jax.device_put((data.indices, data.weights))
+    pool = jax.jit(
+      lambda p, i, wt, model=model: model.apply(
+        {'params': p}, i, wt, method=dlrm.DLRM.pool
+      )
+    )
+    grad = jnp.full((batch, dim), 1e-3, jnp.float32)
+    update = jax.jit(
+      lambda t, i, wt, grad=grad: dlrm.sparse_update(
+        'sgd', 0.1, t, (), i, wt, grad, 0
+      )[0],
+      donate_argnums=0,
+    )
 
-  def upd(table, i, wt):
-    out, _ = dlrm.sparse_update('sgd', 0.1, table, (), i, wt, grad, 0)
-    return out
+    def run_pool(pool=pool, idx=idx, wts=wts):
+      return pool({'embedding_0': table[0]}, idx, wts)
 
-  update = jax.jit(upd, donate_argnums=0)
-  holder = [params['embedding_0'] + 0.0]
+    def run_update(update=update, idx=idx, wts=wts):
+      table[0] = update(table[0], idx[0], wts[0])
+      return table[0]
 
-  def run_update():
-    holder[0] = update(holder[0], idx[0], wts[0])
-    return holder[0]
-
-  return (lambda: pool(params, idx, wts)), run_update
-
-
-def measure(sweep: Sweep = Sweep(), seed: int = 0, log=None) -> list[dict]:
-  """Runs the microbenchmarks on the default JAX device.
-
-  The whole sweep runs `sweep.rounds` times and each benchmark keeps its
-  fastest round: on a shared machine the speed drifts for tens of seconds
-  at a time, and the validation steps are timed the same way.
-
-  Returns:
-    A list of records, each {'kind', shape keys, 'seconds'}.
-  """
-  best = {}
-  for _ in range(sweep.rounds):
-    for rec in _measure_once(sweep, seed, log):
-      k = tuple(sorted((n, v) for n, v in rec.items() if n != 'seconds'))
-      if k not in best or rec['seconds'] < best[k]['seconds']:
-        best[k] = rec
-  return list(best.values())
+    out[pooling] = (run_pool, run_update)
+  return out
 
 
-def _measure_once(sweep: Sweep, seed: int, log) -> list[dict]:
-  key = jax.random.PRNGKey(seed)
-  out = []
-
-  def add(rec):
-    out.append(rec)
-    if log:
-      log(rec)
-
-  t_kw = {'min_seconds': sweep.min_seconds, 'repeats': sweep.repeats}
-  # In place (donated), so that the OS's first touch of fresh pages is not
-  # what is measured. Streamed at the start, middle and end of the sweep:
-  # on a shared machine the bandwidth drifts, and the fastest of the three
-  # is the device's (`measured_peaks` takes the maximum).
+def _stream_fn(elems: int):
+  """y = 1.0001 x + 1 in place (donated), so that the OS's first touch of
+  fresh pages is not what is measured."""
   stream = jax.jit(lambda x: 1.0001 * x + 1.0, donate_argnums=0)
+  buf = [jnp.ones((elems,), jnp.float32)]
 
-  def add_stream():
-    buf = [jnp.ones((sweep.stream_elems,), jnp.float32)]
+  def run():
+    buf[0] = stream(buf[0])
+    return buf[0]
 
-    def run_stream():
-      buf[0] = stream(buf[0])
-      return buf[0]
+  return run
 
-    s = time_calls(run_stream, **t_kw)
-    add({'kind': 'stream', 'bytes': 2 * 4 * sweep.stream_elems, 'seconds': s})
 
-  add_stream()
+def benchmarks(sweep: Sweep = Sweep(), seed: int = 0) -> list[tuple]:
+  """The microbenchmarks of `sweep`, each ready to run on the default JAX
+  device: a list of (record without 'seconds', run), where `run()` makes
+  one call and returns JAX arrays."""
+  key = jax.random.PRNGKey(seed)
+  out = [
+    (
+      {'kind': 'stream', 'bytes': 2 * 4 * sweep.stream_elems},
+      _stream_fn(sweep.stream_elems),
+    )
+  ]
   for precision in sweep.gemm_precisions:
     for m in sweep.gemm_m:
       for k, n in sweep.gemm_kn:
-        fn = _gemm_fn(m, k, n, precision, key)
-        add(
-          {
-            'kind': 'gemm',
-            'm': m,
-            'k': k,
-            'n': n,
-            'precision': precision,
-            'seconds': time_calls(fn, **t_kw),
-          }
-        )
+        rec = {'kind': 'gemm', 'm': m, 'k': k, 'n': n, 'precision': precision}
+        out.append((rec, _gemm_fn(m, k, n, precision, key)))
   for precision in sweep.layer_precisions:
     for m in sweep.layer_m:
       for k, n in sweep.layer_kn:
-        fn = _layer_fn(m, k, n, precision, key)
-        add(
-          {
-            'kind': 'layer',
-            'm': m,
-            'k': k,
-            'n': n,
-            'precision': precision,
-            'seconds': time_calls(fn, **t_kw),
-          }
-        )
+        rec = {'kind': 'layer', 'm': m, 'k': k, 'n': n, 'precision': precision}
+        out.append((rec, _layer_fn(m, k, n, precision, key)))
   for batch, features, dim in sweep.interaction_shapes:
-    fn = _interaction_fn(batch, features, dim, key)
-    add(
-      {
-        'kind': 'interaction',
-        'batch': batch,
-        'features': features,
-        'dim': dim,
-        'seconds': time_calls(fn, **t_kw),
-      }
-    )
-  add_stream()
+    rec = {
+      'kind': 'interaction',
+      'batch': batch,
+      'features': features,
+      'dim': dim,
+    }
+    out.append((rec, _interaction_fn(batch, features, dim, key)))
   for rows in sweep.table_rows:
     for dim in sweep.bag_dims:
-      for pooling in sweep.bag_pooling:
-        pool, update = _bag_fns(rows, dim, pooling, sweep.bag_batch, seed)
+      bags = _bag_fns(rows, dim, sweep.bag_pooling, sweep.bag_batch, seed)
+      for pooling, (pool, update) in bags.items():
         shape = {
           'rows': rows,
           'dim': dim,
           'pooling': pooling,
           'batch': sweep.bag_batch,
         }
-        add({'kind': 'gather', **shape, 'seconds': time_calls(pool, **t_kw)})
-        add({'kind': 'scatter', **shape, 'seconds': time_calls(update, **t_kw)})
-        del pool, update  # frees the table before the next one
-  add_stream()
+        out.append(({'kind': 'gather', **shape}, pool))
+        out.append(({'kind': 'scatter', **shape}, update))
   for layers in sweep.chain_layers:
-    s = time_calls(_chain_fn(layers, key), **t_kw)
-    add({'kind': 'chain', 'layers': layers, 'seconds': s})
+    out.append(({'kind': 'chain', 'layers': layers}, _chain_fn(layers, key)))
   return out
+
+
+def measure(sweep: Sweep = Sweep(), seed: int = 0) -> list[dict]:
+  """Runs the microbenchmarks on the default JAX device (see
+  `time_interleaved`).
+
+  Returns:
+    A list of records, each {'kind', shape keys, 'seconds'}.
+  """
+  items = benchmarks(sweep, seed)
+  secs = time_interleaved(
+    [run for _, run in items],
+    rounds=sweep.rounds,
+    min_seconds=sweep.min_seconds,
+  )
+  return [
+    {**rec, 'seconds': t} for (rec, _), t in zip(items, secs, strict=True)
+  ]
 
 
 # ---- the fit ----------------------------------------------------------------

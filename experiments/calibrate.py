@@ -5,8 +5,7 @@ r"""Ground the cost model: a real Flax DLRM, XLA's counts, measured steps.
   python -m experiments.calibrate \
       --device_profile=codesign/data/profiles/local_cpu.json
 
-Steps (JAX picks the backend; nothing here is CPU-specific except the
-clock, see `device_profile.default_clock`):
+Steps (JAX picks the backend; nothing here is CPU-specific):
 1. `param_check`: parameters of the Flax DLRM (`jax.eval_shape` of its
    init, so preset-sized tables cost no memory) against
    `workload.param_count`.
@@ -18,7 +17,9 @@ clock, see `device_profile.default_clock`):
    embedding-bag gathers and scatters, streaming, call chains) and the
    efficiency fields fitted to them through the cost model
    (`codesign.device_profile`), or the profile given by --device_profile.
-   FITTING DATA: the microbenchmarks only.
+   FITTING DATA: the microbenchmarks only. They are timed in the same
+   interleaved rounds as the validation steps of 4, so that both see the
+   same machine (`device_profile.time_interleaved`).
 4. `local_cases`: real jitted train steps of the Flax DLRM on synthetic
    data for configurations that differ in batch, tables, dims, pooling,
    MLP widths and interaction, against the cost model's step time on a
@@ -298,30 +299,21 @@ def train_step_runner(w, seed: int):
   return run
 
 
-# Local step times are the minimum over ROUNDS passes over all
-# configurations: this shared 2-core machine's speed drifts by up to ~20%
-# over tens of seconds, and interleaving keeps one slow spell from setting
-# one configuration's time.
-ROUNDS = 3
+# One timing sample of a validation step: back-to-back steps lasting
+# about this long (a step takes 2-60 ms here).
+STEP_MIN_SECONDS = 0.05
 
 
-def local_cases(profile: dict, quick: bool, seed: int, log, smoke=False):
+def local_cases(profile: dict, configs, measured_s, log):
+  """The validation cases: each configuration's measured step time
+  (`measured_s`, seconds) against the cost model under `profile`."""
   import jax
 
   from codesign import cost_model, device_profile, hardware
 
   p = device_profile.local_platform(profile)
-  configs = _local_configs(quick, smoke)
-  runners = [train_step_runner(w, seed) for w in configs]
-  times = [float('inf')] * len(configs)
-  for _ in range(ROUNDS):
-    for i, run in enumerate(runners):
-      s = device_profile.time_calls(
-        run, min_seconds=0.05 if quick else 0.2, repeats=2 if quick else 3
-      )
-      times[i] = min(times[i], s)
   out = []
-  for w, measured in zip(configs, times, strict=True):
+  for w, measured in zip(configs, measured_s, strict=True):
     plan = device_profile.local_plan(w, p)
     with jax.default_device(jax.devices('cpu')[0]):
       r = cost_model.evaluate(hardware.as_arrays(p), w, plan)
@@ -342,6 +334,37 @@ def local_cases(profile: dict, quick: bool, seed: int, log, smoke=False):
     )
     out.append(case)
   return out
+
+
+def measure(sweep, configs, seed: int, with_microbenchmarks: bool, log):
+  """Times the microbenchmarks (if asked) and the validation train steps,
+  interleaved in the same rounds (`device_profile.time_interleaved`), so
+  that the fitting data and the validation data see the same spread of
+  machine states.
+
+  Returns:
+    (microbenchmark records or None, step seconds per configuration).
+  """
+  from codesign import device_profile
+
+  items = device_profile.benchmarks(sweep, seed) if with_microbenchmarks else []
+  runners = [train_step_runner(w, seed) for w in configs]
+  log(
+    f'timing {len(items)} microbenchmarks (fitting data) and '
+    f'{len(runners)} train steps (validation data), interleaved, '
+    f'{sweep.rounds} rounds ...'
+  )
+  secs = device_profile.time_interleaved(
+    [run for _, run in items] + runners,
+    rounds=sweep.rounds,
+    min_seconds=[sweep.min_seconds] * len(items)
+    + [STEP_MIN_SECONDS] * len(runners),
+  )
+  records = [
+    {**rec, 'seconds': t}
+    for (rec, _), t in zip(items, secs[: len(items)], strict=True)
+  ]
+  return (records or None), secs[len(items) :]
 
 
 def public_cases(log):
@@ -504,14 +527,13 @@ def main():
   def log(msg):
     print(msg, flush=True)
 
+  sweep = device_profile.QUICK_SWEEP if quick else device_profile.Sweep()
+  configs = _local_configs(quick, FLAGS.smoke)
+  records, step_times = measure(sweep, configs, FLAGS.seed, given is None, log)
   if given is not None:
-    profile = given
-    fit_report, records = None, None
+    profile, fit_report = given, None
     log(f'device profile from {FLAGS.device_profile}')
   else:
-    sweep = device_profile.QUICK_SWEEP if quick else device_profile.Sweep()
-    log('measuring microbenchmarks ...')
-    records = device_profile.measure(sweep, seed=FLAGS.seed)
     profile, fit_report = device_profile.fit(records, steps=FLAGS.fit_steps)
     profile = {
       **profile,
@@ -551,8 +573,8 @@ def main():
       f'{c["measured"] / c["analytic"]:.4f}'
       f'  bytes XLA/analytic {c["bytes_ratio"]:.2f}'
     )
-  log('local train steps (validation, not fitted) ...')
-  local = local_cases(profile, quick, FLAGS.seed, log, FLAGS.smoke)
+  log('local train steps (validation, not fitted):')
+  local = local_cases(profile, configs, step_times, log)
   log(
     'public cases (catalog GPUs; embedding efficiency fitted leave-one-'
     'case-out) ...'
@@ -576,6 +598,9 @@ def main():
       'stream and the fastest GEMM give bandwidth and peaks)',
       'validation_data': 'local_cases: full jitted DLRM train steps of '
       'configurations absent from the fit',
+      'timing': 'wall clock; microbenchmarks and validation steps sampled '
+      'in turn in the same rounds, each keeping its fastest sample',
+      'rounds': sweep.rounds,
       'public_cases': 'published NVIDIA DLRM throughputs against the '
       'catalog accelerators with their shipped default profiles, except '
       'one number, the embedding (gather and update) efficiency: each '
