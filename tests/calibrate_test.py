@@ -143,6 +143,77 @@ def test_fit_through_the_cost_model_recovers_a_known_device():
     assert r['predicted'] == pytest.approx(r['seconds'], rel=0.05)
 
 
+def test_time_interleaved_samples_in_turn_and_keeps_the_fastest():
+  # A fake clock: each call of function i advances it by the next of its
+  # scripted durations, so the expected result is known exactly.
+  durations = {
+    0: iter([1.0, 1.0, 5.0, 2.0, 3.0]),
+    1: iter([1.0, 1.0, 4.0, 7.0, 0.5]),
+  }
+  now, order = [0.0], []
+
+  def make(i):
+    def fn():
+      order.append(i)
+      now[0] += next(durations[i])
+      return jnp.zeros(())
+
+    return fn
+
+  secs = device_profile.time_interleaved(
+    [make(0), make(1)], rounds=3, min_seconds=0.0, clock=lambda: now[0]
+  )
+  # Two warm-up calls each (compile, then one timed call that sets one
+  # call per sample), then the rounds alternate between the functions.
+  assert order == [0, 0, 1, 1, 0, 1, 0, 1, 0, 1]
+  assert secs == [2.0, 0.5]
+
+
+def test_microbenchmarks_run_once_per_shape():
+  sweep = device_profile.Sweep(
+    gemm_m=(8,),
+    gemm_kn=((8, 16),),
+    gemm_precisions=('fp32',),
+    layer_m=(8,),
+    layer_kn=((8, 16),),
+    interaction_shapes=((8, 3, 4),),
+    table_rows=(64,),
+    bag_batch=8,
+    bag_dims=(4,),
+    bag_pooling=(1, 2),
+    stream_elems=1024,
+    chain_layers=(1,),
+    min_seconds=0.0,
+    rounds=2,
+  )
+  records = device_profile.measure(sweep)
+  kinds = [r['kind'] for r in records]
+  assert kinds == [
+    'stream',
+    'gemm',
+    'layer',
+    'interaction',
+    'gather',
+    'scatter',
+    'gather',
+    'scatter',
+    'chain',
+  ]
+  assert all(np.isfinite(r['seconds']) and r['seconds'] > 0 for r in records)
+  assert [r['pooling'] for r in records if r['kind'] == 'gather'] == [1, 2]
+
+
+def test_bag_benchmarks_of_one_shape_share_their_table():
+  # Held once per (rows, dim): the pooling-2 update must change what the
+  # pooling-1 gather reads.
+  bags = device_profile._bag_fns(64, 4, (1, 2), 8, 0)
+  before = np.asarray(bags[1][0]())
+  bags[2][1]()
+  after = np.asarray(bags[1][0]())
+  assert np.all(np.isfinite(after))
+  assert not np.allclose(before, after)
+
+
 def test_local_platform_is_one_cpu_socket():
   prof = device_profile.load(LOCAL)
   p = device_profile.local_platform(prof)
