@@ -545,12 +545,11 @@ def _bag_fns(rows, dim, poolings, batch, seed):
   """
   from codesign import synthetic_data
 
-  table = [None]
+  w = table_workload(rows, dim, poolings[0], batch)
+  table = [dlrm.init(w, jax.random.PRNGKey(seed))['embedding_0']]
   out = {}
   for pooling in poolings:
     w = table_workload(rows, dim, pooling, batch)
-    if table[0] is None:
-      table[0] = dlrm.init(w, jax.random.PRNGKey(seed))['embedding_0'] + 0.0
     model = dlrm.DLRM(w)
     data = synthetic_data.SyntheticCriteo(w, seed=seed).batch(0, batch)
     idx, wts = jax.device_put((data.indices, data.weights))
