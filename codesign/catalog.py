@@ -87,6 +87,28 @@ def assumed(key: str) -> float:
   return ASSUMED[key][0]
 
 
+@functools.cache
+def gpu_fit() -> dict:
+  """GPU numbers fitted to the published cases (`data/stack_fit.json`,
+  written by experiments.calibrate): field -> (value, provenance); empty
+  when no fit is shipped. They replace the assumptions of the same
+  fields for every catalog accelerator."""
+  path = _DATA / 'stack_fit.json'
+  if not path.is_file():
+    return {}
+  gpu = json.loads(path.read_text()).get('gpu', {})
+  return {k: (float(v['value']), v['provenance']) for k, v in gpu.items()}
+
+
+def _gpu_number(field: str, key: str) -> tuple[float, str]:
+  """(value, source) of an accelerator efficiency field: fitted if
+  shipped, else the assumption."""
+  if field in gpu_fit():
+    value, why = gpu_fit()[field]
+    return value, 'fitted: ' + why
+  return assumed(key), _assume(key)
+
+
 def _src(entry: str, d: dict) -> str:
   return f'catalog: {entry} (' + '; '.join(d.get('source', [])) + ')'
 
@@ -158,6 +180,12 @@ def accelerator(name: str) -> Accelerator:
     board, why = _ACCEL_PRICE[name]
     price_src = why
   tf32_src = src if d['tf32_tflops_dense'] else src + ' (no TF32: fp32 rate)'
+  gemm_eff, gemm_eff_src = _gpu_number(
+    'gemm_efficiency', 'accel_gemm_efficiency'
+  )
+  gemm_half, gemm_half_src = _gpu_number(
+    'gemm_half_size', 'accel_gemm_half_size'
+  )
   return Accelerator(
     name=name,
     peak_flops_fp32=fp32 * TFLOPS,
@@ -165,8 +193,8 @@ def accelerator(name: str) -> Accelerator:
     peak_flops_bf16=bf16 * TFLOPS,
     hbm_bandwidth=d['hbm_bw_GBps'] * GB,
     hbm_capacity=hbm,
-    gemm_efficiency=assumed('accel_gemm_efficiency'),
-    gemm_half_size=assumed('accel_gemm_half_size'),
+    gemm_efficiency=gemm_eff,
+    gemm_half_size=gemm_half,
     gather_efficiency=assumed('accel_gather_efficiency'),
     update_efficiency=assumed('accel_update_efficiency'),
     kernel_overhead=assumed('accel_kernel_overhead_us') * 1e-6,
@@ -180,8 +208,8 @@ def accelerator(name: str) -> Accelerator:
       ('peak_flops_bf16', src),
       ('hbm_bandwidth', src),
       ('hbm_capacity', src + ' (vendor GB taken as 1e9 B)'),
-      ('gemm_efficiency', _assume('accel_gemm_efficiency')),
-      ('gemm_half_size', _assume('accel_gemm_half_size')),
+      ('gemm_efficiency', gemm_eff_src),
+      ('gemm_half_size', gemm_half_src),
       ('gather_efficiency', _assume('accel_gather_efficiency')),
       ('update_efficiency', _assume('accel_update_efficiency')),
       ('kernel_overhead', _assume('accel_kernel_overhead_us')),

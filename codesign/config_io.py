@@ -1,4 +1,5 @@
-"""JSON in and out for workloads, platforms and plans, and `--override`.
+"""JSON in and out for workloads, platforms, plans and stacks, and
+`--override`.
 
 The JSON schema is the boundary: keys carry units (`hbm_bandwidth_gb_per_s`)
 and `codesign.units` converts to SI. Presets dump to this schema, and a
@@ -11,8 +12,15 @@ import pathlib
 
 import numpy as np
 
-from codesign import hardware, platform_presets, workload_presets
+from codesign import (
+  hardware,
+  planner,
+  platform_presets,
+  stack_presets,
+  workload_presets,
+)
 from codesign import plan as plan_lib
+from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.units import UNITS, from_si_exact, to_si
@@ -71,6 +79,24 @@ def _number(value, where: str) -> float:
   return x
 
 
+def _static(value, f: dataclasses.Field, where: str):
+  """A static field's value, checked against the field's type."""
+  kind = f.type if isinstance(f.type, type) else None
+  if kind is bool and not isinstance(value, bool):
+    raise InputError(f'{where} must be true or false, got {value!r}')
+  if kind is int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+      raise InputError(f'{where} must be an integer, got {value!r}')
+    if float(value) != int(value):
+      raise InputError(f'{where} must be an integer, got {value!r}')
+    return int(value)
+  if kind is float:
+    return _number(value, where)
+  if kind is str and not isinstance(value, str):
+    raise InputError(f'{where} must be a string, got {value!r}')
+  return value
+
+
 def dataclass_from_json(cls, d: dict, where: str):
   """Inverse of `dataclass_to_json`; one-sentence errors on bad input."""
   fields = dataclasses.fields(cls)
@@ -86,7 +112,7 @@ def dataclass_from_json(cls, d: dict, where: str):
       src = d.get('sources', {})
       kwargs[f.name] = tuple((str(k), str(v)) for k, v in src.items())
     elif f.metadata.get('static'):
-      kwargs[f.name] = d[key]
+      kwargs[f.name] = _static(d[key], f, f'{where}.{key}')
     else:
       x = _number(d[key], f'{where}.{key}')
       if x < 0:
@@ -134,6 +160,16 @@ def _json_path(obj, path: str) -> str:
   if rest:
     return f'{head}.{_json_path(getattr(obj, head), rest)}'
   return _key(f)
+
+
+def stack_to_json(s: stack_lib.Stack) -> dict:
+  return dataclass_to_json(s)
+
+
+def stack_from_json(d: dict) -> stack_lib.Stack:
+  return stack_lib.validate(
+    dataclass_from_json(stack_lib.Stack, d, 'stack')
+  )
 
 
 def workload_to_json(w: wl.Workload) -> dict:
@@ -260,6 +296,12 @@ def workload_json(name_or_path: str) -> dict:
   return workload_to_json(workload_presets.get(name_or_path))
 
 
+def stack_json(name_or_path: str) -> dict:
+  if _looks_like_path(name_or_path):
+    return _from_file(name_or_path, 'stack')
+  return stack_to_json(stack_presets.get(name_or_path))
+
+
 def platform_json(name_or_path: str) -> dict:
   if _looks_like_path(name_or_path):
     return _from_file(name_or_path, 'platform')
@@ -311,7 +353,7 @@ def apply_override(tree: dict, path: list[str], value, where: str):
 
 def split_overrides(overrides: list[str]) -> dict[str, list]:
   """'section.a.b=value' strings -> {section: [(path, value), ...]}."""
-  out = {'workload': [], 'platform': [], 'plan': []}
+  out = {'workload': [], 'platform': [], 'plan': [], 'stack': []}
   for text in overrides or []:
     key, sep, value = text.partition('=')
     if not sep:
@@ -319,7 +361,8 @@ def split_overrides(overrides: list[str]) -> dict[str, list]:
     section, *path = key.strip().split('.')
     if section not in out or not path:
       raise InputError(
-        f'override key {key!r} must start with workload., platform. or plan.'
+        f'override key {key!r} must start with workload., platform., plan. '
+        'or stack.'
       )
     out[section].append((path, _parse_value(value.strip())))
   return out
@@ -342,14 +385,16 @@ def resolve(
   plan: str = 'auto',
   overrides: list[str] | None = None,
   device_profile: str | None = None,
+  stack: str = stack_presets.DEFAULT,
 ):
-  """Loads and overrides the three inputs. Returns (workload, platform,
-  plan) objects; raises `InputError` on any bad input.
+  """Loads and overrides the four inputs. Returns (workload, platform,
+  plan, stack) objects; raises `InputError` on any bad input.
 
   A device profile (`device_profile`, else the default set by
   `set_default_device_profile`) writes its efficiency fields into the
   platform's training part before the overrides (see
-  `codesign.device_profile.apply_to_json`).
+  `codesign.device_profile.apply_to_json`). A named plan is made by
+  `codesign.planner.make` for the resolved stack.
   """
   ov = split_overrides(overrides)
   wj = workload_json(workload)
@@ -365,13 +410,17 @@ def resolve(
   for path, value in ov['platform']:
     apply_override(pj, path, value, 'platform')
   p = platform_from_json(pj)
+  sj = stack_json(stack)
+  for path, value in ov['stack']:
+    apply_override(sj, path, value, 'stack')
+  s = stack_from_json(sj)
   if _looks_like_path(plan):
     plj = _from_file(plan, 'plan')
   else:
-    plj = plan_to_json(plan_lib.make(w, p, placement=plan))
+    plj = plan_to_json(planner.make(w, p, s, placement=plan))
   for path, value in ov['plan']:
     apply_override(plj, path, value, 'plan')
-  return w, p, plan_from_json(plj, w)
+  return w, p, plan_from_json(plj, w), s
 
 
 __all__ = ['UNITS', 'resolve']

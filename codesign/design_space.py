@@ -50,6 +50,7 @@ from codesign import plan as plan_lib
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.pytree import replace
+from codesign.stack import Stack
 from codesign.units import GB
 
 # Chassis model (assumption, after the presets' 20-30 kUSD and 0.8-1.2 kW
@@ -341,11 +342,9 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     nic=nic,
     node_price=_node_price(accels, sockets),
     node_power=_node_power(accels, sockets),
-    step_overhead=STEP_OVERHEAD_S,
     sources=(
       ('node_price', chassis),
       ('node_power', chassis),
-      ('step_overhead', 'assumption: as the accelerator presets'),
       (
         'notes',
         'proposed by codesign.search; fabric topology switch, NICs on the '
@@ -406,7 +405,6 @@ def _assemble(space, template, acc, cpu, numbers):
     nic=replace(template.nic, count=nics, bandwidth=nic_bw),
     node_price=_node_price(accels, sockets),
     node_power=_node_power(accels, sockets),
-    step_overhead=jnp.asarray(template.step_overhead, dtype=accels.dtype),
   ), {'max_sockets': cpu[nc + 1], 'max_ddr': cpu[nc + 2]}
 
 
@@ -437,7 +435,7 @@ def _interp_number(grid, z):
   return jnp.exp(lo + z * (hi - lo))
 
 
-def decode(space: DesignSpace, workload: wl.Workload, z):
+def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
   """The relaxed platform and plan at design vector z (shape (D,)).
 
   Returns:
@@ -451,10 +449,13 @@ def decode(space: DesignSpace, workload: wl.Workload, z):
   cpu = _mix_part(cpu_t, z[a : a + c])
   numbers = [_interp_number(g, z[a + c + i]) for i, g in enumerate(space.grids)]
   p, aux = _assemble(space, template, acc, cpu, numbers)
-  return p, decode_plan(space, workload, p, z[space.num_hw_coords :]), aux
+  plan = decode_plan(space, workload, stack, p, z[space.num_hw_coords :])
+  return p, plan, aux
 
 
-def decode_index(space: DesignSpace, workload: wl.Workload, index, plan_z):
+def decode_index(
+  space: DesignSpace, workload: wl.Workload, stack: Stack, index, plan_z
+):
   """The buildable platform at integer `index` (shape (H,)) with plan
   vector `plan_z` (shape (D - H,)); traced, matches `build` exactly."""
   acc_t, cpu_t = part_tables(space)
@@ -465,7 +466,7 @@ def decode_index(space: DesignSpace, workload: wl.Workload, index, plan_z):
     jnp.asarray(np.array(g))[index[2 + i]] for i, g in enumerate(space.grids)
   ]
   p, aux = _assemble(space, template, acc, cpu, numbers)
-  return p, decode_plan(space, workload, p, plan_z), aux
+  return p, decode_plan(space, workload, stack, p, plan_z), aux
 
 
 def table_bytes(workload: wl.Workload) -> np.ndarray:
@@ -478,15 +479,16 @@ def table_bytes(workload: wl.Workload) -> np.ndarray:
   )
 
 
-def auto_hbm_fraction(space: DesignSpace, workload: wl.Workload, p):
+def auto_hbm_fraction(
+  space: DesignSpace, workload: wl.Workload, stack: Stack, p
+):
   """The `auto` plan rule: the same HBM fraction for every table, as much
-  as fits in 95% of the HBM left after the dense model, counting the
+  as fits in the HBM the stack allows after the dense model, counting the
   busiest rank (table-wise: at least the largest table; 10% slack covers
   the cost model's smooth maximum)."""
   tb = table_bytes(workload)
-  free = 0.95 * p.accelerator.hbm_capacity - cost_model.dense_hbm_bytes(
-    workload, p
-  )
+  free = (1.0 - stack.hbm_reserve) * p.accelerator.hbm_capacity
+  free = free - cost_model.dense_hbm_bytes(workload, p, stack)
   ranks = p.nodes * p.accelerators_per_node
   need = float(tb.sum()) / ranks
   if space.sharding == 'table_wise':
@@ -496,11 +498,13 @@ def auto_hbm_fraction(space: DesignSpace, workload: wl.Workload, p):
   return jnp.clip(free / (1.1 * need), 0.0, 1.0)
 
 
-def decode_plan(space: DesignSpace, workload: wl.Workload, p, plan_z):
+def decode_plan(
+  space: DesignSpace, workload: wl.Workload, stack: Stack, p, plan_z
+):
   """The plan for platform p from its design coordinates (shape (D-H,))."""
   t = space.num_tables
   if space.plan_mode == 'auto':
-    frac = auto_hbm_fraction(space, workload, p) * jnp.ones((t,))
+    frac = auto_hbm_fraction(space, workload, stack, p) * jnp.ones((t,))
     cpu_lookup = jnp.ones(())
     ov = jnp.asarray(space.overlap)
   else:

@@ -45,8 +45,17 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from codesign import cost_model, dlrm, hardware, platform_presets
+from codesign import (
+  cost_model,
+  cost_terms,
+  dlrm,
+  hardware,
+  planner,
+  platform_presets,
+  stack_presets,
+)
 from codesign import plan as plan_lib
+from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.pytree import replace
@@ -108,7 +117,7 @@ def validate(profile: dict, where: str = 'device profile') -> dict:
     lo, hi = hardware.BOUNDS[f'{part}.{fname}']
     _number(profile, key, where, lo / scale, hi / scale)
   if 'step_overhead_us' in profile:
-    lo, hi = hardware.BOUNDS['step_overhead']
+    lo, hi = stack_lib.BOUNDS['step_floor']
     _number(profile, 'step_overhead_us', where, lo * 1e6, hi * 1e6)
   for key in PEAK_KEYS:
     if key in profile:
@@ -151,8 +160,9 @@ def apply_to_json(platform_json: dict, profile: dict) -> dict:
   """A platform JSON dict with the profile's efficiency fields written in.
 
   The profile must describe the part that trains: `cpu` for a CPU
-  trainer, `accelerator` otherwise. `step_overhead_us` is written when the
-  profile has it. Returns a new dict; raises `InputError` on a mismatch.
+  trainer, `accelerator` otherwise. (Its `step_overhead_us`, the cost of
+  one jitted call, belongs to the `jax_xla` stack: `local_stack`.)
+  Returns a new dict; raises `InputError` on a mismatch.
   """
   validate(profile)
   out = json.loads(json.dumps(platform_json))
@@ -165,8 +175,6 @@ def apply_to_json(platform_json: dict, profile: dict) -> dict:
     )
   for key in EFFICIENCY_KEYS:
     out[part][key] = float(profile[key])
-  if 'step_overhead_us' in profile:
-    out['step_overhead_us'] = float(profile['step_overhead_us'])
   src = out[part].get('sources', {})
   for key, (fname, _) in EFFICIENCY_KEYS.items():
     src[fname] = 'device profile: ' + str(profile.get('source', ''))
@@ -205,7 +213,6 @@ def local_platform(profile: dict) -> hardware.Platform:
     fname: float(profile[key]) * scale
     for key, (fname, scale) in EFFICIENCY_KEYS.items()
   }
-  step = float(profile.get('step_overhead_us', 0.0)) * 1e-6
   if profile['target'] == 'cpu':
     base = platform_presets.get('cpu_2s')
     cpu = replace(
@@ -222,7 +229,6 @@ def local_platform(profile: dict) -> hardware.Platform:
       nodes=1.0,
       sockets_per_node=1.0,
       cpu=cpu,
-      step_overhead=step,
     )
   base = platform_presets.get('dgx_a100_80gb')
   acc = replace(
@@ -240,14 +246,21 @@ def local_platform(profile: dict) -> hardware.Platform:
     nodes=1.0,
     accelerators_per_node=1.0,
     accelerator=acc,
-    step_overhead=step,
   )
+
+
+def local_stack(profile: dict) -> stack_lib.Stack:
+  """The `jax_xla` stack on the profiled device: its per-step floor is the
+  measured cost of one jitted call (`step_overhead_us`)."""
+  s = stack_presets.get('jax_xla')
+  step = float(profile.get('step_overhead_us', s.step_floor * 1e6)) * 1e-6
+  return replace(s, step_floor=step)
 
 
 def local_plan(w: wl.Workload, p: hardware.Platform) -> plan_lib.Plan:
   """All tables in the device's memory; nothing overlaps (one device runs
   every op in turn, so there is no communication to hide)."""
-  pl = plan_lib.make(w, p, placement='hbm')
+  pl = planner.make(w, p, stack_presets.get('jax_xla'), placement='hbm')
   return replace(pl, overlap=0.0)
 
 
@@ -693,51 +706,59 @@ def bench_plan(platform: hardware.Platform, rec: dict):
   return local_plan(w, platform)
 
 
-def predict(platform: hardware.Platform, rec: dict, plan=None):
+def predict(
+  platform: hardware.Platform, stack: stack_lib.Stack, rec: dict, plan=None
+):
   """The cost model's seconds for one microbenchmark record (traceable in
-  the platform; `plan` from `bench_plan` for gathers and scatters)."""
-  p = platform
+  the platform and the stack; `plan` from `bench_plan` for gathers and
+  scatters)."""
+  p, s = platform, stack
   dev = p.cpu if p.trainer == 'cpu' else p.accelerator
   kind = rec['kind']
   # Every benchmark is one jitted call: the call's fixed cost is the
-  # platform's per-step overhead.
-  if kind == 'gemm':
-    w = gemm_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
-    fwd, _ = cost_model.dense_times(p, w)
-    return fwd[0] + p.step_overhead
-  if kind == 'layer':
-    # A top-MLP layer (it has an input gradient): forward plus backward.
-    w = layer_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
-    fwd, bwd = cost_model.dense_times(p, w)
-    return fwd[1] + bwd[1] + p.step_overhead
+  # stack's per-step floor.
+  if kind in ('gemm', 'layer', 'chain'):
+    if kind == 'gemm':
+      w = gemm_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
+    elif kind == 'layer':
+      w = layer_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
+    else:
+      w = chain_workload(rec['layers'])
+    fwd, bwd = cost_terms.dense_times(p, w, s, cost_terms.setup(p, w, s))
+    if kind == 'gemm':
+      return fwd[0] + s.step_floor
+    if kind == 'layer':
+      # A top-MLP layer (it has an input gradient): forward plus backward.
+      return fwd[1] + bwd[1] + s.step_floor
+    return jnp.sum(fwd[: rec['layers']]) + s.step_floor
   if kind == 'interaction':
     w = interaction_workload(rec['batch'], rec['features'], rec['dim'])
-    r = cost_model.evaluate(p, w, plan)
-    return r.breakdown['dense_interaction'] + p.step_overhead
-  if kind == 'chain':
-    w = chain_workload(rec['layers'])
-    fwd, _ = cost_model.dense_times(p, w)
-    return jnp.sum(fwd[: rec['layers']]) + p.step_overhead
+    r = cost_model.evaluate(p, w, plan, s)
+    return r.breakdown['dense_interaction'] + s.step_floor
   if kind in ('gather', 'scatter'):
     w = table_workload(rec['rows'], rec['dim'], rec['pooling'], rec['batch'])
-    r = cost_model.evaluate(p, w, plan)
+    r = cost_model.evaluate(p, w, plan, s)
     tier = 'ddr' if p.trainer == 'cpu' else 'hbm'
     name = 'gather' if kind == 'gather' else 'update'
     t = r.breakdown[f'embedding_{name}_{tier}']
-    return t + dev.kernel_overhead + p.step_overhead
+    return t + dev.kernel_overhead + s.step_floor
   raise ValueError(f'no prediction for kind {kind!r}')
 
 
 FIT_KINDS = ('gemm', 'layer', 'interaction', 'gather', 'scatter', 'chain')
 
 
-def _with_fit(p: hardware.Platform, values: dict) -> hardware.Platform:
+def _with_fit(p: hardware.Platform, s: stack_lib.Stack, values: dict):
+  """(platform, stack) with fitted values: device fields into the part
+  that trains, the call overhead into the stack's floor."""
   part = 'cpu' if p.trainer == 'cpu' else 'accelerator'
   dev = replace(
     getattr(p, part),
     **{k: v for k, v in values.items() if k != 'step_overhead'},
   )
-  return replace(p, **{part: dev, 'step_overhead': values['step_overhead']})
+  return replace(p, **{part: dev}), replace(
+    s, step_floor=values['step_overhead']
+  )
 
 
 def fit(
@@ -777,6 +798,7 @@ def fit(
     'step_overhead_us': 50.0,
   }
   base = hardware.as_arrays(local_platform(seed_profile), jnp.float32)
+  base_stack = local_stack(seed_profile)
   fitted = [r for r in records if r['kind'] in FIT_KINDS]
   kinds = sorted({r['kind'] for r in fitted})
   log_meas = jnp.log(jnp.array([r['seconds'] for r in fitted], jnp.float32))
@@ -802,9 +824,9 @@ def fit(
   plans = [bench_plan(base, r) for r in fitted]
 
   def preds(theta):
-    p = _with_fit(base, unpack(theta))
+    p, s = _with_fit(base, base_stack, unpack(theta))
     return jnp.stack(
-      [predict(p, r, pl) for r, pl in zip(fitted, plans, strict=True)]
+      [predict(p, s, r, pl) for r, pl in zip(fitted, plans, strict=True)]
     )
 
   def loss_fn(theta):

@@ -157,9 +157,6 @@ class Platform:
   nic: Nic = field(doc='scale-out NICs')
   node_price: float = field(unit='usd', doc='chassis, board, PSU, storage')
   node_power: float = field(unit='w', doc='chassis, fans, board, storage')
-  step_overhead: float = field(
-    unit='us', doc='fixed framework cost per training step, s'
-  )
   sources: Sources = field(static=True, doc='field -> source')
 
 
@@ -225,7 +222,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'nic.bandwidth_power': (1e-13, 1e-6),
   'node_price': (0.0, 1e6),
   'node_power': (0.0, 1e5),
-  'step_overhead': (0.0, 1e-1),
 }
 
 

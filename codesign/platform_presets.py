@@ -113,7 +113,6 @@ def _platform(
   node_power,
   notes,
 ) -> Platform:
-  overhead = 200e-6 if trainer == 'accelerator' else 500e-6
   return Platform(
     name=name,
     trainer=trainer,
@@ -127,15 +126,9 @@ def _platform(
     nic=nics,
     node_price=float(node_price),
     node_power=float(node_power),
-    step_overhead=overhead,
     sources=(
       ('node_price', _ASSUMED_SRC + ' (chassis, board, PSUs, storage)'),
       ('node_power', _ASSUMED_SRC + ' (fans, board, storage)'),
-      (
-        'step_overhead',
-        'assumption: framework cost per step; calibrated '
-        'by experiments.calibrate',
-      ),
       ('notes', notes),
     ),
   )
@@ -188,6 +181,28 @@ def cpu_2s() -> Platform:
     5000,
     300,
     'DDR 6 x 64 GB per socket (assumption); accelerators unused',
+  )
+
+
+def cpu_4s() -> Platform:
+  """Four-socket Cooper Lake CPU trainer, as Intel's MLPerf v0.7 DLRM
+  node (4 x Xeon 8380H-class with 192 GB DDR4-3200 each, one 100 Gb/s
+  NIC). The accelerator fields are unused."""
+  return _platform(
+    'cpu_4s',
+    'cpu',
+    1,
+    4,
+    0,
+    catalog.cpu(COOPER, 192),
+    catalog.accelerator('V100-SXM2-32GB'),
+    _accel_fabric('V100-SXM2-32GB', 'pcie_only'),
+    3,
+    nic(1, 100, 'socket'),
+    8000,
+    400,
+    'mlcommons/training_results_v0.7 Intel 1-node-4s-cpx-pytorch: 192 GB '
+    'per socket at 3200 MT/s; NIC and chassis are assumptions',
   )
 
 
@@ -424,6 +439,7 @@ PLATFORMS = {
   f.__name__: f
   for f in (
     cpu_2s,
+    cpu_4s,
     big_basin,
     zion,
     zionex,

@@ -1,63 +1,220 @@
 """Published DLRM training throughputs as cost-model cases, and an honest
-way to calibrate the model's GPU defaults against them.
+way to calibrate the software stacks against them.
 
 `data/calibration_cases.json` (a copy of ../shared/reference) holds
-NVIDIA's measured PyTorch DLRM throughputs C1-C4 on A100 and V100 GPUs,
-each in two precisions. `load()` turns every (case, precision) into a
-`PublicCase`: the catalog platform cut to the GPUs the case used, the
-nv_dlrm workload at the case's batch and precision, and the plan NVIDIA
-describes in the file's `placement_note` (every table whole on one GPU,
-all in HBM).
+measured throughputs C1-C9: NVIDIA's PyTorch DLRM (1 and 8 GPUs, V100 and
+A100), HugeCTR (DGX A100, DGX H100 with DCN-v2), Intel's CPU trainer on
+four Cooper Lake sockets, and TorchRec on 8 A100s. `load()` turns every
+(case, precision) into a `PublicCase`: the catalog platform cut to the
+devices the case used, the catalog workload at the case's batch and
+precision, the stack the case names (with the case's own version choices,
+`CASE_STACK_CHANGES`, each with its source) and the plan that stack's
+software makes (`CASE_PLANS`).
 
-The catalog has no measured GPU profile. The share of HBM bandwidth that
-embedding gathers and row updates reach is an assumption (0.5, after
-torchrec's planner), and it is the term the published numbers disagree
-with most: the assumption puts single-GPU steps 33-45% too fast in mixed
-precision, with the GEMMs at their catalog peaks. So one number, the
-*embedding efficiency* (gather and update efficiency together), is fitted
-to published step times by Adam through the cost model, and judged by
-leave-one-case-out: each case is predicted with the efficiency fitted on
-the OTHER cases only (both precisions of a case leave together, since
-they share hardware and embedding work). Cases of an older software stack
-(`OTHER_SOFTWARE`) are judged but never fitted on. The fitted number
-absorbs every per-sample cost the model does not name (PyTorch's
-embedding kernels, index sorting, elementwise passes), so it describes
-this software on these GPUs, not the HBM.
+What is fitted (`FIT_PARAMETERS`): a handful of physical numbers that
+more than one case sees, each moving inside a documented range
+(`stack.FIT_RANGES`, `GPU_GEMM_RANGE`) and pulled towards its sourced
+prior (`stack_presets.PRIORS`) by a weak penalty:
+- the host time per eager PyTorch operator (tied across TorchRec,
+  NVIDIA's eager optimizer and Intel's CPU trainer);
+- the per-step floor of CUDA-graph stacks and of eager stacks;
+- the share of the hardware rate that fused embedding kernels reach
+  (tied across NVIDIA's, HugeCTR's and TorchRec's fused kernels);
+- the GEMM efficiency of the GPUs (cuBLAS; one number for all of them).
+Every case is judged leave-one-case-out: predicted with the values fitted
+on the other cases only (both precisions of a case leave together). A
+number no other case informs stays at its prior in that fold, so a
+stack seen in one case only (TorchRec, Intel's) is predicted from the
+physics and the numbers the other stacks share.
 """
 
 import dataclasses
 import json
 import pathlib
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from codesign import (
   cost_model,
   device_profile,
   hardware,
+  planner,
   platform_presets,
+  stack_presets,
   workload_presets,
 )
 from codesign import plan as plan_lib
+from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.pytree import replace
 
 CASES_FILE = pathlib.Path(__file__).parent / 'data' / 'calibration_cases.json'
-# Which catalog platform and how many of its GPUs each case ran on.
+# Which catalog platform and how many of its devices each case ran on.
 PLATFORMS = {
   'C1': ('dgx_a100_80gb', 1),
   'C2': ('dgx1_v100', 8),
   'C3': ('dgx1_v100', 1),
   'C4': ('dgx1_v100', 1),
+  'C5': ('dgx_a100_40gb', 8),
+  'C6': ('dgx_a100_80gb', 8),
+  'C7': ('cpu_4s', 4),
+  'C8': ('dgx_h100', 8),
+  'C9': ('p4d', 8),
 }
-PRECISIONS = {'amp': 'fp16', 'fp32': 'fp32', 'tf32': 'tf32'}
-# Cases whose software differs from the rest; never in a fitting set.
-OTHER_SOFTWARE = {
-  'C4': 'older implementation without CUDA graphs (April 2020), per '
-  'calibration_cases.json; the other cases ran one newer stack',
+# Catalog model name -> workload preset.
+WORKLOADS = {
+  'mlperf_dlrm_v1': 'mlperf_dlrm_v1',
+  'mlperf_dlrm_dcnv2': 'mlperf_dlrm_dcnv2',
+  'criteo_1tb_unhashed_torchrec': 'criteo_1tb',
 }
+# Published precision label -> the workload's dense precision (TF32 is the
+# stack's choice for fp32 GEMMs: NVIDIA's DLRM runs fp32 as TF32 on A100).
+PRECISIONS = {'amp': 'fp16', 'fp32': 'fp32', 'tf32': 'fp32', 'bf16': 'bf16'}
+# The version of a stack a case ran, where it differs from the preset.
+CASE_STACK_CHANGES = {
+  'C4': (
+    {
+      'graph_scope': 'none',
+      'fused_interaction': False,
+      'mlp_fusion': 'none',
+      'fused_dense_optimizer': False,
+      'embedding_kernel': 'per_table',
+    },
+    'NVIDIA DeepLearningExamples DLRM dlrm/model.py as of April 2020: '
+    'nn.Embedding(sparse=True) per table, nn.Linear + nn.ReLU, bmm '
+    'interaction with tril indices, no CUDA graphs (calibration_cases.json '
+    'stack_note)',
+  ),
+  'C5': (
+    {'graph_scope': 'none'},
+    'NVIDIA PyTorch 20.06 (MLPerf v0.7): before PyTorch 1.10 brought CUDA '
+    'graphs, every operator launched eagerly',
+  ),
+}
+# Table storage precision where a case differs from fp32.
+CASE_TABLE_PRECISION = {
+  'C5': (
+    'fp16',
+    'calibration_cases.json C5: apex O2, embeddings likely fp16',
+  ),
+}
+# The plan each case's software makes.
+CASE_PLANS = {
+  'C1': 'nvidia',
+  'C2': 'nvidia',
+  'C3': 'nvidia',
+  'C4': 'nvidia',
+  'C5': 'nvidia',
+  'C6': 'auto',
+  'C7': 'intel',
+  'C8': 'auto',
+  'C9': 'auto',
+}
+PLAN_WHY = {
+  'nvidia': "NVIDIA's placement (calibration_cases.json placement_note, "
+  'get_device_mapping): every table whole on one GPU, all in HBM',
+  'auto': "the stack's planner balances the tables over the GPUs; "
+  'codesign.planner auto plan (fastest feasible of its candidates) '
+  'stands for it',
+  'intel': 'calibration_cases.json C7: large tables model-parallel (4 per '
+  'rank), small tables data-parallel',
+}
+# The GPUs' GEMM efficiency: where a fit may move it, and why.
+GPU_GEMM_RANGE = (0.5, 0.95)
+GPU_GEMM_WHY = (
+  'cuBLAS reaches 50-95% of the dense peak on the MLP shapes of DLRMs '
+  '(tall-skinny, 128-1024 wide); above 95% no library sustains a peak'
+)
+
+# The GEMM dimension at which the GPUs' tile efficiency halves.
+GPU_HALF_RANGE = (8.0, 128.0)
+GPU_HALF_WHY = (
+  'tensor-core tiles are 8-16 wide and GEMM kernels tile 64-256; a '
+  'dimension of 8-128 halves the efficiency'
+)
+
+
+class FitParameter(NamedTuple):
+  """One fitted number: where it goes, its prior and its range.
+
+  targets: (stack name, field) pairs, or ('gpu', field) for the
+  accelerator part of every GPU case.
+  """
+
+  name: str
+  targets: tuple
+  prior: float
+  lo: float
+  hi: float
+  why: str
+
+
+def _fit_parameters() -> tuple[FitParameter, ...]:
+  pr = stack_presets.PRIORS
+  rng = stack_lib.FIT_RANGES
+  why = stack_lib.FIT_RANGE_WHY
+  return (
+    FitParameter(
+      'op_host_time',
+      stack_presets.TIES['op_host_time'],
+      pr['op_host_time'][0],
+      *rng['op_host_time'],
+      why['op_host_time'],
+    ),
+    FitParameter(
+      'graph_step_floor',
+      stack_presets.TIES['graph_step_floor'],
+      pr['graph_step_floor'][0],
+      *rng['step_floor'],
+      why['step_floor'],
+    ),
+    FitParameter(
+      'eager_step_floor',
+      stack_presets.TIES['eager_step_floor'],
+      pr['eager_step_floor'][0],
+      *rng['step_floor'],
+      why['step_floor'],
+    ),
+    FitParameter(
+      'torchrec_step_floor',
+      stack_presets.TIES['torchrec_step_floor'],
+      pr['torchrec_step_floor'][0],
+      *rng['step_floor'],
+      why['step_floor'],
+    ),
+    FitParameter(
+      'fused_embedding_efficiency',
+      stack_presets.TIES['fused_embedding_efficiency'],
+      pr['embedding_efficiency'][0],
+      *rng['embedding_efficiency'],
+      why['embedding_efficiency'],
+    ),
+    FitParameter(
+      'gpu_gemm_efficiency',
+      (('gpu', 'gemm_efficiency'),),
+      0.8,
+      *GPU_GEMM_RANGE,
+      GPU_GEMM_WHY,
+    ),
+    FitParameter(
+      'gpu_gemm_half_size',
+      (('gpu', 'gemm_half_size'),),
+      48.0,
+      *GPU_HALF_RANGE,
+      GPU_HALF_WHY,
+    ),
+  )
+
+
+FIT_PARAMETERS = _fit_parameters()
+# Weight of the pull towards the priors, per squared unit of the fit
+# coordinate (a range spans about 8 units): weak against the data (a
+# squared log error of 0.01 per case), decisive where no case informs.
+PRIOR_WEIGHT = 1e-3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,14 +223,16 @@ class PublicCase:
 
   Attributes:
     name: `<case id>_<precision>`, e.g. `C1_amp`.
-    case_id: `C1` .. `C4`.
+    case_id: `C1` .. `C9`.
     hardware: the file's description of the machine.
-    platform: the catalog platform with the shipped default profile of its
-      GPU applied (Python floats).
-    workload: nv_dlrm_small or nv_dlrm_large at the case's batch and
-      dense precision.
-    plan: table-wise, everything in HBM (NVIDIA's placement).
+    platform: the catalog platform (GPU cases: the shipped default
+      profile of the GPU applied), Python floats.
+    workload: the case's workload at its batch and precision.
+    plan: the plan the case's software makes (`CASE_PLANS`).
+    stack: the preset the case names with the case's changes, at its
+      priors (fits replace the fitted fields).
     measured: published step time, seconds (global batch / records/s).
+    notes: what was assumed for this case, with sources.
   """
 
   name: str
@@ -82,7 +241,74 @@ class PublicCase:
   platform: hardware.Platform
   workload: wl.Workload
   plan: plan_lib.Plan
+  stack: stack_lib.Stack
   measured: float
+  notes: tuple[str, ...]
+
+
+def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
+  if 'model' in c:
+    base = workload_presets.get(f'nv_dlrm_{c["model"]}')
+  else:
+    base = workload_presets.get(WORKLOADS[c['catalog_model']])
+  w = dataclasses.replace(
+    base,
+    global_batch=int(c['global_batch']),
+    dense_precision=PRECISIONS[precision],
+  )
+  notes = []
+  if c['id'] in CASE_TABLE_PRECISION:
+    prec, why = CASE_TABLE_PRECISION[c['id']]
+    tables = tuple(dataclasses.replace(t, precision=prec) for t in w.tables)
+    w = dataclasses.replace(w, tables=tables)
+    notes.append(f'tables {prec}: {why}')
+  if c.get('optimizer') and c['optimizer'] != w.optimizer:
+    w = dataclasses.replace(w, optimizer=c['optimizer'])
+  return w, notes
+
+
+def _platform(case_id: str) -> hardware.Platform:
+  name, devices = PLATFORMS[case_id]
+  base = platform_presets.get(name)
+  if base.trainer == 'cpu':
+    return replace(base, nodes=1.0, sockets_per_node=float(devices))
+  base = replace(base, nodes=1.0, accelerators_per_node=float(devices))
+  # The catalog's assumptions, not a shipped fit: every fit starts from
+  # the priors (the GEMM numbers at their FIT_PARAMETERS priors).
+  profile = device_profile.default_profile(base.accelerator.name)
+  p = device_profile.apply(base, profile)
+  priors = {
+    field: param.prior
+    for param in FIT_PARAMETERS
+    for who, field in param.targets
+    if who == 'gpu'
+  }
+  return replace(p, accelerator=replace(p.accelerator, **priors))
+
+
+def _stack(c: dict) -> tuple[stack_lib.Stack, list[str]]:
+  s = stack_presets.get(c['stack'], fitted=False)
+  if c['id'] not in CASE_STACK_CHANGES:
+    return s, []
+  changes, why = CASE_STACK_CHANGES[c['id']]
+  return stack_lib.validate(replace(s, **changes)), [f'stack: {why}']
+
+
+def _plan(case_id, w, p, s) -> plan_lib.Plan:
+  kind = CASE_PLANS[case_id]
+  if kind == 'nvidia':
+    return planner.make(w, p, s, placement='hbm', sharding='table_wise')
+  if kind == 'intel':
+    # The 16 largest tables whole on the ranks, the rest replicated.
+    order = np.argsort([-t.rows for t in w.tables], kind='stable')
+    big = set(order[:16].tolist())
+    shard = tuple(
+      'table_wise' if i in big else 'data_parallel'
+      for i in range(w.num_tables)
+    )
+    base = planner.make(w, p, s, placement='hbm', sharding='table_wise')
+    return dataclasses.replace(base, sharding=shard)
+  return planner.make(w, p, s, placement='auto', sharding='auto')
 
 
 def load(path: pathlib.Path = CASES_FILE) -> list[PublicCase]:
@@ -90,126 +316,191 @@ def load(path: pathlib.Path = CASES_FILE) -> list[PublicCase]:
   data = json.loads(pathlib.Path(path).read_text())
   out = []
   for c in data['cases']:
-    name, gpus = PLATFORMS[c['id']]
-    base = replace(
-      platform_presets.get(name),
-      nodes=1.0,
-      accelerators_per_node=float(gpus),
-    )
-    profile = device_profile.shipped(
-      device_profile.profile_file_name(base.accelerator.name)
-    )
-    platform = device_profile.apply(base, profile)
+    p = _platform(c['id'])
+    s, stack_notes = _stack(c)
     for prec, rate in sorted(c['records_per_s'].items()):
-      w = dataclasses.replace(
-        workload_presets.get(f'nv_dlrm_{c["model"]}'),
-        global_batch=int(c['global_batch']),
-        dense_precision=PRECISIONS[prec],
-      )
+      w, notes = _workload(c, prec)
       out.append(
         PublicCase(
           name=f'{c["id"]}_{prec}',
           case_id=c['id'],
           hardware=c['hardware'],
-          platform=platform,
+          platform=p,
           workload=w,
-          plan=plan_lib.make(
-            w, platform, placement='hbm', sharding='table_wise'
-          ),
+          plan=_plan(c['id'], w, p, s),
+          stack=s,
           measured=w.global_batch / float(rate),
+          notes=tuple(
+            stack_notes + notes + [f'plan: {PLAN_WHY[CASE_PLANS[c["id"]]]}']
+          ),
         )
       )
   return out
 
 
-def with_embedding_efficiency(p: hardware.Platform, efficiency):
-  """`p` with the GPU's gather and update efficiency set to `efficiency`."""
-  acc = replace(
-    p.accelerator, gather_efficiency=efficiency, update_efficiency=efficiency
+# ---- fitting ----------------------------------------------------------------
+
+
+def to_coordinate(param: FitParameter, value: float) -> float:
+  """The unconstrained fit coordinate of `value` (log-logit in range)."""
+  u = (np.log(value) - np.log(param.lo)) / (
+    np.log(param.hi) - np.log(param.lo)
   )
-  return replace(p, accelerator=acc)
+  u = float(np.clip(u, 1e-6, 1 - 1e-6))
+  return float(np.log(u / (1.0 - u)))
 
 
-def predict(case: PublicCase, efficiency=None) -> cost_model.CostReport:
-  """The cost model's report for `case`; `efficiency=None` keeps the shipped
-  default profile."""
-  p = hardware.as_arrays(case.platform)
-  if efficiency is not None:
-    p = with_embedding_efficiency(p, efficiency)
-  return cost_model.evaluate(p, case.workload, case.plan)
+def from_coordinate(param: FitParameter, z):
+  """Inverse of `to_coordinate`: lo (hi/lo)^sigmoid(z), inside the range."""
+  u = jax.nn.sigmoid(z)
+  return param.lo * (param.hi / param.lo) ** u
 
 
-def fitting_ids(cases: list[PublicCase], held_out: str | None) -> list[str]:
-  """Case ids a fit may use when `held_out` is judged (None: all of them)."""
-  ids = sorted({c.case_id for c in cases})
-  return [i for i in ids if i != held_out and i not in OTHER_SOFTWARE]
+def apply_values(case: PublicCase, values: dict):
+  """(platform, stack) of `case` with fitted `values` (name -> value)."""
+  p, s = case.platform, case.stack
+  for param in FIT_PARAMETERS:
+    if param.name not in values:
+      continue
+    v = values[param.name]
+    for who, fname in param.targets:
+      if who == 'gpu' and p.trainer != 'cpu':
+        p = replace(p, accelerator=replace(p.accelerator, **{fname: v}))
+      elif who == s.name:
+        s = replace(s, **{fname: v})
+  return p, s
 
 
-def _log_step_times(cases: list[PublicCase], efficiency):
-  """log predicted step times of all `cases`, shape (len(cases),)."""
-  return jnp.stack([jnp.log(predict(c, efficiency).step_time) for c in cases])
+def predict(case: PublicCase, values: dict | None = None):
+  """The cost model's report for `case` with fitted `values` (None: the
+  priors and the shipped default profiles)."""
+  p, s = apply_values(case, values or {})
+  return cost_model.evaluate(
+    hardware.as_arrays(p), case.workload, case.plan, s
+  )
 
 
-def make_fitter(cases: list[PublicCase], steps: int = 300, lr: float = 0.1):
-  """A jitted `fit(mask) -> (efficiency, final loss)` over `cases`.
+def used_parameters(case: PublicCase) -> list[str]:
+  """Names of the fit parameters that reach `case`."""
+  out = []
+  for param in FIT_PARAMETERS:
+    for who, _ in param.targets:
+      if (who == 'gpu' and case.platform.trainer != 'cpu') or (
+        who == case.stack.name
+      ):
+        out.append(param.name)
+        break
+  return out
+
+
+def _log_step_times(cases, z):
+  values = {
+    param.name: from_coordinate(param, z[i])
+    for i, param in enumerate(FIT_PARAMETERS)
+  }
+  return jnp.stack([jnp.log(predict(c, values).step_time) for c in cases])
+
+
+def make_fitter(cases: list[PublicCase], steps: int = 400, lr: float = 0.05):
+  """A jitted `fit(mask) -> (z, loss)` over `cases`.
 
   `mask` (shape (len(cases),), 0 or 1) selects the fitting set, so every
   leave-one-out fold reuses one compiled program. The loss is the mean
-  squared log error over the selected cases; the efficiency moves as a
-  logit with Adam from the shipped assumption 0.5.
+  squared log error over the selected cases plus `PRIOR_WEIGHT` times the
+  squared distance of the fit coordinates from their priors.
   """
   log_measured = jnp.log(jnp.array([c.measured for c in cases]))
+  z0 = jnp.array(
+    [to_coordinate(param, param.prior) for param in FIT_PARAMETERS],
+    log_measured.dtype,
+  )
   tx = optax.adam(lr)
 
-  def loss_fn(theta, mask):
-    err = _log_step_times(cases, jax.nn.sigmoid(theta)) - log_measured
-    return jnp.sum(mask * err * err) / jnp.sum(mask)
+  def loss_fn(z, mask):
+    err = _log_step_times(cases, z) - log_measured
+    data = jnp.sum(mask * err * err) / jnp.maximum(jnp.sum(mask), 1.0)
+    return data + PRIOR_WEIGHT * jnp.sum((z - z0) ** 2)
 
   @jax.jit
   def fit(mask):
     def body(carry, _):
-      theta, state = carry
-      loss, g = jax.value_and_grad(loss_fn)(theta, mask)
-      upd, state = tx.update(g, state, theta)
-      return (optax.apply_updates(theta, upd), state), loss
+      z, state = carry
+      loss, g = jax.value_and_grad(loss_fn)(z, mask)
+      upd, state = tx.update(g, state, z)
+      return (optax.apply_updates(z, upd), state), loss
 
-    theta0 = jnp.zeros((), log_measured.dtype)  # sigmoid(0) = 0.5
-    (theta, _), _ = jax.lax.scan(
-      body, (theta0, tx.init(theta0)), None, length=steps
-    )
-    return jax.nn.sigmoid(theta), loss_fn(theta, mask)
+    (z, _), _ = jax.lax.scan(body, (z0, tx.init(z0)), None, length=steps)
+    return z, loss_fn(z, mask)
 
   return fit
 
 
-def leave_one_case_out(cases: list[PublicCase], steps: int = 300) -> dict:
-  """Fits of the embedding efficiency for out-of-sample judgement.
+def values_of(z) -> dict:
+  """name -> fitted value of fit coordinates `z`."""
+  return {
+    param.name: float(from_coordinate(param, float(z[i])))
+    for i, param in enumerate(FIT_PARAMETERS)
+  }
+
+
+def at_bound(name: str, value: float) -> str | None:
+  """'lower' or 'upper' when a fitted value sits within 1% (in log) of
+  its range's end, else None."""
+  param = next(p for p in FIT_PARAMETERS if p.name == name)
+  span = np.log(param.hi) - np.log(param.lo)
+  u = (np.log(value) - np.log(param.lo)) / span
+  if u < 0.01:
+    return 'lower'
+  if u > 0.99:
+    return 'upper'
+  return None
+
+
+def leave_one_case_out(cases: list[PublicCase], steps: int = 400) -> dict:
+  """Fits for out-of-sample judgement.
 
   Returns a dict with:
-    folds: case id -> {fitted_on, efficiency, fit_loss}: the efficiency
-      to predict that case with (`predict(case, efficiency)`), fitted
-      without it;
-    all: {fitted_on, efficiency, fit_loss}: fitted on every eligible case
-      (a value to ship, not to judge with).
-  Folds with the same fitting set (a case never fitted on, and `all`)
-  share one fit.
+    folds: case id -> {fitted_on, values, fit_loss}: the values to
+      predict that case with, fitted without it;
+    all: {fitted_on, values, fit_loss}: fitted on every case (the values
+      to ship, not to judge with).
   """
   fit = make_fitter(cases, steps)
   ids = [c.case_id for c in cases]
-  fits = {}
 
-  def run(fitted_on):
-    key = tuple(fitted_on)
-    if key not in fits:
-      eff, loss = fit(jnp.array([float(i in fitted_on) for i in ids]))
-      fits[key] = {
-        'fitted_on': fitted_on,
-        'efficiency': float(eff),
-        'fit_loss': float(loss),
-      }
-    return fits[key]
+  def run(held_out):
+    mask = jnp.array([float(i != held_out) for i in ids])
+    z, loss = fit(mask)
+    return {
+      'fitted_on': sorted({i for i in ids if i != held_out}),
+      'values': values_of(z),
+      'fit_loss': float(loss),
+    }
 
   return {
-    'folds': {i: run(fitting_ids(cases, i)) for i in sorted(set(ids))},
-    'all': run(fitting_ids(cases, None)),
+    'folds': {i: run(i) for i in sorted(set(ids))},
+    'all': run(None),
   }
+
+
+def stack_fit_json(values: dict, fitted_on: list[str], spread: dict) -> dict:
+  """The `data/stack_fit.json` form of values fitted on `fitted_on`:
+  stack -> field -> {value, provenance}, plus the GPU GEMM efficiency."""
+  out = {'stacks': {}, 'gpu': {}, 'fitted_on': fitted_on}
+  for param in FIT_PARAMETERS:
+    v = values[param.name]
+    lo, hi = spread.get(param.name, (v, v))
+    prov = (
+      f'{param.name} = {v:.4g} fitted on {", ".join(fitted_on)} '
+      f'(leave-one-case-out range {lo:.4g}-{hi:.4g}; prior '
+      f'{param.prior:.4g}; allowed {param.lo:.4g}-{param.hi:.4g})'
+    )
+    for who, fname in param.targets:
+      if who == 'gpu':
+        out['gpu'][fname] = {'value': v, 'provenance': prov}
+      else:
+        out['stacks'].setdefault(who, {})[fname] = {
+          'value': v,
+          'provenance': prov,
+        }
+  return out

@@ -77,6 +77,7 @@ from codesign import cost_model
 from codesign import design_space as ds
 from codesign import workload as wl
 from codesign.errors import InputError
+from codesign.stack import Stack
 
 OBJECTIVES = (
   'throughput',
@@ -102,6 +103,7 @@ class Problem:
   Attributes:
     space: the design space.
     workload: the DLRM.
+    stack: the software stack that trains it.
     objective: one of OBJECTIVES.
     budget_usd: capex limit of the whole cluster, or None.
     power_w: power limit of the whole cluster at TDP, or None.
@@ -110,6 +112,7 @@ class Problem:
 
   space: ds.DesignSpace
   workload: wl.Workload
+  stack: Stack
   objective: str = 'throughput_per_usd'
   budget_usd: float | None = None
   power_w: float | None = None
@@ -235,16 +238,18 @@ def violations(problem: Problem, p, r: cost_model.CostReport, aux):
 
 def assess(problem: Problem, z):
   """(loss, g, value) of a relaxed design z, shape (D,). Pure, unjitted."""
-  p, plan, aux = ds.decode(problem.space, problem.workload, z)
-  r = cost_model.evaluate(p, problem.workload, plan)
+  p, plan, aux = ds.decode(problem.space, problem.workload, problem.stack, z)
+  r = cost_model.evaluate(p, problem.workload, plan, problem.stack)
   value = objective_value(problem, r)
   return loss_of(problem, value), violations(problem, p, r, aux), value
 
 
 def assess_index(problem: Problem, index, plan_z):
   """(loss, g, value) of a buildable design. Pure, unjitted."""
-  p, plan, aux = ds.decode_index(problem.space, problem.workload, index, plan_z)
-  r = cost_model.evaluate(p, problem.workload, plan)
+  p, plan, aux = ds.decode_index(
+    problem.space, problem.workload, problem.stack, index, plan_z
+  )
+  r = cost_model.evaluate(p, problem.workload, plan, problem.stack)
   value = objective_value(problem, r)
   return loss_of(problem, value), violations(problem, p, r, aux), value
 
@@ -857,7 +862,11 @@ def buildable(problem: Problem, index, plan_z):
   space = problem.space
   p = ds.build(space, index)
   _, plan, _ = ds.decode_index(
-    space, problem.workload, jnp.asarray(index), jnp.asarray(plan_z)
+    space,
+    problem.workload,
+    problem.stack,
+    jnp.asarray(index),
+    jnp.asarray(plan_z),
   )
   return p, ds.concrete_plan(space, plan)
 
@@ -865,7 +874,7 @@ def buildable(problem: Problem, index, plan_z):
 def relaxed(problem: Problem, z):
   """The (platform, plan) of a relaxed design z (D,), numpy leaves."""
   space = problem.space
-  p, plan, _ = ds.decode(space, problem.workload, jnp.asarray(z))
+  p, plan, _ = ds.decode(space, problem.workload, problem.stack, jnp.asarray(z))
   p = jax.tree.map(lambda x: np.asarray(x, dtype=np.float64), p)
   axes = ds.describe_relaxed(space, np.asarray(z)[: space.num_hw_coords])
 

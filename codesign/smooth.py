@@ -22,6 +22,8 @@ TINY = 1e-30
 
 def smooth_max(*xs, p: float = DEFAULT_P, axis=None):
   """Smooth maximum of positive arrays (broadcast), or along `axis` of one."""
+  if axis is None and len(xs) == 2:
+    return _smooth_max2(*xs, p)
   if axis is None:
     x = jnp.stack(jnp.broadcast_arrays(*xs))
     axis = 0
@@ -31,6 +33,15 @@ def smooth_max(*xs, p: float = DEFAULT_P, axis=None):
   scale = jax.lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
   total = jnp.sum(_power(x / scale, p), axis=axis, keepdims=True)
   return jnp.squeeze(_root(total, p) * scale, axis=axis)
+
+
+def _smooth_max2(a, b, p):
+  """(a^p + b^p)^(1/p) of two positive arrays as hi (1 + (lo/hi)^p)^(1/p):
+  one division instead of two, the same value and gradient."""
+  a, b = jnp.maximum(a, TINY), jnp.maximum(b, TINY)
+  hi = jnp.maximum(a, b)
+  lo = jnp.minimum(a, b)
+  return hi * _root(1.0 + _power(lo / hi, p), p)
 
 
 def _power(x, p):

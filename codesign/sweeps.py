@@ -22,11 +22,12 @@ import numpy as np
 import optax
 
 from codesign import cost_model, hardware
-from codesign import plan as plan_lib
+from codesign import planner
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.hardware import Platform
 from codesign.plan import Plan
+from codesign.stack import Stack
 
 # Bisection steps when fitting a plan into HBM: 2^-30 of the HBM fraction.
 FIT_STEPS = 30
@@ -108,12 +109,14 @@ def _report_fields(r: cost_model.CostReport) -> dict:
 
 
 @functools.partial(jax.jit, static_argnames=('workload',))
-def _eval_points(platform, workload, plan, row_scale):
+def _eval_points(platform, workload, stack, plan, row_scale):
   """Reports for N plans/row scales on one platform (leading axis N)."""
 
   def one(frac, scale):
     p = dataclasses.replace(plan, hbm_fraction=frac)
-    return _report_fields(cost_model.evaluate(platform, workload, p, scale))
+    return _report_fields(
+      cost_model.evaluate(platform, workload, p, stack, scale)
+    )
 
   return jax.vmap(one)(plan.hbm_fraction, row_scale)
 
@@ -122,7 +125,7 @@ def _as_numpy(tree) -> dict:
   return jax.tree.map(np.asarray, tree)
 
 
-def _fit_hbm(platform, workload, plan, row_scale, out):
+def _fit_hbm(platform, workload, stack, plan, row_scale, out):
   """Shrinks the HBM fraction of points whose tables overflow HBM.
 
   `plan.make` spills what does not fit 95% of the free HBM on average over
@@ -140,7 +143,7 @@ def _fit_hbm(platform, workload, plan, row_scale, out):
   for _ in range(FIT_STEPS):
     mid = np.where(over, 0.5 * (lo + hi), 1.0)
     trial = dataclasses.replace(plan, hbm_fraction=frac0 * mid[:, None])
-    o = _eval_points(platform, workload, trial, row_scale)
+    o = _eval_points(platform, workload, stack, trial, row_scale)
     fits = np.asarray(o['hbm_required'] <= o['hbm_available'])
     lo = np.where(over & fits, mid, lo)
     hi = np.where(over & ~fits, mid, hi)
@@ -150,6 +153,7 @@ def _fit_hbm(platform, workload, plan, row_scale, out):
 def size_sweep(
   platform: Platform,
   base: wl.Workload,
+  stack: Stack,
   sizes_bytes,
   *,
   fit: bool = True,
@@ -178,7 +182,7 @@ def size_sweep(
   sizes = np.asarray(sizes_bytes, dtype=np.float64)
   scales = sizes / wl.embedding_bytes(base)
   p = hardware.as_arrays(platform)
-  plans = [plan_lib.make(scale_rows(base, s), platform) for s in scales]
+  plans = [planner.make(scale_rows(base, x), platform, stack) for x in scales]
   groups: dict[tuple, list[int]] = {}
   for i, pl in enumerate(plans):
     groups.setdefault(pl.sharding, []).append(i)
@@ -191,13 +195,13 @@ def size_sweep(
       hbm_fraction=np.stack([plans[i].hbm_fraction for i in idx + pad]),
     )
     rs = scales[idx + pad]
-    out = _as_numpy(_eval_points(p, base, stacked, rs))
+    out = _as_numpy(_eval_points(p, base, stack, stacked, rs))
     auto = np.asarray(stacked.hbm_fraction)
     factor = np.ones(len(rs))
     if fit:
-      frac, factor = _fit_hbm(p, base, stacked, rs, out)
+      frac, factor = _fit_hbm(p, base, stack, stacked, rs, out)
       stacked = dataclasses.replace(stacked, hbm_fraction=frac)
-      out = _as_numpy(_eval_points(p, base, stacked, rs))
+      out = _as_numpy(_eval_points(p, base, stack, stacked, rs))
     for j, i in enumerate(idx):
       row = {k: v[j] for k, v in out.items()}
       row['row_scale'] = scales[i]
@@ -292,7 +296,9 @@ def refine(predicate, lo: float, hi: float, rounds: int) -> tuple[float, float]:
 # ---- sensitivity -------------------------------------------------------
 
 
-def fit_plan(platform: Platform, workload: wl.Workload, plan: Plan):
+def fit_plan(
+  platform: Platform, workload: wl.Workload, stack: Stack, plan: Plan
+):
   """`plan` with its HBM fraction lowered until the tables fit HBM.
 
   The one-design form of the fit in `size_sweep`: a plan whose tables
@@ -306,31 +312,31 @@ def fit_plan(platform: Platform, workload: wl.Workload, plan: Plan):
     plan, hbm_fraction=np.repeat(frac[None], CHUNK, axis=0)
   )
   rs = np.ones(CHUNK)
-  out = _as_numpy(_eval_points(p, workload, stacked, rs))
-  new, factor = _fit_hbm(p, workload, stacked, rs, out)
+  out = _as_numpy(_eval_points(p, workload, stack, stacked, rs))
+  new, factor = _fit_hbm(p, workload, stack, stacked, rs, out)
   return dataclasses.replace(plan, hbm_fraction=new[0]), float(factor[0])
 
 
-def _free_hbm_slots(p, workload: wl.Workload):
-  """Free HBM of all ranks, as `plan.make` counts it (bytes)."""
-  free = 0.95 * p.accelerator.hbm_capacity - cost_model.dense_hbm_bytes(
-    workload, p
-  )
+def _free_hbm_slots(p, workload: wl.Workload, stack: Stack):
+  """Free HBM of all ranks, as `planner.make` counts it (bytes)."""
+  free = (1.0 - stack.hbm_reserve) * p.accelerator.hbm_capacity
+  free = free - cost_model.dense_hbm_bytes(workload, p, stack)
   return free * p.nodes * p.accelerators_per_node
 
 
 def replan_applies(platform: Platform, plan: Plan) -> bool:
-  """Whether `log_metrics` can re-derive this plan's HBM fraction: an
-  accelerator trainer whose tables spill (0 < HBM fraction < 1). A plan
-  that holds every table in HBM keeps it there under small changes (more
-  HBM changes nothing), and a CPU trainer has no HBM."""
+  """Whether `log_metrics` can re-derive this plan's HBM fractions: an
+  accelerator trainer with a table that spills (0 < HBM fraction < 1). A
+  plan that holds every table in HBM keeps it there under small changes
+  (more HBM changes nothing), and a CPU trainer has no HBM."""
   frac = np.asarray(plan.hbm_fraction)
-  return platform.trainer != 'cpu' and bool(np.all((frac > 0) & (frac < 1)))
+  return platform.trainer != 'cpu' and bool(np.any((frac > 0) & (frac < 1)))
 
 
 def log_metrics(
   platform: Platform,
   workload: wl.Workload,
+  stack: Stack,
   plan: Plan,
   anchor: Platform | None = None,
 ) -> jax.Array:
@@ -346,28 +352,33 @@ def log_metrics(
       accelerator count and dense-model size count in the derivative.
   """
   if anchor is not None:
-    ratio = _free_hbm_slots(platform, workload) / _free_hbm_slots(
-      anchor, workload
+    ratio = _free_hbm_slots(platform, workload, stack) / _free_hbm_slots(
+      anchor, workload, stack
     )
     frac = jnp.clip(plan.hbm_fraction * ratio, 0.0, 1.0)
     plan = dataclasses.replace(plan, hbm_fraction=frac)
-  r = cost_model.evaluate(platform, workload, plan)
+  r = cost_model.evaluate(platform, workload, plan, stack)
   return jnp.stack([jnp.log(r.throughput), jnp.log(r.perf_per_usd)])
 
 
 @functools.partial(jax.jit, static_argnames=('workload', 'replan'))
-def _elasticity_fn(platform, workload, plan, replan):
+def _elasticity_fn(platform, workload, stack, plan, replan):
   anchor = jax.lax.stop_gradient(platform) if replan else None
 
   def f(p):
-    return log_metrics(p, workload, plan, anchor)
+    return log_metrics(p, workload, stack, plan, anchor)
 
   jac = jax.jacrev(f)(platform)  # a Platform of (2,) leaves
   return f(platform), jax.tree.map(lambda g, x: g * x, jac, platform)
 
 
 def elasticities(
-  platform: Platform, workload: wl.Workload, plan: Plan, *, replan: bool
+  platform: Platform,
+  workload: wl.Workload,
+  stack: Stack,
+  plan: Plan,
+  *,
+  replan: bool,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
   """d log(metric) / d log(field) for every continuous platform field.
 
@@ -386,7 +397,7 @@ def elasticities(
   """
   replan = replan and replan_applies(platform, plan)
   p = hardware.as_arrays(platform, jnp.float64)
-  _, e = _elasticity_fn(p, workload, plan, replan)
+  _, e = _elasticity_fn(p, workload, stack, plan, replan)
   paths = hardware.leaf_paths(platform)
   values = np.array([float(hardware.get_value(platform, k)) for k in paths])
   e = np.stack([np.asarray(hardware.get_value(e, k)) for k in paths], axis=1)
@@ -394,14 +405,17 @@ def elasticities(
 
 
 @functools.partial(jax.jit, static_argnames=('workload', 'replan'))
-def _metrics_batch(platforms, anchor, workload, plan, replan):
+def _metrics_batch(platforms, anchor, workload, stack, plan, replan):
   a = anchor if replan else None
-  return jax.vmap(lambda p: log_metrics(p, workload, plan, a))(platforms)
+  return jax.vmap(lambda p: log_metrics(p, workload, stack, plan, a))(
+    platforms
+  )
 
 
 def finite_difference(
   platform: Platform,
   workload: wl.Workload,
+  stack: Stack,
   plan: Plan,
   paths: list[str],
   *,
@@ -423,7 +437,9 @@ def finite_difference(
         hardware.with_value(base, k, jnp.float64(x * math.exp(sign * rel_step)))
       )
   stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *designs)
-  out = np.asarray(_metrics_batch(stacked, base, workload, plan, replan))
+  out = np.asarray(
+    _metrics_batch(stacked, base, workload, stack, plan, replan)
+  )
   out = out.reshape(len(paths), 2, 2)  # (field, +/-, metric)
   return ((out[:, 0] - out[:, 1]) / (2.0 * rel_step)).T
 
@@ -432,18 +448,22 @@ def finite_difference(
 
 
 @functools.partial(jax.jit, static_argnames=('workload',))
-def _eval_nic(platform, workload, plan, bandwidths):
+def _eval_nic(platform, workload, stack, plan, bandwidths):
   """Reports for the platform with each NIC bandwidth (leading axis)."""
 
   def one(bw):
     p = hardware.with_value(platform, 'nic.bandwidth', bw)
-    return _report_fields(cost_model.evaluate(p, workload, plan))
+    return _report_fields(cost_model.evaluate(p, workload, plan, stack))
 
   return jax.vmap(one)(bandwidths)
 
 
 def nic_sweep(
-  platform: Platform, workload: wl.Workload, plan: Plan, bandwidths
+  platform: Platform,
+  workload: wl.Workload,
+  stack: Stack,
+  plan: Plan,
+  bandwidths,
 ) -> dict:
   """The cost at each per-NIC bandwidth (bytes/s, shape (N,)).
 
@@ -458,7 +478,7 @@ def nic_sweep(
   padded = np.concatenate([bw, np.full(-n % CHUNK, bw[-1])])
   p = hardware.as_arrays(platform)
   outs = [
-    _as_numpy(_eval_nic(p, workload, plan, padded[i : i + CHUNK]))
+    _as_numpy(_eval_nic(p, workload, stack, plan, padded[i : i + CHUNK]))
     for i in range(0, len(padded), CHUNK)
   ]
   return {k: np.concatenate([o[k] for o in outs])[:n] for k in outs[0]}
@@ -483,6 +503,7 @@ def with_nodes(
 def required_nic_bandwidth(
   platform: Platform,
   workload: wl.Workload,
+  stack: Stack,
   plan: Plan,
   single_node_throughput: float,
   target: float,
@@ -504,7 +525,7 @@ def required_nic_bandwidth(
   nodes = float(platform.nodes)
 
   def eff(bws):
-    r = nic_sweep(platform, workload, plan, bws)
+    r = nic_sweep(platform, workload, stack, plan, bws)
     return r['throughput'] / (nodes * single_node_throughput)
 
   ends = eff(np.array([lo, hi]))
@@ -556,10 +577,12 @@ class Tasks:
     workloads: J workloads; a task's objective is the weighted mean of
       their log throughputs, and it must hold every workload of positive
       weight.
+    stack: the software stack that trains them.
   """
 
   space: object
   workloads: tuple
+  stack: Stack
 
 
 def _assess_tasks(tasks: Tasks, decode, weights, limit, kind):
@@ -576,8 +599,8 @@ def _assess_tasks(tasks: Tasks, decode, weights, limit, kind):
   capex = power = None
   for j, w in enumerate(tasks.workloads):
     p, plan, aux = decode(w)
-    r = cost_model.evaluate(p, w, plan)
-    prob = search.Problem(tasks.space, w, 'throughput')
+    r = cost_model.evaluate(p, w, plan, tasks.stack)
+    prob = search.Problem(tasks.space, w, tasks.stack, 'throughput')
     g = search.violations(prob, p, r, aux)[2:]  # hbm, ddr, sockets, ddr/socket
     rows.append(jnp.where(weights[j] > 0, g, -1.0))
     logs.append(jnp.log(jnp.maximum(r.throughput, 1e-300)))
@@ -590,17 +613,17 @@ def _assess_tasks(tasks: Tasks, decode, weights, limit, kind):
   return loss, g, logs, capex, power
 
 
-def _relaxed_decode(space, z):
+def _relaxed_decode(tasks, z):
   from codesign import design_space as ds
 
-  return lambda w: ds.decode(space, w, z)
+  return lambda w: ds.decode(tasks.space, w, tasks.stack, z)
 
 
-def _index_decode(space, index):
+def _index_decode(tasks, index):
   from codesign import design_space as ds
 
   empty = jnp.zeros((0,))
-  return lambda w: ds.decode_index(space, w, index, empty)
+  return lambda w: ds.decode_index(tasks.space, w, tasks.stack, index, empty)
 
 
 @functools.partial(jax.jit, static_argnames=('tasks', 'config'))
@@ -618,9 +641,7 @@ def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
   tx = search.make_optimizer(config)
 
   def al(z, lam, mu, wt, lim, kd):
-    loss, g, *_ = _assess_tasks(
-      tasks, _relaxed_decode(tasks.space, z), wt, lim, kd
-    )
+    loss, g, *_ = _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
     pen = jnp.sum(jnp.maximum(0.0, lam + mu * g) ** 2 - lam**2) / (2.0 * mu)
     return loss + pen, (loss, g)
 
@@ -655,7 +676,7 @@ def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
 @functools.partial(jax.jit, static_argnames=('tasks',))
 def _assess_relaxed(tasks: Tasks, z, weights, limit, kind):
   def one(z, wt, lim, kd):
-    return _assess_tasks(tasks, _relaxed_decode(tasks.space, z), wt, lim, kd)
+    return _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
 
   return jax.vmap(one)(z, weights, limit, kind)
 
@@ -663,7 +684,7 @@ def _assess_relaxed(tasks: Tasks, z, weights, limit, kind):
 @functools.partial(jax.jit, static_argnames=('tasks',))
 def _assess_buildable(tasks: Tasks, index, weights, limit, kind):
   def one(i, wt, lim, kd):
-    return _assess_tasks(tasks, _index_decode(tasks.space, i), wt, lim, kd)
+    return _assess_tasks(tasks, _index_decode(tasks, i), wt, lim, kd)
 
   return jax.vmap(one)(index, weights, limit, kind)
 
@@ -728,7 +749,9 @@ def search_tasks(
   from codesign import search
 
   k = len(limits)
-  probe = search.Problem(tasks.space, tasks.workloads[0], 'throughput')
+  probe = search.Problem(
+    tasks.space, tasks.workloads[0], tasks.stack, 'throughput'
+  )
   z0 = search.initial_starts(probe, k * starts, config.seed)
   rep = np.repeat(np.arange(k), starts)
   w_rows = np.asarray(weights, dtype=np.float64)[rep]

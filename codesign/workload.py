@@ -182,6 +182,15 @@ def dense_param_count(w: Workload) -> int:
   return count
 
 
+def bottom_mlp_param_count(w: Workload) -> int:
+  """Parameters of the bottom MLP (weights and biases)."""
+  return sum(
+    g.k * g.n + (g.n if g.bias else 0)
+    for g in gemms(w)
+    if g.component == 'bottom_mlp'
+  )
+
+
 def embedding_param_count(w: Workload) -> int:
   return sum(t.rows * t.dim for t in w.tables)
 

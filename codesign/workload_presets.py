@@ -93,6 +93,24 @@ def mlperf_dlrm_dcnv2() -> Workload:
   )
 
 
+def criteo_1tb() -> Workload:
+  """TorchRec's DLRM on Criteo 1TB with the full (unhashed) vocabulary:
+  26 one-hot tables of dim 128 (91 GB fp32), the MLPerf-v1 dense arch,
+  dot interaction, SGD, global batch 16384 (2048 on each of 8 GPUs, as
+  the MLCommons torchrec_dlrm reference runs it)."""
+  m = _models()['criteo_1tb_unhashed_torchrec']
+  return Workload(
+    name='criteo_1tb',
+    tables=_tables(m['table_rows'], m['embedding_dim']),
+    num_dense=13,
+    bottom_mlp=(512, 256, 128),
+    top_mlp=(1024, 1024, 512, 256, 1),
+    global_batch=16384,
+    optimizer='sgd',
+    source=_catalog_source('criteo_1tb_unhashed_torchrec'),
+  )
+
+
 def dlrm_benchmark() -> Workload:
   """dlrm's synthetic benchmark: 8 tables x 1M rows x 64, 100 lookups each."""
   m = _models()['dlrm_synthetic_benchmark']
@@ -220,6 +238,7 @@ WORKLOADS = {
     criteo_terabyte,
     mlperf_dlrm_v1,
     mlperf_dlrm_dcnv2,
+    criteo_1tb,
     dlrm_benchmark,
     rm1,
     rm2,

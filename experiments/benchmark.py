@@ -75,19 +75,20 @@ def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import config_io, cost_model, hardware, results
 
-  w, p, plan = config_io.resolve(
-    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override
+  w, p, plan, stack = config_io.resolve(
+    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override, None, FLAGS.stack
   )
   dtype = jnp.float64 if FLAGS.x64 else jnp.float32
   plan = jax.tree.map(lambda x: jnp.asarray(x, dtype), plan)
+  stack = jax.tree.map(lambda x: jnp.asarray(x, dtype), stack)
   base = hardware.as_arrays(p, dtype)
   workdir = results.make_workdir('benchmark', FLAGS.workdir)
 
   def evaluate(hw):
-    return cost_model.evaluate(hw, w, plan)
+    return cost_model.evaluate(hw, w, plan, stack)
 
   def log_throughput(hw):
-    return jnp.log(cost_model.evaluate(hw, w, plan).throughput)
+    return jnp.log(cost_model.evaluate(hw, w, plan, stack).throughput)
 
   batched = jax.jit(jax.vmap(evaluate))
   batched_grad = jax.jit(jax.vmap(jax.value_and_grad(log_throughput)))

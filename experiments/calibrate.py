@@ -25,17 +25,20 @@ Steps (JAX picks the backend; nothing here is CPU-specific):
    MLP widths and interaction, against the cost model's step time on a
    one-device platform built from the profile. VALIDATION DATA: none of
    these steps is used in the fit.
-5. `public_cases`: the published NVIDIA DLRM throughputs
-   (`calibration_cases.json`, C1-C4) against the cost model on the
-   catalog accelerators with their shipped default profiles, except the
-   embedding efficiency: each case is predicted with the value fitted on
-   the other cases only (leave-one-case-out, `codesign.public_cases`);
-   the untuned prediction is reported beside it.
+5. `public_cases`: the published DLRM training throughputs C1-C9
+   (`calibration_cases.json`: NVIDIA PyTorch, HugeCTR, TorchRec, Intel
+   CPU) against the cost model with the stack each case names. The few
+   physical numbers the cases share (`public_cases.FIT_PARAMETERS`: host
+   time per eager operator, per-step floors, fused embedding efficiency,
+   GPU GEMM efficiency and tile size) are fitted with Adam through the
+   cost model; each case is predicted with the values fitted on the
+   other cases only (leave-one-case-out); the prediction from the
+   sourced priors is reported beside it.
 
 Writes config.json, env.json, device_profile.json, result.json,
-calibration.png and public_fit_<gpu>.json (the default GPU profiles with
-the embedding efficiency fitted on all eligible public cases, usable as
---device_profile) to --workdir. Measured times vary from run to run (and
+calibration.png and stack_fit.json (the values fitted on every public
+case, with provenance: copy it to codesign/data/stack_fit.json to ship
+it as the stack presets' defaults) to --workdir. Measured times vary from run to run (and
 with other load on the machine); with the same --device_profile the
 predictions, checks and public cases are reproducible.
 """
@@ -207,10 +210,10 @@ def _analytic_dense_bytes(w) -> float:
   and weights once forward and twice backward, plus the optimizer pass."""
   import numpy as np
 
-  from codesign import cost_model
+  from codesign import cost_terms
   from codesign import workload as wl
 
-  g = cost_model._gemm_table(w)
+  g = cost_terms.gemm_table(w)
   elem = wl.PRECISION_BYTES[w.dense_precision]
   per_pass = elem * (
     w.global_batch * float(np.sum(g['per_sample_elems']))
@@ -312,11 +315,12 @@ def local_cases(profile: dict, configs, measured_s, log):
   from codesign import cost_model, device_profile, hardware
 
   p = device_profile.local_platform(profile)
+  s = device_profile.local_stack(profile)
   out = []
   for w, measured in zip(configs, measured_s, strict=True):
     plan = device_profile.local_plan(w, p)
     with jax.default_device(jax.devices('cpu')[0]):
-      r = cost_model.evaluate(hardware.as_arrays(p), w, plan)
+      r = cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
     pred = float(r.step_time)
     case = {
       'name': w.name,
@@ -368,12 +372,13 @@ def measure(sweep, configs, seed: int, with_microbenchmarks: bool, log):
 
 
 def public_cases(log):
-  """The published cases, predicted out of sample (leave-one-case-out fit
-  of the embedding efficiency, `codesign.public_cases`) and with the
-  untuned shipped defaults. Returns (cases, fit report, fitted profiles)."""
+  """The published cases C1-C9, each predicted out of sample: with the
+  stack and GPU numbers fitted on the OTHER cases only (leave-one-case-
+  out, `codesign.public_cases`), and with the priors beside it. Returns
+  (cases, per-stack fit report, stack_fit.json dict)."""
   import jax
+  import numpy as np
 
-  from codesign import device_profile
   from codesign import public_cases as pc
 
   with jax.default_device(jax.devices('cpu')[0]):
@@ -382,12 +387,15 @@ def public_cases(log):
     out = []
     for c in cases:
       fold = loco['folds'][c.case_id]
-      r = pc.predict(c, fold['efficiency'])
-      untuned = float(pc.predict(c).step_time)
+      r = pc.predict(c, fold['values'])
+      prior = float(pc.predict(c).step_time)
       pred = float(r.step_time)
       w = c.workload
+      used = pc.used_parameters(c)
       case = {
         'name': c.name,
+        'case_id': c.case_id,
+        'stack': c.stack.name,
         'hardware': c.hardware,
         'workload': w.name,
         'global_batch': w.global_batch,
@@ -395,37 +403,57 @@ def public_cases(log):
         'measured': c.measured,
         'predicted': pred,
         'rel_error': pred / c.measured - 1.0,
-        'embedding_efficiency': fold['efficiency'],
+        'predicted_prior': prior,
+        'rel_error_prior': prior / c.measured - 1.0,
         'fitted_on': fold['fitted_on'],
-        'predicted_untuned': untuned,
-        'rel_error_untuned': untuned / c.measured - 1.0,
+        'fitted_values': {k: fold['values'][k] for k in used},
         'measured_records_per_s': w.global_batch / c.measured,
         'predicted_records_per_s': w.global_batch / pred,
         'bottleneck': r.bottleneck,
         'breakdown_s': {
           k: float(v) for k, v in r.breakdown.items() if float(v) > 0
         },
+        'notes': list(c.notes),
       }
       log(
-        f'{case["name"]:8s} {c.hardware[:34]:34s} measured '
-        f'{c.measured * 1e3:6.2f} ms predicted {pred * 1e3:6.2f} ms '
-        f'{case["rel_error"]:+.1%} (untuned {case["rel_error_untuned"]:+.1%}; '
-        f'fitted on {"+".join(fold["fitted_on"])}) {r.bottleneck}'
+        f'{case["name"]:8s} {c.stack.name:14s} measured '
+        f'{c.measured * 1e3:7.2f} ms predicted {pred * 1e3:7.2f} ms '
+        f'{case["rel_error"]:+7.1%} (priors {case["rel_error_prior"]:+7.1%}) '
+        f'limited by {r.bottleneck}'
       )
       out.append(case)
-  eff = loco['all']['efficiency']
-  profiles = {}
-  for name in sorted({c.platform.accelerator.name for c in cases}):
-    profiles[device_profile.profile_file_name(name)] = {
-      **device_profile.default_profile(name),
-      'gather_efficiency': eff,
-      'update_efficiency': eff,
-      'source': 'default profile with gather and update efficiency fitted '
-      'to the public cases '
-      + '+'.join(loco['all']['fitted_on'])
-      + ' (experiments.calibrate, codesign.public_cases)',
+  fit = {}
+  for param in pc.FIT_PARAMETERS:
+    folds = [f['values'][param.name] for f in loco['folds'].values()]
+    value = loco['all']['values'][param.name]
+    fit[param.name] = {
+      'value': value,
+      'loco_min': float(np.min(folds)),
+      'loco_max': float(np.max(folds)),
+      'prior': param.prior,
+      'range': [param.lo, param.hi],
+      'range_why': param.why,
+      'at_bound': pc.at_bound(param.name, value),
+      'applies_to': [f'{who}.{field}' for who, field in param.targets],
     }
-  return out, {k: loco[k] for k in ('folds', 'all')}, profiles
+    bound = f' AT ITS {fit[param.name]["at_bound"].upper()} BOUND' if (
+      fit[param.name]['at_bound']
+    ) else ''
+    log(
+      f'  {param.name:28s} {value:.4g} (folds {np.min(folds):.4g}-'
+      f'{np.max(folds):.4g}; prior {param.prior:.4g}){bound}'
+    )
+  spread = {k: (v['loco_min'], v['loco_max']) for k, v in fit.items()}
+  shipped = pc.stack_fit_json(
+    loco['all']['values'], loco['all']['fitted_on'], spread
+  )
+  report = {
+    'parameters': fit,
+    'prior_weight': pc.PRIOR_WEIGHT,
+    'fit_loss_all': loco['all']['fit_loss'],
+    'folds': loco['folds'],
+  }
+  return out, report, shipped
 
 
 def plot(path, local, public):
@@ -438,7 +466,7 @@ def plot(path, local, public):
   allv = []
   for cases, marker, label in (
     (local, 'o', 'local device (validation configs)'),
-    (public, 's', 'public cases C1-C4, leave-one-case-out fit'),
+    (public, 's', 'public cases C1-C9, leave-one-case-out fit'),
   ):
     if not cases:
       continue
@@ -446,8 +474,8 @@ def plot(path, local, public):
     q = [c['predicted'] for c in cases]
     allv += m + q
     ax.scatter(m, q, marker=marker, label=label)
-    if marker == 's':  # the untuned catalog assumption, for comparison
-      u = [c['predicted_untuned'] for c in cases]
+    if marker == 's':  # the priors, for comparison
+      u = [c['predicted_prior'] for c in cases]
       allv += u
       ax.scatter(
         m,
@@ -455,7 +483,7 @@ def plot(path, local, public):
         marker='s',
         facecolors='none',
         edgecolors='C1',
-        label='public cases, untuned embedding efficiency',
+        label='public cases, sourced priors (no fit)',
       )
     for c in cases:
       short = c['name'].split('_')[0] if marker == 'o' else c['name']
@@ -576,10 +604,10 @@ def main():
   log('local train steps (validation, not fitted):')
   local = local_cases(profile, configs, step_times, log)
   log(
-    'public cases (catalog GPUs; embedding efficiency fitted leave-one-'
-    'case-out) ...'
+    'public cases C1-C9 (stack and GPU numbers fitted leave-one-case-out) '
+    '...'
   )
-  public, public_fit, public_profiles = public_cases(log)
+  public, public_fit, stack_fit = public_cases(log)
 
   def stats(cases):
     e = np.abs([c['rel_error'] for c in cases])
@@ -587,7 +615,7 @@ def main():
 
   med_l, max_l = stats(local)
   med_p, max_p = stats(public)
-  med_u = float(np.median(np.abs([c['rel_error_untuned'] for c in public])))
+  med_u = float(np.median(np.abs([c['rel_error_prior'] for c in public])))
   result = {
     'backend': jax.default_backend(),
     'device_kind': jax.devices()[0].device_kind,
@@ -601,12 +629,13 @@ def main():
       'timing': 'wall clock; microbenchmarks and validation steps sampled '
       'in turn in the same rounds, each keeping its fastest sample',
       'rounds': sweep.rounds,
-      'public_cases': 'published NVIDIA DLRM throughputs against the '
-      'catalog accelerators with their shipped default profiles, except '
-      'one number, the embedding (gather and update) efficiency: each '
-      'case is predicted with the efficiency fitted on the OTHER cases '
-      '(leave-one-case-out, `fitted_on`); C4 (older software) is never '
-      'fitted on. `predicted_untuned` keeps the catalog assumption 0.5.',
+      'public_cases': 'published DLRM training throughputs C1-C9 (NVIDIA '
+      'PyTorch, HugeCTR, TorchRec, Intel CPU) against the catalog parts '
+      'and the stack each case names; the few physical numbers in '
+      'codesign.public_cases.FIT_PARAMETERS are fitted with Adam through '
+      'the cost model, and every case is predicted with the values fitted '
+      'on the OTHER cases (leave-one-case-out, `fitted_on`). '
+      '`predicted_prior` uses the sourced priors instead.',
     },
     'device_profile': profile,
     'fit': fit_report,
@@ -625,16 +654,15 @@ def main():
     'max_abs_rel_error_local': max_l,
     'median_abs_rel_error_public': med_p,
     'max_abs_rel_error_public': max_p,
-    'median_abs_rel_error_public_untuned': med_u,
+    'median_abs_rel_error_public_prior': med_u,
   }
   plot(workdir / 'calibration.png', local, public)
-  for name, prof in public_profiles.items():
-    device_profile.save(workdir / f'public_fit_{name}.json', prof)
+  results.write_json(workdir / 'stack_fit.json', stack_fit)
   config = {'flags': common.flag_values()}
   results.write_run(workdir, config, result, seed=FLAGS.seed)
   log(
     f'local: median |error| {med_l:.1%}, worst {max_l:.1%}; public: median '
-    f'{med_p:.1%}, worst {max_p:.1%} (untuned median {med_u:.1%}); '
+    f'{med_p:.1%}, worst {max_p:.1%} (priors median {med_u:.1%}); '
     f'{time.time() - t_start:.0f} s'
   )
   log(f'wrote {workdir}')

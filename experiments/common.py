@@ -14,8 +14,27 @@ flags.DEFINE_string(
   'every flag except --workdir; resolved workload, platform and plan '
   'sections in it are used instead of the presets of the same name.',
 )
+flags.DEFINE_string(
+  'stack',
+  'torchrec',
+  'Software stack that trains the model: a preset (torchrec, '
+  'nvidia_pytorch, hugectr, ipex_cpu, jax_xla; see '
+  "codesign/stack_presets.py) or a stack JSON file (a run's config.json "
+  'also works). The same GPUs train several times faster or slower '
+  'depending on it.',
+)
 # Flags that say where and how to re-run, never what to compute.
 _NOT_REPLAYED = ('from_config', 'workdir')
+
+
+def load_stack(overrides: list[str] | None = None):
+  """The stack of --stack with any `stack.` overrides applied."""
+  from codesign import config_io
+
+  sj = config_io.stack_json(flags.FLAGS.stack)
+  for path, value in config_io.split_overrides(overrides)['stack']:
+    config_io.apply_override(sj, path, value, 'stack')
+  return config_io.stack_from_json(sj)
 
 
 def define_input_flags(workload='criteo_kaggle', platform='big_basin'):
@@ -40,10 +59,10 @@ def define_input_flags(workload='criteo_kaggle', platform='big_basin'):
   flags.DEFINE_multi_string(
     'override',
     [],
-    'key=value with a dotted path into workload., platform. or plan., in '
-    'the units of the JSON key, e.g. workload.global_batch=4096, '
+    'key=value with a dotted path into workload., platform., plan. or '
+    'stack., in the units of the JSON key, e.g. workload.global_batch=4096, '
     'platform.nodes=4, platform.accelerator.hbm_capacity_gb=80, '
-    'plan.hbm_fraction=0.5. Repeatable.',
+    'plan.hbm_fraction=0.5, stack.step_floor_us=500. Repeatable.',
   )
   flags.DEFINE_string(
     'workdir',
@@ -164,6 +183,6 @@ def apply_config(path: str) -> None:
       raise InputError(
         f'config file {path!r} has a bad value for --{name} ({e})'
       ) from None
-  for section in ('workload', 'platform', 'plan'):
+  for section in ('workload', 'platform', 'plan', 'stack'):
     if section in fv and isinstance(config.get(section), dict):
       setattr(fv, section, str(path))

@@ -128,16 +128,16 @@ def _load_platforms():
   return out
 
 
-def _sweep_all(platforms, base, sizes):
+def _sweep_all(platforms, base, stack, sizes):
   from codesign import sweeps
 
   return {
-    name: sweeps.size_sweep(p, base, sizes, fit=FLAGS.fit_hbm)
+    name: sweeps.size_sweep(p, base, stack, sizes, fit=FLAGS.fit_hbm)
     for name, p in platforms.items()
   }
 
 
-def _thresholds(platforms, base, sizes, data, steps):
+def _thresholds(platforms, base, stack, sizes, data, steps):
   """Where each platform starts spilling and becomes infeasible.
 
   Returns:
@@ -166,7 +166,7 @@ def _thresholds(platforms, base, sizes, data, steps):
         continue
 
       def pred(s, p=p, key=key):
-        r = sweeps.size_sweep(p, base, s, fit=FLAGS.fit_hbm)
+        r = sweeps.size_sweep(p, base, stack, s, fit=FLAGS.fit_hbm)
         return r['spilling'] if key == 'spill_onset' else ~r['feasible']
 
       found[key] = list(sweeps.refine(pred, sizes[j - 1], sizes[j], steps))
@@ -327,10 +327,11 @@ def main():
   sizes = sweeps.log_space(
     FLAGS.min_size_gb * 1e9, FLAGS.max_size_gb * 1e9, FLAGS.points
   )
-  data = _sweep_all(platforms, base, sizes)
+  stack = common.load_stack()
+  data = _sweep_all(platforms, base, stack, sizes)
   names = list(platforms)
   steps = FLAGS.refine_steps
-  thresholds = _thresholds(platforms, base, sizes, data, steps)
+  thresholds = _thresholds(platforms, base, stack, sizes, data, steps)
   leaders, crossings = _leaders_and_crossovers(names, sizes, data, thresholds)
   story = _story(names, sizes, data, thresholds, leaders)
   summary = _summary(names, sizes, data, thresholds, crossings, story)
@@ -377,6 +378,7 @@ def main():
   config = {
     'flags': common.flag_values(),
     'workload': config_io.workload_to_json(base),
+    'stack': config_io.stack_to_json(stack),
     'platforms': {
       n: config_io.platform_to_json(p) for n, p in platforms.items()
     },

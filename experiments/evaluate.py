@@ -24,22 +24,24 @@ def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import config_io, cost_model, hardware, report, results
 
-  w, p, plan = config_io.resolve(
-    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override
+  w, p, plan, s = config_io.resolve(
+    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override, None, FLAGS.stack
   )
   workdir = results.make_workdir('evaluate', FLAGS.workdir)
-  r = cost_model.evaluate(hardware.as_arrays(p), w, plan)
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
   result = report.to_result(r)
   result['workload'] = w.name
   result['platform'] = p.name
+  result['stack'] = s.name
   config = {
     'flags': common.flag_values(),
     'workload': config_io.workload_to_json(w),
     'platform': config_io.platform_to_json(p),
     'plan': config_io.plan_to_json(plan),
+    'stack': config_io.stack_to_json(s),
   }
   results.write_run(workdir, config, result)
-  print(report.table(result, f'{w.name} on {p.name}'))
+  print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
   print(f'wrote {workdir}')
 
 

@@ -99,7 +99,8 @@ def main():
   space = ds.make_space(
     w0, max_nodes=FLAGS.max_nodes, plan_mode='auto', sharding=FLAGS.sharding
   )
-  tasks = sweeps.Tasks(space, grown)
+  stack = common.load_stack()
+  tasks = sweeps.Tasks(space, grown, stack)
   workdir = results.make_workdir('growth', FLAGS.workdir)
   n = len(factors)
   # Tasks 0..n-1: one factor alone (0 is today); task n: the horizon.
@@ -214,6 +215,7 @@ def main():
   config_out = {
     'flags': common.flag_values(),
     'workload': config_io.workload_to_json(w0),
+    'stack': config_io.stack_to_json(stack),
   }
   results.write_run(workdir, config_out, result, metrics, seed=FLAGS.seed)
 

@@ -107,10 +107,11 @@ def main():
     sweeps,
   )
   from codesign import design_space as ds
-  from codesign import plan as plan_lib
+  from codesign import planner
 
   _check_flags()
   w = config_io.workload_from_json(config_io.workload_json(FLAGS.workload))
+  stack = common.load_stack()
   presets = {
     n: config_io.platform_from_json(config_io.platform_json(n))
     for n in FLAGS.presets
@@ -131,7 +132,7 @@ def main():
     starts=FLAGS.starts, steps=FLAGS.steps, seed=FLAGS.seed
   )
   found = sweeps.search_tasks(
-    sweeps.Tasks(space, (w,)),
+    sweeps.Tasks(space, (w,), stack),
     np.ones((2 * k, 1)),
     limits,
     kinds,
@@ -183,9 +184,9 @@ def main():
     # The same sharding as the searched designs; an auto plan that still
     # overflows HBM gets its HBM fraction lowered (as in compare_platforms).
     plan, _ = sweeps.fit_plan(
-      p, w, plan_lib.make(w, p, sharding=FLAGS.sharding)
+      p, w, stack, planner.make(w, p, stack, sharding=FLAGS.sharding)
     )
-    r = cost_model.evaluate(hardware.as_arrays(p), w, plan)
+    r = cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
     row = {
       'throughput_samples_per_s': float(r.throughput),
       'capex_usd': float(r.capex),
@@ -240,6 +241,7 @@ def main():
   config_out = {
     'flags': common.flag_values(),
     'workload': config_io.workload_to_json(w),
+    'stack': config_io.stack_to_json(stack),
     'presets': {n: config_io.platform_to_json(p) for n, p in presets.items()},
   }
   results.write_run(workdir, config_out, result, metrics, seed=FLAGS.seed)

@@ -82,11 +82,13 @@ flags.DEFINE_bool('x64', True, 'Search in float64.')
 FLAGS = flags.FLAGS
 
 
-def _figures(p, w, plan) -> dict:
+def _figures(p, w, plan, stack) -> dict:
   """The evaluate figures of a concrete design (as experiments.evaluate)."""
   from codesign import cost_model, hardware, report
 
-  return report.to_result(cost_model.evaluate(hardware.as_arrays(p), w, plan))
+  return report.to_result(
+    cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
+  )
 
 
 def _within(fig: dict, problem) -> bool:
@@ -174,11 +176,12 @@ def _explain_infeasible(problem, result, config, make_progress) -> str:
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import config_io, design_space, results, search
-  from codesign import plan as plan_lib
+  from codesign import planner
   from codesign import platform_presets as presets
 
   t_start = time.perf_counter()
   w = config_io.workload_from_json(config_io.workload_json(FLAGS.workload))
+  stack = common.load_stack()
   for name in FLAGS.presets:
     presets.get(name)  # an unknown name fails before the search
   for key in ('budget_usd', 'power_w'):
@@ -191,6 +194,7 @@ def main():
     search.Problem(
       space,
       w,
+      stack,
       FLAGS.objective,
       budget_usd=FLAGS.budget_usd or None,
       power_w=FLAGS.power_w or None,
@@ -243,22 +247,22 @@ def main():
   wj = config_io.workload_to_json(w)
   p_back = config_io.platform_from_json(pj)
   plan_back = config_io.plan_from_json(plj, w)
-  fig = _figures(p_back, w, plan_back)
+  fig = _figures(p_back, w, plan_back, stack)
   # Recomputed op by op here, so the file does not depend on the devices
   # the batched search ran on.
   _, g_best, _ = search.assess_index(
     problem, jnp.asarray(res.best_index), jnp.asarray(res.best_plan_z)
   )
   g_best = np.asarray(g_best)
-  auto_fig = _figures(p_back, w, plan_lib.make(w, p_back))
+  auto_fig = _figures(p_back, w, planner.make(w, p_back, stack), stack)
   pc, planc = search.relaxed(problem, res.continuous_z)
-  cfig = _figures(pc, w, planc)
+  cfig = _figures(pc, w, planc, stack)
   cj = config_io.platform_to_json(pc)
 
   preset_rows = []
   for name in FLAGS.presets:
     pp = presets.get(name)
-    f = _figures(pp, w, plan_lib.make(w, pp))
+    f = _figures(pp, w, planner.make(w, pp, stack), stack)
     preset_rows.append(
       {
         'name': name,
@@ -272,6 +276,7 @@ def main():
   t_total = time.perf_counter() - t_start
   result = {
     'workload': w.name,
+    'stack': stack.name,
     'objective': problem.objective,
     'objective_unit': unit[problem.objective],
     'limits': {
@@ -317,12 +322,22 @@ def main():
     },
   }
   workdir = results.make_workdir('propose', FLAGS.workdir)
-  config_json = {'flags': common.flag_values(), 'workload': wj}
+  config_json = {
+    'flags': common.flag_values(),
+    'workload': wj,
+    'stack': config_io.stack_to_json(stack),
+  }
   results.write_run(
     workdir, config_json, result, metrics=res.history, seed=FLAGS.seed
   )
   results.write_json(
-    workdir / 'proposal.json', {'workload': wj, 'platform': pj, 'plan': plj}
+    workdir / 'proposal.json',
+    {
+      'workload': wj,
+      'platform': pj,
+      'plan': plj,
+      'stack': config_io.stack_to_json(stack),
+    },
   )
   results.write_json(
     workdir / 'timing.json',

@@ -129,7 +129,7 @@ def main():
     results,
     sweeps,
   )
-  from codesign import plan as plan_lib
+  from codesign import planner
   from codesign.errors import InputError
 
   counts = _node_counts()
@@ -138,8 +138,8 @@ def main():
     raise InputError(
       '--plan must be auto here: each node count gets its own auto plan'
     )
-  w0, p0, _ = config_io.resolve(
-    FLAGS.workload, FLAGS.platform, 'auto', FLAGS.override
+  w0, p0, _, stack = config_io.resolve(
+    FLAGS.workload, FLAGS.platform, 'auto', FLAGS.override, None, FLAGS.stack
   )
   if p0.trainer == 'cpu':
     raise InputError(
@@ -158,15 +158,15 @@ def main():
   rows, single = [], None
   for n in counts:
     p, w = sweeps.with_nodes(p0, w0, n, weak=weak)
-    plan = plan_lib.make(w, p, sharding=FLAGS.sharding)
+    plan = planner.make(w, p, stack, sharding=FLAGS.sharding)
     if FLAGS.fit_hbm:
-      plan, _ = sweeps.fit_plan(p, w, plan)
-    own = sweeps.nic_sweep(p, w, plan, [own_bw])
+      plan, _ = sweeps.fit_plan(p, w, stack, plan)
+    own = sweeps.nic_sweep(p, w, stack, plan, [own_bw])
     own = {k: v[0] for k, v in own.items()}
     if single is None:
       single = float(own['throughput'])
     need = sweeps.required_nic_bandwidth(
-      p, w, plan, single, FLAGS.target, lo, hi, FLAGS.rounds
+      p, w, stack, plan, single, FLAGS.target, lo, hi, FLAGS.rounds
     )
     bw = need['bandwidth']
     breakdown = dict(zip(cost_model.COMPONENTS, own['breakdown'], strict=True))
@@ -245,6 +245,7 @@ def main():
     'flags': common.flag_values(),
     'workload': config_io.workload_to_json(w0),
     'platform': config_io.platform_to_json(p0),
+    'stack': config_io.stack_to_json(stack),
   }
   results.write_run(workdir, config, result, metrics, seed=FLAGS.seed)
 

@@ -88,7 +88,7 @@ def _entry(problem, res, optimum):
   return out
 
 
-def _run_workload(w, config, t0):
+def _run_workload(w, stack, config, t0):
   """All four methods on one workload: (entry, gradient history, times)."""
   from codesign import design_space, search
 
@@ -97,6 +97,7 @@ def _run_workload(w, config, t0):
     search.Problem(
       space,
       w,
+      stack,
       FLAGS.objective,
       budget_usd=FLAGS.budget_usd or None,
       power_w=FLAGS.power_w or None,
@@ -154,10 +155,11 @@ def main():
   config = search.check_config(
     search.Config(starts=FLAGS.starts, steps=FLAGS.steps, seed=FLAGS.seed)
   )
+  stack = common.load_stack()
   per, metrics, timing = {}, [], {}
   t0 = time.perf_counter()
   for w in workloads:
-    per[w.name], hist, timing[w.name] = _run_workload(w, config, t0)
+    per[w.name], hist, timing[w.name] = _run_workload(w, stack, config, t0)
     metrics += [{'workload': w.name, **row} for row in hist]
 
   def count(fn):
@@ -182,6 +184,7 @@ def main():
     ),
   }
   result = {
+    'stack': stack.name,
     'objective': FLAGS.objective,
     'limits': {
       'budget_usd': FLAGS.budget_usd or None,

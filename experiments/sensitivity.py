@@ -129,18 +129,21 @@ def main():
     sweeps,
   )
 
-  w, p, plan = config_io.resolve(
-    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override
+  w, p, plan, stack = config_io.resolve(
+    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override, None, FLAGS.stack
   )
   _check_flags(len(hardware.leaf_paths(p)))
   if FLAGS.fit_hbm and FLAGS.plan == 'auto':
-    plan, _ = sweeps.fit_plan(p, w, plan)
+    plan, _ = sweeps.fit_plan(p, w, stack, plan)
   workdir = results.make_workdir('sensitivity', FLAGS.workdir)
-  paths, values, e = sweeps.elasticities(p, w, plan, replan=FLAGS.replan)
+  paths, values, e = sweeps.elasticities(
+    p, w, stack, plan, replan=FLAGS.replan
+  )
   top = list(np.argsort(-np.abs(e[0]), kind='stable')[: FLAGS.check_top])
   fd = sweeps.finite_difference(
     p,
     w,
+    stack,
     plan,
     [paths[i] for i in top],
     replan=FLAGS.replan,
@@ -161,10 +164,13 @@ def main():
           'ok': gap <= FLAGS.fd_tolerance,
         }
       )
-  base = report.to_result(cost_model.evaluate(hardware.as_arrays(p), w, plan))
+  base = report.to_result(
+    cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
+  )
   result = {
     'workload': w.name,
     'platform': p.name,
+    'stack': stack.name,
     'design': base,
     # The plan's HBM fraction, not the fit factor: a --from_config replay
     # reads the fitted plan from config.json and must give the same bytes.
@@ -188,6 +194,7 @@ def main():
     'workload': config_io.workload_to_json(w),
     'platform': config_io.platform_to_json(p),
     'plan': config_io.plan_to_json(plan),
+    'stack': config_io.stack_to_json(stack),
   }
   results.write_run(workdir, config, result, seed=FLAGS.seed)
   shown = list(np.argsort(-np.abs(e[0]), kind='stable')[: FLAGS.show])

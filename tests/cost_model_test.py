@@ -1,9 +1,10 @@
 """Known answers, worked by hand, for every term of `cost_model.evaluate`.
 
-A tiny DLRM runs on a tiny platform of round numbers. Each test writes the
-term's formula out in plain Python from the numbers below (nothing here
-calls `codesign.workload` or the cost model's helpers), then compares it
-with what `evaluate` reports.
+A tiny DLRM runs on a tiny platform of round numbers under a tiny software
+stack. Each test writes the term's formula out in plain Python from the
+numbers below (nothing here calls `codesign.workload` or the cost model's
+helpers to get the answer), then compares it with what `evaluate` (or the
+term's own function in `codesign.cost_terms`) reports.
 
 The tiny workload W0: 3 fp32 tables of dim 16 (a 64 B row, exactly one
 memory transaction) with 1000, 2000 and 4000 rows and 1, 2 and 4 lookups
@@ -14,20 +15,41 @@ F = 3 + 1 = 4 vectors, whose output is 16 + 4 * 3 / 2 = 22 wide; top MLP
 The tiny platform: 2 nodes x (2 CPU sockets + 4 accelerators), so R = 8
 ranks and a local batch b = B / R = 1024. Numbers in `tiny_platform`.
 
+The tiny stack (`tiny_stack`): the whole step is one CUDA graph (no host
+operators), the host runs ahead of the device (host_overlap 1: the step is
+smax(device, host)), a 100 us host floor per step, fused embedding
+kernels at the hardware's own rates, the bias and ReLU in the GEMM
+epilogue (one pass backward per layer output, no extra kernels), an
+unfused dot interaction, every lookup read-modify-writes its row
+(`scatter`: the update moves twice the gathered bytes, as the model did
+before the stack existed), 4 B ids in one collective, no software latency
+per collective, one allreduce call. Tests change one choice at a time.
+
+Embedding rows of 16 columns are narrower than FBGEMM's 64-column quarter
+block, so HBM gathers and updates run at the hardware rate / 1.75
+(TorchRec planner QUARTER_BLOCK_PENALTY) throughout.
+
 Smooth maxima in the model are p-norms with p = 8:
 smax(x, y) = (x^8 + y^8)^(1/8), smin(x, y) = 1 / smax(1/x, 1/y).
+
+Tests marked xfail state documented (or physically required) behaviour
+that the code does not have; each reason says what differs.
 """
 
 import dataclasses
 import math
 
+import jax
 import numpy as np
 import pytest
 
 from codesign import cost_model, hardware
+from codesign import cost_terms as ct
+from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.hardware import Accelerator, CpuSocket, Fabric, HostLink, Nic
 from codesign.plan import Plan
+from codesign.stack import Stack
 
 P = 8.0
 REL = 1e-10  # float64 agreement of two ways to do the same arithmetic
@@ -43,6 +65,10 @@ def smin(*xs):
   return 1.0 / smax(*(1.0 / x for x in xs))
 
 
+def sigmoid(x):
+  return 1.0 / (1.0 + math.exp(-x))
+
+
 # ---- the tiny platform ------------------------------------------------------
 ACC_FLOPS = {'fp32': 10e12, 'tf32': 20e12, 'bf16': 40e12}  # FLOP/s
 HBM_BW = 1e12  # B/s
@@ -56,7 +82,11 @@ CPU_EFF, CPU_HALF, CPU_GATHER, CPU_KERNEL = 0.5, 16.0, 0.5, 10e-6
 LINKS, LINK_BW, LINK_LAT, LINK_EFF = 4.0, 25e9, 1e-6, 0.8
 HOST_BW, HOST_LAT, UVM_EFF = 16e9, 2e-6, 0.1  # per accelerator
 NICS, NIC_BW, NIC_LAT, NIC_EFF = 2.0, 12.5e9, 5e-6, 0.8
-STEP_OVERHEAD = 100e-6
+
+LINK = LINKS * LINK_BW * LINK_EFF  # 80 GB/s per accelerator
+NIC = NICS * NIC_BW * NIC_EFF  # 20 GB/s per node
+STREAM = 0.8  # elementwise passes stream at 80% of the memory bandwidth
+PENALTY = 1.75  # FBGEMM quarter-block penalty: 16 columns < 64
 
 
 def tiny_platform(
@@ -147,9 +177,51 @@ def tiny_platform(
     nic=nic,
     node_price=5000.0,
     node_power=500.0,
-    step_overhead=STEP_OVERHEAD,
     sources=(),
   )
+
+
+def with_links(p, links):
+  return dataclasses.replace(
+    p, fabric=dataclasses.replace(p.fabric, links_per_accelerator=links)
+  )
+
+
+# ---- the tiny stack ---------------------------------------------------------
+STEP_FLOOR = 100e-6  # host seconds per step
+OP_HOST = 10e-6  # host seconds per eager operator
+UVM_FILL = 0.5  # share of the host link for UVM cache misses
+
+
+def tiny_stack(**changes):
+  s = Stack(
+    name='tiny',
+    graph_scope='step',
+    bottom_mlp='data_parallel',
+    fused_interaction=False,
+    mlp_fusion='epilogue',
+    fused_dense_optimizer=True,
+    embedding_kernel='fused',
+    per_table_kernels=5,
+    update_path='scatter',
+    payload_precision='dense',
+    pooled_cast=False,
+    id_bytes=4,
+    input_dist_collectives=1,
+    uvm_caching=False,
+    tf32=False,
+    allreduce_bucket_bytes=1e10,
+    step_floor=STEP_FLOOR,
+    op_host_time=OP_HOST,
+    collective_latency=0.0,
+    host_overlap=1.0,
+    embedding_efficiency=1.0,
+    uvm_fill_efficiency=UVM_FILL,
+    hbm_reserve=0.0,
+    comm_overlap=0.0,
+    sources=(),
+  )
+  return stack_lib.validate(dataclasses.replace(s, **changes))
 
 
 # ---- the tiny workload ------------------------------------------------------
@@ -174,6 +246,15 @@ def tiny_workload(**changes):
 
 # Dense parameters of W0: 4*8+8 + 8*16+16 + 22*8+8 + 8*1+1.
 DENSE_PARAMS = 40 + 144 + 184 + 9
+BOTTOM_PARAMS = 40 + 144
+# Output widths of the MLP layers: bottom 8 + 16, top 8 + 1.
+BOTTOM_WIDTHS, TOP_WIDTHS = 24, 9
+# Kernels per step of W0 under the tiny stack that no other term charges:
+# 6 of the unfused dot interaction (less its own 1 each way charged by
+# the interaction term), 2 fused embedding kernels, 2 of the fused dense
+# optimizer (less the 1 its term charges), 4 of the loss, 3 data copies:
+# 4 + 2 + 1 + 4 + 3.
+TINY_GAPS = 14
 # The GEMMs of one sample of W0, in order. For MLP layers the batch is the
 # GEMM's m; the dot interaction is a (4 x 16)(16 x 4) product per sample.
 # (component, m, k, n, fwd FLOPs, bwd FLOPs, activation elements read and
@@ -190,24 +271,29 @@ LAYERS = (
 ACT_ELEMS = sum(layer[6] for layer in LAYERS)  # 219 per sample
 
 
-def hand_dense(b, peak, elem, eff0, half, bw, kernel, layers=LAYERS, ew=22):
-  """(fwd, bwd) seconds per component of a dense part on one rank.
+def hand_dense(
+  b, peak, elem, eff0, half, bw, kernel, layers=LAYERS, ew=22, bottom_b=None
+):
+  """(fwd, bwd) seconds per component of the GEMMs of a dense part on one
+  rank (without the MLPs' elementwise passes, `hand_ew`).
 
   Each GEMM is a roofline: max(FLOPs / (peak x efficiency), bytes / bw),
   efficiency = eff0 x m/(m+h) x k/(k+h) x n/(n+h) with m the batch for MLP
   layers; bytes = elem x (b x activations + weights), twice that
-  backward; plus one kernel overhead per kernel. The interaction also
-  reads and writes `ew` elements per sample (W0: its 22-wide output) once
+  backward; plus one kernel overhead per kernel. The bottom MLP runs
+  `bottom_b` samples (default b). The (unfused) interaction also reads
+  and writes `ew` elements per sample (W0: its 22-wide output) once
   forward, twice backward.
   """
   out = {'bottom': [0.0, 0.0], 'inter': [0.0, 0.0], 'top': [0.0, 0.0]}
   for comp, m, k, n, ffwd, fbwd, acts, weights, kernels in layers:
-    m = b if m == 1 else m
+    bb = bottom_b if (comp == 'bottom' and bottom_b is not None) else b
+    m = bb if m == 1 else m
     eff = eff0 * m / (m + half) * k / (k + half) * n / (n + half)
-    nbytes = elem * (b * acts + weights)
-    out[comp][0] += smax(b * ffwd / (peak * eff), nbytes / bw) + kernel
+    nbytes = elem * (bb * acts + weights)
+    out[comp][0] += smax(bb * ffwd / (peak * eff), nbytes / bw) + kernel
     out[comp][1] += (
-      smax(b * fbwd / (peak * eff), 2 * nbytes / bw) + kernels * kernel
+      smax(bb * fbwd / (peak * eff), 2 * nbytes / bw) + kernels * kernel
     )
   ew_bytes = 2 * b * ew * elem  # read and written
   out['inter'][0] += ew_bytes / bw + kernel
@@ -215,8 +301,24 @@ def hand_dense(b, peak, elem, eff0, half, bw, kernel, layers=LAYERS, ew=22):
   return out
 
 
+# Passes over each MLP layer's output per sample and kernels per layer, by
+# the stack's mlp_fusion: nn.Linear + nn.ReLU (none): bias-add copy, ReLU
+# read and write forward, ReLU-gradient read, read, write and bias-gradient
+# read backward = 7 passes, 3 kernels; one fused kernel each way
+# (elementwise): 2 + 3 = 5 passes, 2 kernels; in the GEMM (epilogue): the
+# saved activation mask read backward = 1 pass, no kernel.
+EW = {'none': (7, 3), 'elementwise': (5, 2), 'epilogue': (1, 0)}
+
+
+def hand_ew(b, fusion, widths, elem, bw, kernel, layers=2):
+  """Seconds of an MLP's elementwise passes: b samples x passes x output
+  widths x elem bytes at 80% of the bandwidth, and the unfused kernels."""
+  passes, kernels = EW[fusion]
+  return b * passes * widths * elem / (STREAM * bw) + layers * kernels * kernel
+
+
 def make_plan(frac=(1.0, 1.0, 1.0), sharding='table_wise', **kw):
-  sharding = (sharding,) * 3 if isinstance(sharding, str) else sharding
+  sharding = (sharding,) * len(frac) if isinstance(sharding, str) else sharding
   fields = dict(
     hbm_fraction=np.asarray(frac, dtype=np.float64),
     cpu_lookup_fraction=1.0,
@@ -229,8 +331,9 @@ def make_plan(frac=(1.0, 1.0, 1.0), sharding='table_wise', **kw):
   return Plan(**fields)
 
 
-def run(p, w, plan):
-  r = cost_model.evaluate(hardware.as_arrays(p), w, plan)
+def run(p, w, plan, s=None, row_scale=1.0):
+  s = tiny_stack() if s is None else s
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, s, row_scale)
   f = lambda x: float(np.asarray(x))  # noqa: E731
   return {
     'breakdown': {k: f(v) for k, v in r.breakdown.items()},
@@ -252,6 +355,10 @@ def close(got, want, rel=REL):
   assert got == pytest.approx(want, rel=rel, abs=0.0), (got, want)
 
 
+def arrays(p):
+  return hardware.as_arrays(p)
+
+
 # ---- dense terms --------------------------------------------------------
 
 
@@ -265,14 +372,20 @@ def test_dense_terms(precision):
   d = hand_dense(
     b, ACC_FLOPS[precision], elem, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL
   )
-  close(r['dense_bottom_mlp'], sum(d['bottom']))
+  # Epilogue fusion: one pass over each layer's output backward.
+  ew_bottom = hand_ew(b, 'epilogue', BOTTOM_WIDTHS, elem, HBM_BW, ACC_KERNEL)
+  ew_top = hand_ew(b, 'epilogue', TOP_WIDTHS, elem, HBM_BW, ACC_KERNEL)
+  close(r['dense_bottom_mlp'], sum(d['bottom']) + ew_bottom)
   close(r['dense_interaction'], sum(d['inter']))
-  close(r['dense_top_mlp'], sum(d['top']))
+  close(r['dense_top_mlp'], sum(d['top']) + ew_top)
   # Optimizer: read weight and gradient, write weight (3 x 4 B fp32 master
   # copy); mixed precision also writes the 2 B bf16 copy. SGD: no state.
   per_param = 12 + (2 if precision == 'bf16' else 0)
   close(r['dense_optimizer'], DENSE_PARAMS * per_param / HBM_BW + ACC_KERNEL)
-  close(r['overhead'], STEP_OVERHEAD)
+  # Kernel gaps: 14, plus the 3 loss-scaler kernels in mixed precision.
+  gaps = TINY_GAPS + (3 if precision == 'bf16' else 0)
+  close(r['overhead'], gaps * ACC_KERNEL)
+  close(r['host'], STEP_FLOOR)  # one graph: no eager operators
   # HBM: the table-wise tables (64 B rows), fp32 weight and gradient (plus
   # the 16-bit copy in mixed precision) and activations of b samples: 219
   # GEMM elements and 3 copies of the 4 x 16 pooled vectors, elem B each.
@@ -281,6 +394,33 @@ def test_dense_terms(precision):
   dense += b * (ACT_ELEMS + 3 * 4 * DIM) * elem
   hbm = smax(sum(tables) / 8, max(tables)) + dense
   close(report['required']['hbm'], hbm)
+
+
+def test_tf32_stack_runs_fp32_gemms_on_tf32_peak():
+  # An fp32 model under a stack with TF32 on runs every GEMM (and the fused
+  # interaction) at the TF32 peak, with fp32 (4 B) operands: the same
+  # numbers as a tf32 model.
+  p, plan = tiny_platform(), make_plan()
+  on = run(p, tiny_workload(), plan, tiny_stack(tf32=True))['breakdown']
+  tf32 = run(p, tiny_workload(dense_precision='tf32'), plan)['breakdown']
+  d = hand_dense(1024, 20e12, 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL)
+  ew = hand_ew(1024, 'epilogue', BOTTOM_WIDTHS, 4, HBM_BW, ACC_KERNEL)
+  close(on['dense_bottom_mlp'], sum(d['bottom']) + ew)
+  for k in ('dense_bottom_mlp', 'dense_interaction', 'dense_top_mlp'):
+    close(on[k], tf32[k])
+  off = run(p, tiny_workload(), plan)['breakdown']
+  assert off['dense_top_mlp'] > on['dense_top_mlp']
+  # A CPU socket has no TF32 units: the flag changes nothing there.
+  cpu = tiny_platform(trainer='cpu')
+  a = run(cpu, tiny_workload(), plan, tiny_stack(tf32=True))['breakdown']
+  b = run(cpu, tiny_workload(), plan)['breakdown']
+  for k in ('dense_bottom_mlp', 'dense_interaction', 'dense_top_mlp'):
+    close(a[k], b[k])
+  # bf16 stays bf16 whatever the flag.
+  w = tiny_workload(dense_precision='bf16')
+  a = run(p, w, plan, tiny_stack(tf32=True))['breakdown']
+  b = run(p, w, plan)['breakdown']
+  close(a['dense_top_mlp'], b['dense_top_mlp'])
 
 
 def test_dense_terms_dcnv2_and_cat():
@@ -303,9 +443,11 @@ def test_dense_terms_dcnv2_and_cat():
   d = hand_dense(
     b, 10e12, 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL, layers, 64 * 6
   )
-  for comp, key in (('bottom', 'bottom_mlp'), ('inter', 'interaction')):
-    close(bd['dense_' + key], sum(d[comp]))
-  close(bd['dense_top_mlp'], sum(d['top']))
+  ew_bottom = hand_ew(b, 'epilogue', BOTTOM_WIDTHS, 4, HBM_BW, ACC_KERNEL)
+  ew_top = hand_ew(b, 'epilogue', TOP_WIDTHS, 4, HBM_BW, ACC_KERNEL)
+  close(bd['dense_bottom_mlp'], sum(d['bottom']) + ew_bottom)
+  close(bd['dense_interaction'], sum(d['inter']))
+  close(bd['dense_top_mlp'], sum(d['top']) + ew_top)
   # 184 bottom + 2 x (192 + 256) cross + 520 + 9 top parameters.
   close(bd['dense_optimizer'], 1609 * 12 / HBM_BW + ACC_KERNEL)
   # cat: no interaction GEMM, the top MLP reads 16 + 3 x 16 = 64 values,
@@ -316,7 +458,7 @@ def test_dense_terms_dcnv2_and_cat():
     b, 10e12, 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL, LAYERS[:2] + top, 64
   )
   close(bd['dense_interaction'], sum(d['inter']))
-  close(bd['dense_top_mlp'], sum(d['top']))
+  close(bd['dense_top_mlp'], sum(d['top']) + ew_top)
 
 
 def test_small_gemms_are_below_peak():
@@ -327,6 +469,67 @@ def test_small_gemms_are_below_peak():
   slow = run(tiny_platform(gemm_half_size=64.0), w, make_plan())['breakdown']
   for k in ('dense_bottom_mlp', 'dense_interaction', 'dense_top_mlp'):
     assert slow[k] > base[k]
+
+
+@pytest.mark.parametrize('fusion', ['none', 'elementwise', 'epilogue'])
+@pytest.mark.parametrize('precision', ['fp32', 'bf16'])
+def test_mlp_elementwise(fusion, precision):
+  # Beyond its GEMMs each MLP layer's output is read and written `passes`
+  # times per sample at 80% of HBM bandwidth, and each layer launches the
+  # unfused kernels: none 7 passes and 3 kernels, elementwise 5 and 2,
+  # epilogue 1 and 0. Bottom widths 8 + 16, top 8 + 1; b = 1024.
+  w = tiny_workload(dense_precision=precision)
+  s = tiny_stack(mlp_fusion=fusion)
+  bd = run(tiny_platform(), w, make_plan(), s)['breakdown']
+  elem = 2 if precision == 'bf16' else 4
+  peak = ACC_FLOPS[precision]
+  d = hand_dense(1024, peak, elem, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL)
+  passes, kernels = EW[fusion]
+  bottom = 1024 * passes * 24 * elem / (0.8 * HBM_BW) + 2 * kernels * 1e-6
+  top = 1024 * passes * 9 * elem / (0.8 * HBM_BW) + 2 * kernels * 1e-6
+  close(bd['dense_bottom_mlp'] - sum(d['bottom']), bottom, rel=1e-8)
+  close(bd['dense_top_mlp'] - sum(d['top']), top, rel=1e-8)
+  # The same from the term itself.
+  p = arrays(tiny_platform())
+  got = ct.mlp_elementwise(p, w, s, ct.setup(p, w, s))
+  close(float(got[0]), bottom)
+  close(float(got[1]), top)
+  # The elementwise kernels are charged here, not again as kernel gaps;
+  # nn.Linear under autocast casts each of the 8 weight and bias tensors.
+  casts = 8 if (fusion == 'none' and precision == 'bf16') else 0
+  scaler = 3 if precision == 'bf16' else 0
+  close(bd['overhead'], (TINY_GAPS + scaler + casts) * ACC_KERNEL)
+
+
+def test_interaction_fused_and_unfused():
+  w, plan, p = tiny_workload(), make_plan(), tiny_platform()
+  b, f, dd, width = 1024, 4, 16, 22
+  # Unfused: the batched (4 x 16)(16 x 4) GEMM per sample, then its
+  # 22-wide output read and written once forward, twice backward.
+  unfused = run(p, w, plan)['breakdown']
+  d = hand_dense(b, 10e12, 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL)
+  close(unfused['dense_interaction'], sum(d['inter']))
+  # Fused (one kernel each way): 2 F^2 d FLOPs per sample forward, twice
+  # that backward, at the GEMM efficiency without tile penalties, against
+  # the F x d inputs and the output, b x (64 + 22) x 4 B, twice backward.
+  fused = run(p, w, plan, tiny_stack(fused_interaction=True))['breakdown']
+  flops = 2 * f * f * dd
+  assert flops == 512
+  nbytes = b * (f * dd + width) * 4
+  fwd = smax(b * flops / (10e12 * 0.8), nbytes / HBM_BW) + ACC_KERNEL
+  bwd = smax(2 * b * flops / (10e12 * 0.8), 2 * nbytes / HBM_BW) + ACC_KERNEL
+  close(fused['dense_interaction'], fwd + bwd)
+  # The unfused version's 6 cat/index kernels: 4 gaps beyond its own two;
+  # the fused one has none.
+  close(unfused['overhead'], TINY_GAPS * ACC_KERNEL)
+  close(fused['overhead'], (TINY_GAPS - 4) * ACC_KERNEL)
+  # The fused kernel under bf16 runs at the bf16 peak on 2 B elements.
+  w16 = tiny_workload(dense_precision='bf16')
+  bd = run(p, w16, plan, tiny_stack(fused_interaction=True))['breakdown']
+  nbytes = b * (f * dd + width) * 2
+  fwd = smax(b * flops / (40e12 * 0.8), nbytes / HBM_BW) + ACC_KERNEL
+  bwd = smax(2 * b * flops / (40e12 * 0.8), 2 * nbytes / HBM_BW) + ACC_KERNEL
+  close(bd['dense_interaction'], fwd + bwd)
 
 
 # ---- embedding terms in HBM ------------------------------------------------
@@ -343,7 +546,9 @@ def test_embedding_hbm_terms(sharding):
   total = sum(loads)
   if sharding == 'table_wise':
     # Whole tables per rank: the busiest rank carries at least the largest
-    # table (2 MiB) although the mean is only total / 8: imbalance.
+    # table (2 MiB) although the mean is only total / 8: imbalance. (The
+    # other packing bounds, 2 x the 9th largest table, ..., are 0: there
+    # are only 3 tables.)
     busiest = smax(total / ranks, max(loads))
   elif sharding == 'row_wise':
     busiest = total / ranks  # rows spread evenly
@@ -351,9 +556,10 @@ def test_embedding_hbm_terms(sharding):
     # 4 column shards of 4 elements = 16 B each; each still costs a full
     # 64 B transaction, so a lookup moves 4 x 64 B, spread evenly.
     busiest = 4 * total / ranks
-  rate = HBM_BW * ACC_GATHER
+  # 16 (or 4) columns: the quarter-block penalty slows the kernel 1.75x.
+  rate = HBM_BW * ACC_GATHER / PENALTY
   close(bd['embedding_gather_hbm'], busiest / rate)
-  # SGD update: read and write each touched row (no optimizer state).
+  # scatter update: read and write each looked-up row (no optimizer state).
   close(bd['embedding_update_hbm'], 2 * busiest / rate)
   # Nothing lives in DDR.
   assert bd['embedding_gather_ddr'] < 1e-25
@@ -369,6 +575,129 @@ def test_table_wise_imbalance_against_row_wise():
   ratio = smax(7 / 8, 4) / (7 / 8)
   close(tw['embedding_gather_hbm'] / rw['embedding_gather_hbm'], ratio)
   assert ratio > 4.5
+
+
+def hand_busiest(loads, ranks):
+  """The packing bounds of `busiest_rank` by hand: smax of sum / R and,
+  for j = 0 .. 3 (j < T), (j + 1) x the load at position jR of the loads
+  sorted largest first (0 past the end), linear between positions."""
+  x = sorted(loads, reverse=True) + [0.0]
+  t = len(loads)
+  bounds = [sum(loads) / ranks]
+  for j in range(min(t, 4)):
+    pos = min(j * ranks, t)
+    i = math.floor(pos)
+    at = x[i] * (1 - (pos - i)) + x[min(i + 1, t)] * (pos - i)
+    bounds.append((j + 1) * at)
+  return smax(*bounds)
+
+
+def test_busiest_rank_packing_bounds():
+  """`busiest_rank`: the smooth max of the share bound sum / R and, for
+  j = 0 .. J-1 (J = 4), (j + 1) x the (jR + 1)-th largest table."""
+  assert ct._MAX_PACKING_BOUNDS == 4
+  # 26 equal tables on 8 ranks: some rank holds 4 (26 > 3 x 8), not 3.25.
+  # Bounds: 26/8, 1 x 1st, 2 x 9th, 3 x 17th, 4 x 25th largest.
+  x = np.ones(26)
+  got = float(ct.busiest_rank(x, np.ones(26), 8.0, np.arange(26)))
+  close(got, smax(26 / 8, 1, 2, 3, 4))
+  assert 4.0 < got < 4.2
+  # One huge table: the busiest rank holds it (the mean is 103 / 8).
+  x = np.array([1.0, 100.0, 1.0, 1.0])
+  got = float(ct.busiest_rank(x, np.ones(4), 8.0, np.array([1, 0, 2, 3])))
+  close(got, smax(103 / 8, 100.0))  # 2 x the 9th largest: there is none
+  # Tables not placed whole (the mask) are left out.
+  got = float(ct.busiest_rank(x, np.array([1, 0, 1, 1.0]), 8.0, np.arange(4)))
+  close(got, smax(3 / 8, 1.0))
+  # Fractional R interpolates the position jR: R = 1.5 over 4, 3, 2, 1:
+  # j = 1 sits halfway between the 2nd (3) and 3rd (2) largest, j = 2 at
+  # the 4th (1), j = 3 past the end (0).
+  x = np.array([4.0, 3.0, 2.0, 1.0])
+  got = float(ct.busiest_rank(x, np.ones(4), 1.5, np.arange(4)))
+  close(got, smax(10 / 1.5, 4.0, 2 * 2.5, 3 * 1.0))
+  close(hand_busiest(list(x), 1.5), got)
+  # Several loads at once along a leading axis.
+  got = ct.busiest_rank(np.stack([x, 2 * x]), np.ones(4), 1.5, np.arange(4))
+  close(float(got[1]), 2 * smax(10 / 1.5, 4.0, 2 * 2.5, 3 * 1.0))
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.busiest_rank interpolates linearly between tables at '
+  'the position jR, so the bounds are piecewise linear in R with kinks '
+  'at R = i / j, among them every integer rank count (every preset and '
+  'buildable design); cost_model promises gradients everywhere inside '
+  'the bounds, but jax.grad there is one-sided (zion_scale on zion: '
+  'd log step / d log accelerators_per_node is -0.99761 from the left, '
+  '-0.99738 from the right; the HBM gather term -1.025 and -0.956)',
+)
+def test_busiest_rank_is_smooth_in_the_rank_count():
+  # 9 equal tables and smaller ones on 8 ranks: one rank holds 2 of the 9
+  # (the bound 2 x the 9th largest); just below R = 8 the 9th position
+  # lies between equal tables, just above between unequal ones.
+  x = np.array([1.0] * 9 + [0.5, 0.4, 0.3, 0.2, 0.1])
+  order = np.arange(len(x))
+
+  def f(r):
+    return ct.busiest_rank(x, np.ones(len(x)), r, order)
+
+  left = float(jax.grad(f)(8.0 - 1e-6))
+  right = float(jax.grad(f)(8.0 + 1e-6))
+  assert left == pytest.approx(right, rel=1e-3, abs=1e-6)
+
+
+def test_busiest_rank_in_the_step():
+  # 26 equal tables (1000 rows, dim 16, 1 lookup) table-wise on 8 ranks:
+  # the gather of the busiest rank is smax(26/8, 1, 2, 3, 4) tables' worth,
+  # against 26/8 row-wise.
+  w = wl.Workload(
+    name='equal',
+    tables=tuple(wl.Table(1000, DIM, 1.0) for _ in range(26)),
+    num_dense=4,
+    bottom_mlp=(8, 16),
+    top_mlp=(8, 1),
+    global_batch=B,
+  )
+  frac = (1.0,) * 26
+  tw = run(tiny_platform(), w, make_plan(frac))['breakdown']
+  rw = run(tiny_platform(), w, make_plan(frac, 'row_wise'))['breakdown']
+  one = B * 64 * PENALTY / (HBM_BW * ACC_GATHER)  # one table's gather
+  close(tw['embedding_gather_hbm'], smax(26 / 8, 1, 2, 3, 4) * one)
+  close(rw['embedding_gather_hbm'], 26 / 8 * one)
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.per_rank packs every stacked load (gather, update, '
+  "memory) in one static order, t['order_traffic'] (lookups x row bytes) "
+  "or t['order_bytes'] (whole-table bytes); the busiest_rank docstring "
+  'says that order differs from the true one only where HBM fractions '
+  'differ, but a fused update load follows distinct rows, not lookups, so '
+  'a small hot table ranks first and the busiest rank is charged less '
+  'than the one table that must sit whole on a rank',
+)
+def test_busiest_update_is_at_least_the_largest_whole_table():
+  # Table A: 100 rows, 10 lookups per sample (traffic 640 B per sample,
+  # ranked first); table B: 10^6 rows, 5 lookups (320 B). Fused update:
+  # sort 32 B per lookup, each bag's fp32 gradient (64 B), each distinct
+  # row read and written (128 B): A has only ~100 distinct rows, B ~B x 5.
+  w = wl.Workload(
+    name='hot_small',
+    tables=(wl.Table(100, DIM, 10.0), wl.Table(1_000_000, DIM, 5.0)),
+    num_dense=4,
+    bottom_mlp=(8, 16),
+    top_mlp=(8, 1),
+    global_batch=B,
+  )
+  s = tiny_stack(update_path='fused')
+  bd = run(tiny_platform(), w, make_plan((1.0, 1.0)), s)['breakdown']
+  rate = HBM_BW * ACC_GATHER / PENALTY
+  a = 32 * B * 10 + 64 * B + 128 * 100 * (1 - math.exp(-B * 10 / 100))
+  n = B * 5
+  b = 32 * n + 64 * B + 128 * 1e6 * (1 - math.exp(-n / 1e6))
+  assert b > 2 * a
+  # A whole table lies on one rank: that rank updates at least B's bytes.
+  assert bd['embedding_update_hbm'] >= b / rate * (1 - 1e-9)
 
 
 @pytest.mark.parametrize(
@@ -399,7 +728,7 @@ def test_access_granularity_and_optimizer_state(optimizer, gather, update):
   )
   plan = make_plan(frac=(1.0, 1.0), sharding=('table_wise',) * 2)
   bd = run(tiny_platform(), w, plan)['breakdown']
-  rate = HBM_BW * ACC_GATHER
+  rate = HBM_BW * ACC_GATHER / PENALTY  # 18 and 8 columns: both < 64
 
   def busiest(per_lookup):  # one lookup per sample per table
     loads = [B * x for x in per_lookup]
@@ -431,9 +760,233 @@ def test_each_tier_has_its_own_access_granularity():
   p = tiny_platform(access_granularity=32)
   bd = run(p, w, plan)['breakdown']
   lookups = 2 * B * 0.5  # per tier: 2 tables x B lookups x half
-  close(bd['embedding_gather_hbm'], lookups * 96 / 8 / (HBM_BW * ACC_GATHER))
+  rate = HBM_BW * ACC_GATHER / PENALTY
+  close(bd['embedding_gather_hbm'], lookups * 96 / 8 / rate)
   ddr_rate = 2 * 2 * DDR_BW * CPU_GATHER  # all DDR lookups on the CPUs
   close(bd['embedding_gather_ddr'], lookups * 128 / ddr_rate)
+
+
+@pytest.mark.parametrize(
+  'dim, shards, penalty',
+  [
+    (128, 1, 1.0),  # a full 128-column block
+    (256, 4, 1.15),  # 4 column shards of 64: half block
+    (100, 1, 1.15),  # 64 <= 100 < 128: half-block penalty
+    (64, 1, 1.15),
+    (63, 1, 1.75),  # below 64: quarter-block penalty
+    (512, 4, 1.0),  # 4 column shards of 128
+  ],
+)
+def test_block_penalty_and_embedding_rate(dim, shards, penalty):
+  # FBGEMM runs a row in blocks of 128 columns (TorchRec planner:
+  # HALF_BLOCK_PENALTY 1.15 below 128 columns, QUARTER_BLOCK_PENALTY 1.75
+  # below 64), by the width of each shard.
+  sharding = 'column_wise' if shards > 1 else 'row_wise'
+  w = wl.Workload(
+    name='wide',
+    tables=(wl.Table(1000, dim, 1.0),),
+    num_dense=4,
+    bottom_mlp=(8,),
+    top_mlp=(4, 1),
+    interaction='cat',
+    global_batch=B,
+  )
+  t = ct.table_arrays(w, ((sharding,), 4, 'fp32'), (64, 64))
+  close(float(t['block_penalty'][0]), penalty)
+  # One lookup per sample, spread over 8 ranks: each shard's 4 x dim /
+  # shards bytes, rounded up to 64 B, at 0.5 x 1 TB/s / penalty.
+  shard_bytes = 64 * math.ceil(4 * dim / shards / 64)
+  rate = HBM_BW * ACC_GATHER / penalty
+  bd = run(tiny_platform(), w, make_plan((1.0,), sharding))['breakdown']
+  close(bd['embedding_gather_hbm'], B * shards * shard_bytes / 8 / rate)
+  # The stack's embedding efficiency and a per-table kernel (half the rate
+  # of a fused one, TorchRec planner DENSE vs FUSED) divide the rate.
+  s = tiny_stack(embedding_efficiency=0.4, embedding_kernel='per_table')
+  bd2 = run(tiny_platform(), w, make_plan((1.0,), sharding), s)['breakdown']
+  for k in ('embedding_gather_hbm', 'embedding_update_hbm'):
+    close(bd2[k], bd[k] / (0.4 * 0.5))
+
+
+# ---- distinct rows and the row updates -------------------------------------
+
+
+@pytest.mark.parametrize(
+  'rows, lookups, lo, hi',
+  [
+    (1000.0, 8192.0, 0.0, 1.0),
+    (1e6, 5e3, 0.0, 1.0),
+    (4000.0, 32768.0, 0.25, 1.0),
+    (2000.0, 100.0, 0.0, 0.5),
+  ],
+)
+def test_distinct_rows_uniform(rows, lookups, lo, hi):
+  # k = 1: every row is equally likely; a row is missed by all `lookups`
+  # draws with probability (1 - 1/rows)^lookups ~ exp(-lookups / rows).
+  want = rows * (1 - math.exp(-lookups / rows)) * (hi - lo)
+  close(float(ct.distinct_rows(rows, lookups, 1.0, lo, hi)), want)
+
+
+def trapezoid(f, lo, hi, n=100_001):
+  x = np.linspace(lo, hi, n)
+  y = f(x)
+  return float(np.sum((y[1:] + y[:-1]) * np.diff(x)) / 2)
+
+
+@pytest.mark.parametrize('skew', [2.0, 8.0])
+@pytest.mark.parametrize('rate', [0.01, 1.0, 8.192, 100.0])
+@pytest.mark.parametrize('lo, hi', [(0.0, 1.0), (0.0, 0.25), (0.25, 1.0)])
+def test_distinct_rows_skewed(skew, rate, lo, hi):
+  # The row at rank fraction x is drawn with probability k (1 - x)^(k - 1)
+  # / rows per lookup (the density of hit(f) = 1 - (1 - f)^k), so it is
+  # touched with probability 1 - exp(-lookups k (1 - x)^(k-1) / rows).
+  # Reference: the trapezoid rule on 100k points. The model's 16-point
+  # Gauss-Legendre rule agrees to 1e-9 up to 1 lookup per row; the
+  # integrand steepens near x = 1 with more (3e-6 at 8 lookups per row and
+  # k = 8, 2e-4 at 100 lookups per row and k = 2).
+  rows = 4000.0
+  lookups = rate * rows
+
+  def touched(x):
+    return -np.expm1(-lookups * skew * (1 - x) ** (skew - 1) / rows)
+
+  want = rows * trapezoid(touched, lo, hi)
+  got = float(ct.distinct_rows(rows, lookups, skew, lo, hi))
+  close(got, want, rel={0.01: 1e-8, 1.0: 1e-8, 8.192: 1e-5, 100.0: 1e-3}[rate])
+  # Never more distinct rows than rows in the range, nor than lookups.
+  assert got <= rows * (hi - lo) * (1 + 1e-12) and got <= lookups * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+  'path, id_bytes',
+  [('scatter', 4), ('fused', 4), ('fused', 8), ('sparse_grad', 4)],
+)
+def test_update_bytes_per_update_path(path, id_bytes):
+  # W0 wholly in HBM, row-wise (the load spreads over 8 ranks), uniform
+  # traffic: table t sees n = B x pooling lookups touching
+  # rows (1 - exp(-n / rows)) distinct rows. A lookup gathers 64 B; an SGD
+  # row update reads and writes 64 B.
+  s = tiny_stack(update_path=path, id_bytes=id_bytes)
+  bd = run(tiny_platform(), tiny_workload(), make_plan(sharding='row_wise'), s)
+  bd = bd['breakdown']
+  total = 0.0
+  for rows, pool in zip(ROWS, POOL):
+    n = B * pool
+    distinct = rows * (1 - math.exp(-n / rows))
+    sort = n * id_bytes * 2 * 4  # 4 radix passes, each reads and writes ids
+    if path == 'scatter':  # every lookup read-modify-writes its row
+      moved = n * 128
+    elif path == 'fused':
+      # sort the ids, read each of the B bags' fp32 pooled gradient
+      # (16 x 4 B), read-modify-write each distinct row once.
+      moved = sort + B * 64 + distinct * 128
+    else:
+      # sparse gradient: write a row per lookup, read and write it to
+      # sort, read it to sum (4 x 64 B per lookup), write the sums
+      # (64 B per distinct row), then read-modify-write the rows.
+      moved = sort + 4 * n * 64 + distinct * (64 + 128)
+    total += moved
+  rate = HBM_BW * ACC_GATHER / PENALTY
+  close(bd['embedding_update_hbm'], total / 8 / rate)
+  # Gathers do not depend on the update path.
+  close(bd['embedding_gather_hbm'], B * 7 * 64 / 8 / rate)
+
+
+def test_update_bytes_term():
+  # The term alone on made-up per-table numbers, two tables: lookups L,
+  # distinct rows D, (gather, update) bytes per row (g, u), bags G, dims.
+  t = {'dim': np.array([16.0, 32.0])}
+  lookups, distinct = np.array([100.0, 50.0]), np.array([40.0, 50.0])
+  g, u = np.array([64.0, 128.0]), np.array([256.0, 512.0])
+  bags = np.array([30.0, 20.0])
+  for path, ids in (('fused', 8), ('sparse_grad', 4), ('scatter', 8)):
+    s = tiny_stack(update_path=path, id_bytes=ids)
+    got = np.asarray(ct.update_bytes(s, t, lookups, distinct, (g, u), bags))
+    sort = lookups * ids * 8
+    want = {
+      'fused': sort + bags * t['dim'] * 4 + distinct * u,
+      'sparse_grad': sort + 4 * lookups * g + distinct * (g + u),
+      'scatter': lookups * u,
+    }[path]
+    np.testing.assert_allclose(got, want, rtol=REL)
+
+
+# ---- pooled payloads -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+  'dense, stack_payload, comm, want',
+  [
+    ('fp32', 'dense', 'fp32', 4),  # dense follows the dense precision
+    ('tf32', 'dense', 'fp32', 4),
+    ('bf16', 'dense', 'fp32', 2),
+    ('fp32', 'fp16', 'fp32', 2),  # the stack narrows
+    ('fp32', 'fp32', 'bf16', 2),  # the plan narrows (quantized comms)
+    ('bf16', 'fp32', 'fp32', 4),  # a wider stack payload is kept
+    ('fp32', 'fp8', 'bf16', 1),  # the plan cannot widen it
+  ],
+)
+def test_payload_precision(dense, stack_payload, comm, want):
+  # The pooled all-to-all of table-wise W0 (each rank sends B x 3 x 16
+  # elements / 8, 3/8 of them to its node's 3 other ranks) moves `want`
+  # bytes per element; ids and the allreduce are unaffected by the stack's
+  # payload (the allreduce follows the plan's comm_precision).
+  w = tiny_workload(dense_precision=dense)
+  s = tiny_stack(payload_precision=stack_payload)
+  bd = run(tiny_platform(), w, make_plan(comm_precision=comm), s)['breakdown']
+  ids_intra, _ = ids_terms(8, 4, switch, LINK_LAT, NIC)
+  v_intra = B * 3 * DIM * want / 8 * 3 / 8
+  close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / LINK + 3 * LINK_LAT))
+  cb = 4 if comm == 'fp32' else 2
+  grad = DENSE_PARAMS * cb
+  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 6 * LINK_LAT)
+
+
+@pytest.mark.parametrize('dense', ['bf16', 'fp32'])
+def test_pooled_cast(dense):
+  # A separate cast of the pooled vectors (fp32 tables) to the payload
+  # precision: per table B vectors of 16 elements read at 4 B and written
+  # at 2 B (bf16 payload), streamed at 80% of HBM bandwidth, forward and
+  # again backward; spread over 8 ranks row-wise. fp32 payload: no cast.
+  w = tiny_workload(dense_precision=dense)
+  plan = make_plan(sharding='row_wise')
+  off = run(tiny_platform(), w, plan)['breakdown']
+  on = run(tiny_platform(), w, plan, tiny_stack(pooled_cast=True))['breakdown']
+  payload = 2 if dense == 'bf16' else 4
+  moved = 3 * B * 16 * (4 + payload) / 8 if payload != 4 else 0.0
+  cast = moved / (STREAM * HBM_BW)
+  for k in ('embedding_gather_hbm', 'embedding_update_hbm'):
+    close(on[k] - off[k], cast, rel=1e-9 if cast else REL)
+  # The cast's two kernels (one each way) as gaps.
+  if dense == 'bf16':
+    close(on['overhead'] - off['overhead'], 2 * ACC_KERNEL)
+  # The term itself: bytes per table, None without a cast.
+  p = arrays(tiny_platform())
+  s = tiny_stack(pooled_cast=True)
+  t = ct.table_arrays(w, plan_static(plan), (64, 64))
+  got = ct.pooled_cast_bytes(s, t, ct.setup(p, w, s), payload)
+  if payload == 4:
+    assert got is None
+  else:
+    np.testing.assert_allclose(np.asarray(got), [B * 16 * 6] * 3, rtol=REL)
+  assert ct.pooled_cast_bytes(tiny_stack(), t, ct.setup(p, w, s), 2) is None
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.kernel_counts adds the 2 pooled-cast kernels whenever '
+  'stack.pooled_cast is set, while pooled_cast_bytes (its docstring: none '
+  'where the two precisions agree) moves no bytes then: a cast to the '
+  'same precision launches nothing (PyTorch .half() of a half tensor)',
+)
+def test_pooled_cast_to_the_same_precision_costs_nothing():
+  w, plan = tiny_workload(), make_plan()  # fp32 tables, fp32 payload
+  off = run(tiny_platform(), w, plan)
+  on = run(tiny_platform(), w, plan, tiny_stack(pooled_cast=True))
+  close(on['step'], off['step'])
+
+
+def plan_static(plan):
+  return (plan.sharding, plan.column_shards, plan.comm_precision)
 
 
 # ---- tables partly in host DDR ------------------------------------------
@@ -447,6 +1000,11 @@ def ddr_case():
   return w, plan
 
 
+# Share of lookups that hit the rows in HBM, hit(f) = 1 - (1 - f)^2.
+DDR_HIT = (0.75, 0.4375, 0.0)
+DDR_LOOKUPS = B * (1 * 0.25 + 2 * 0.5625 + 4 * 1.0)  # B x pool x miss
+
+
 @pytest.mark.parametrize('uvm_eff', [UVM_EFF, 1.0])
 def test_embedding_ddr_host_and_socket_terms(uvm_eff):
   w, plan = ddr_case()
@@ -458,19 +1016,18 @@ def test_embedding_ddr_host_and_socket_terms(uvm_eff):
     ),
   )
   bd = run(p, w, plan)['breakdown']
-  # Share of lookups that hit the rows in HBM, hit(f) = 1 - (1 - f)^2.
-  hit = [1 - (1 - 0.5) ** 2, 1 - (1 - 0.25) ** 2, 0.0]
-  assert hit == [0.75, 0.4375, 0.0]
-  hbm_loads = [B * pool * h * 64 for pool, h in zip(POOL, hit)]
-  ddr_lookups = B * (1 * 0.25 + 2 * 0.5625 + 4 * 1.0)  # B x pool x miss
-  ddr_gather = 64 * ddr_lookups
+  assert DDR_HIT == tuple(1 - (1 - f) ** 2 for f in (0.5, 0.25, 0.0))
+  hbm_loads = [B * pool * h * 64 for pool, h in zip(POOL, DDR_HIT)]
+  ddr_gather = 64 * DDR_LOOKUPS
   c = 0.75
-  # HBM side: table-wise over 8 ranks.
-  hbm_rate = HBM_BW * ACC_GATHER
-  close(
-    bd['embedding_gather_hbm'],
-    smax(sum(hbm_loads) / 8, max(hbm_loads)) / hbm_rate,
-  )
+  # HBM side: table-wise over 8 ranks. The packing order is static (by
+  # lookups x row bytes: the 4000-row table first), and that table has
+  # nothing in HBM: the bound of the largest table is 0, so the busiest
+  # rank is charged the mean. (A documented approximation of
+  # `busiest_rank`: the true busiest rank holds the 2000-row table,
+  # 0.875 B x 64 B, 4.3x the mean.)
+  hbm_rate = HBM_BW * ACC_GATHER / PENALTY
+  close(bd['embedding_gather_hbm'], sum(hbm_loads) / 8 / hbm_rate)
   # DDR side: the CPU sockets of both nodes gather c of the DDR lookups at
   # 2 nodes x 2 sockets x 100 GB/s x 0.5 = 200 GB/s; the accelerators read
   # the rest row by row over PCIe (UVM) at uvm_eff of the host link, and those
@@ -479,9 +1036,9 @@ def test_embedding_ddr_host_and_socket_terms(uvm_eff):
   host_node = smin(4 * HOST_BW, 2 * CPU_PCIE)  # 4 x 16 vs 2 x 40 GB/s
   uvm_rate = 2 * host_node * uvm_eff
   cpu_t = c * ddr_gather / ddr_rate
-  uvm_t = smax((1 - c) * ddr_gather / uvm_rate, (1 - c) * ddr_gather / ddr_rate)
+  uvm_t = (1 - c) * ddr_gather * smax(1 / uvm_rate, 1 / ddr_rate)
   close(bd['embedding_gather_ddr'], cpu_t + uvm_t)
-  # Update: read and write the row (SGD).
+  # Update (scatter, SGD): read and write each looked-up row.
   close(bd['embedding_update_ddr'], 2 * (cpu_t + uvm_t))
   # Pooled vectors the sockets send to the accelerators: one 64 B vector
   # per sample and table unless all its lookups hit HBM (hit^pooling).
@@ -515,8 +1072,7 @@ def test_updates_use_their_own_efficiency():
   )
   # DDR side by hand, as in test_embedding_ddr_host_and_socket_terms with
   # the update rate of the sockets at 0.2.
-  ddr_lookups = B * (1 * 0.25 + 2 * 0.5625 + 4 * 1.0)
-  update_bytes = 2 * 64 * ddr_lookups  # SGD: read and write each row
+  update_bytes = 2 * 64 * DDR_LOOKUPS  # scatter, SGD: read and write a row
   c = 0.75
   update_rate = 2 * 2 * DDR_BW * 0.2
   host_node = smin(4 * HOST_BW, 2 * CPU_PCIE)
@@ -526,6 +1082,62 @@ def test_updates_use_their_own_efficiency():
   close(bd['embedding_update_ddr'], cpu_t + uvm_t)
 
 
+def test_fused_update_in_ddr_uses_the_distinct_rows_of_the_ddr_rows():
+  # Fused update, skew k = 2, all DDR lookups on the CPUs (c = 1): the
+  # sockets sort the DDR lookups' ids, read the pooled gradient of every
+  # bag with at least one DDR lookup (1 - hit^pooling of the B bags), and
+  # read-modify-write the distinct rows among the coldest 1 - f of each
+  # table, rows x integral_f^1 [1 - exp(-n k (1-x)^(k-1) / rows)] dx.
+  w, plan = ddr_case()
+  plan = dataclasses.replace(plan, cpu_lookup_fraction=1.0)
+  s = tiny_stack(update_path='fused')
+  bd = run(tiny_platform(), w, plan, s)['breakdown']
+  moved = 0.0
+  for rows, pool, f, hit in zip(ROWS, POOL, (0.5, 0.25, 0.0), DDR_HIT):
+    n = B * pool
+
+    def touched(x, n=n, rows=rows):
+      return -np.expm1(-n * 2 * (1 - x) / rows)
+
+    distinct = rows * trapezoid(touched, f, 1.0)
+    lookups = n * (1 - hit)
+    bags = B * (1 - hit**pool)
+    moved += lookups * 4 * 8 + bags * 64 + distinct * 128
+  update_rate = 2 * 2 * DDR_BW * CPU_GATHER
+  close(bd['embedding_update_ddr'], moved / update_rate, rel=1e-6)
+
+
+def test_uvm_caching_fill_traffic_and_memory():
+  # UVM caching: the plan's HBM fraction is a cache of the hottest rows;
+  # every miss crosses the host link at the stack's fill efficiency (0.5)
+  # (and loads DDR); the CPU sockets do nothing, no pooled vectors cross
+  # PCIe, whatever the plan's cpu_lookup_fraction.
+  w, plan = ddr_case()
+  s = tiny_stack(uvm_caching=True)
+  r = run(tiny_platform(), w, plan, s)
+  bd = r['breakdown']
+  gather = 64 * DDR_LOOKUPS
+  fill = 2 * smin(4 * HOST_BW, 2 * CPU_PCIE) * UVM_FILL  # both nodes
+  ddr_rate = 2 * 2 * DDR_BW * CPU_GATHER
+  close(bd['embedding_gather_ddr'], smax(gather / fill, gather / ddr_rate))
+  moved = 2 * gather  # scatter, SGD
+  close(bd['embedding_update_ddr'], smax(moved / fill, moved / ddr_rate))
+  assert bd['host_transfer'] == 0.0 and bd['socket_links'] == 0.0
+  # Cache lookup and insert: 2 more kernel gaps.
+  close(bd['overhead'], (TINY_GAPS + 2) * ACC_KERNEL)
+  # Memory: the tables stay whole in DDR (7000 x 64 B over 2 nodes); HBM
+  # holds the cached rows as without caching.
+  close(r['required']['ddr'], sum(ROWS) * 64 / 2)
+  no_cache = run(tiny_platform(), w, plan)
+  close(r['required']['hbm'], no_cache['required']['hbm'])
+  close(no_cache['required']['ddr'], (0.5 * 1000 + 0.75 * 2000 + 4000) * 32)
+  # Data-parallel tables are whole in HBM, never in DDR.
+  dp = dataclasses.replace(
+    plan, sharding=('data_parallel', 'table_wise', 'table_wise')
+  )
+  close(run(tiny_platform(), w, dp, s)['required']['ddr'], 6000 * 64 / 2)
+
+
 def test_memory_per_tier_and_margin():
   w, plan = ddr_case()
   r = run(tiny_platform(), w, plan)
@@ -533,9 +1145,12 @@ def test_memory_per_tier_and_margin():
   on_hbm = [0.5 * table_bytes[0], 0.25 * table_bytes[1], 0.0]
   # HBM per accelerator: the busiest rank's table shards, the dense model
   # (weight and gradient, fp32) and activations: b x (219 GEMM elements +
-  # 3 x 4 pooled vectors x 16) x 4 B.
+  # 3 x 4 pooled vectors x 16) x 4 B. The tables pack in a static order by
+  # whole-table bytes; the largest has no rows in HBM, so the packing
+  # bound is 0 and the busiest rank gets the mean (the documented
+  # approximation of `busiest_rank`; a rank really holds 32 kB).
   dense = DENSE_PARAMS * 8 + 1024 * (ACT_ELEMS * 4 + 3 * 4 * DIM * 4)
-  hbm = smax(sum(on_hbm) / 8, max(on_hbm)) + dense
+  hbm = sum(on_hbm) / 8 + dense
   close(r['required']['hbm'], hbm)
   close(r['available']['hbm'], HBM_CAP)
   # DDR per node: what is not in HBM, split over 2 nodes.
@@ -555,19 +1170,51 @@ def test_memory_per_tier_and_margin():
   close(small['required']['hbm'], hbm)
 
 
+def test_hbm_reserve():
+  # The stack keeps 25% of HBM free: 7.5 GB available per accelerator; a
+  # design that needs 8 GB then overflows.
+  w, plan = ddr_case()
+  r = run(tiny_platform(), w, plan, tiny_stack(hbm_reserve=0.25))
+  close(r['available']['hbm'], 0.75 * HBM_CAP)
+  need = r['required']['hbm']
+  p = tiny_platform(hbm_capacity=need / 0.8)
+  assert run(p, w, plan)['feasible']
+  assert not run(p, w, plan, tiny_stack(hbm_reserve=0.25))['feasible']
+
+
 # ---- communication ---------------------------------------------------------
 
 
-def ids_terms(ranks, a, intra_bw, alpha, nic=1.0, lookups=sum(POOL)):
+def switch(v):
+  """Seconds for one accelerator to send v bytes to its node's peers over
+  the switch: every peer is directly linked at 4 x 25 GB/s x 0.8."""
+  return v / LINK
+
+
+def ids_terms(
+  ranks,
+  a,
+  intra,
+  alpha,
+  nic=1.0,
+  lookups=sum(POOL),
+  id_bytes=4,
+  calls=1,
+  latency=0.0,
+):
   """(intra, inter) seconds of the forward-only id all-to-all: each rank
-  sends the 4 B ids of its B / R samples (`lookups` per sample over the
-  sharded tables) to the ranks that hold the rows, spread over all ranks;
-  the a ranks of a node share its NICs."""
+  sends the `id_bytes` ids of its B / R samples (`lookups` per sample over
+  the sharded tables) to the ranks that hold the rows, spread over all
+  ranks; `intra(v)` is the seconds to send v bytes inside the node; the a
+  ranks of a node share its NICs; `calls` collectives of `latency` each
+  (on more than one rank)."""
   nodes = ranks / a
-  ids = B * 4 * lookups / ranks
-  intra = ids * (a - 1) / ranks / intra_bw + (a - 1) * alpha
+  several = 1 - math.exp(-4 * (ranks - 1))
+  ids = B * id_bytes * lookups / ranks
+  v_intra = ids * (a - 1) / ranks
+  intra_s = intra(v_intra) + (a - 1) * alpha + calls * latency * several
   inter = ids * (ranks - a) / ranks * a / nic + (nodes - 1) * NIC_LAT
-  return intra, inter
+  return intra_s, inter
 
 
 @pytest.mark.parametrize(
@@ -584,53 +1231,253 @@ def test_alltoall_and_allreduce_on_switch(comm_precision, nic_attach):
   send = B * 3 * DIM * cb / 8
   v_intra = send * 3 / 8  # to the 3 other ranks of its node
   v_inter = send * 4 / 8  # to the 4 ranks of the other node
-  link = LINKS * LINK_BW * LINK_EFF  # 80 GB/s per accelerator (switch)
-  nic = NICS * NIC_BW * NIC_EFF  # 20 GB/s per node
+  nic = NIC
   if nic_attach == 'socket':
     # NICs on the sockets: the node's traffic is staged through the host.
     nic = smin(nic, smin(4 * HOST_BW, 2 * CPU_PCIE))
   # Ids are int32 whatever the payload precision, forward only.
-  ids_intra, ids_inter = ids_terms(8, 4, link, LINK_LAT, nic)
-  close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / link + 3 * LINK_LAT))
+  ids_intra, ids_inter = ids_terms(8, 4, switch, LINK_LAT, nic)
+  close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / LINK + 3 * LINK_LAT))
   # The 4 ranks of a node share the node's NICs; 1 peer node.
   close(bd['alltoall_inter'], ids_inter + 2 * (v_inter * 4 / nic + 1 * NIC_LAT))
   # Dense gradients, ring allreduce: 2 (n - 1) / n of the bytes per rank.
   grad = DENSE_PARAMS * cb
-  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / link + 2 * 3 * LINK_LAT)
+  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 2 * 3 * LINK_LAT)
   close(bd['allreduce_inter'], 2 * 1 / 2 * grad / nic + 2 * 1 * NIC_LAT)
 
 
+# Peers an accelerator reaches over its own links, of A - 1: all on a
+# switch; `links` fully connected; log2(A) + 1 on a hybrid cube mesh
+# (DGX-1: 4 of 7); 2 on a ring; none on PCIe only. The share is capped at
+# 1 by a smooth minimum.
 @pytest.mark.parametrize(
-  'topology, links, factor',
+  'topology, accels, links, share',
   [
-    ('switch', 4.0, 1.0),
-    # a link to each of the 7 peers; the smooth min of 1 and 7/7
-    ('fully_connected', 7.0, smin(1.0, 7.0 / 7.0)),
-    # 3 links for 7 peers: traffic relays, 3/7 of the bandwidth
-    ('fully_connected', 3.0, smin(1.0, 3.0 / 7.0)),
-    # average hop distance of a bidirectional ring of 8 is 8/4 = 2
-    ('ring', 4.0, 1.0 / smax(1.0, 8.0 / 4.0)),
-    # hypercube of 8: average hops (log2 8 / 2) x 8 / 7 = 12/7
-    ('hybrid_cube_mesh', 4.0, 1.0 / smax(1.0, 0.5 * 3.0 * 8.0 / 7.0)),
+    ('switch', 8.0, 4.0, 1.0),
+    ('switch', 2.0, 4.0, 1.0),
+    ('fully_connected', 8.0, 3.0, smin(1.0, 3.0 / 7.0)),
+    ('fully_connected', 4.0, 7.0, smin(1.0, 7.0 / 3.0)),
+    ('hybrid_cube_mesh', 8.0, 6.0, smin(1.0, 4.0 / 7.0)),
+    ('hybrid_cube_mesh', 16.0, 6.0, smin(1.0, 5.0 / 15.0)),
+    ('ring', 8.0, 2.0, smin(1.0, 2.0 / 7.0)),
+    ('pcie_only', 8.0, 4.0, 0.0),
+    # One accelerator has no peers: the denominator's floor of 0.5.
+    ('fully_connected', 1.0, 3.0, smin(1.0, 3.0 / 0.5)),
   ],
 )
-def test_alltoall_topology_factor(topology, links, factor):
-  p = tiny_platform(topology=topology, nodes=1.0, accels=8.0)
-  p = dataclasses.replace(
-    p, fabric=dataclasses.replace(p.fabric, links_per_accelerator=links)
+def test_direct_share(topology, accels, links, share):
+  p = with_links(
+    tiny_platform(topology=topology, nodes=1.0, accels=accels), links
   )
+  close(float(ct.direct_share(arrays(p))), share)
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.direct_share caps reach / (A - 1) at 1 with a smooth '
+  'minimum, which is 2^(-1/8) = 0.917 where reach = A - 1 exactly (a '
+  'fully connected node with A - 1 links, e.g. the zion preset: 8 OAMs, '
+  '7 links; a 4-GPU hybrid cube mesh; a 3-GPU ring): the docstring says '
+  'every peer is then reached directly, but 8.3% of the all-to-all is '
+  'sent through the host (for zion the intra-node all-to-all comes out '
+  '8% faster than over the fabric alone)',
+)
+@pytest.mark.parametrize(
+  'topology, accels, links',
+  [
+    ('fully_connected', 8.0, 7.0),
+    ('hybrid_cube_mesh', 4.0, 6.0),
+    ('ring', 3.0, 2.0),
+  ],
+)
+def test_direct_share_is_one_when_every_peer_is_linked(topology, accels, links):
+  p = with_links(
+    tiny_platform(topology=topology, nodes=1.0, accels=accels), links
+  )
+  close(float(ct.direct_share(arrays(p))), 1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+  'topology, links',
+  [
+    ('switch', 4.0),
+    ('fully_connected', 7.0),
+    ('fully_connected', 3.0),
+    ('ring', 4.0),
+    ('hybrid_cube_mesh', 4.0),
+    ('pcie_only', 4.0),
+  ],
+)
+def test_alltoall_topology(topology, links):
+  # One node of 8 accelerators. The share of peers a rank reaches over its
+  # own links gets its bytes over the fabric (links x 25 GB/s x 0.8); the
+  # rest goes through the host at the node's host bandwidth over the 8
+  # accelerators, smin(8 x 16, 2 x 40 GB/s) / 8, at the same time.
+  p = with_links(tiny_platform(topology=topology, nodes=1.0, accels=8.0), links)
   bd = run(p, tiny_workload(), make_plan())['breakdown']
+  reach = {
+    'switch': 7.0,
+    'fully_connected': links,
+    'ring': 2.0,
+    'hybrid_cube_mesh': 3.0 + 1.0,
+    'pcie_only': 0.0,
+  }[topology]
+  if topology == 'switch':
+    share = 1.0
+  elif topology == 'pcie_only':
+    share = 0.0
+  else:
+    share = smin(1.0, reach / 7.0)
+  relay = smin(8 * HOST_BW, 2 * CPU_PCIE) / 8
+  direct = links * LINK_BW * LINK_EFF if topology != 'pcie_only' else relay
+  alpha = HOST_LAT if topology == 'pcie_only' else LINK_LAT
+
+  def intra(v):
+    return smax(v * share / direct, v * (1 - share) / relay)
+
   send = B * 3 * DIM * 4 / 8
   v_intra = send * 7 / 8
-  bw = links * LINK_BW * LINK_EFF * factor
-  ids_intra, _ = ids_terms(8, 8, bw, LINK_LAT)
-  close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / bw + 7 * LINK_LAT))
+  ids_intra, _ = ids_terms(8, 8, intra, alpha)
+  close(bd['alltoall_intra'], ids_intra + 2 * (intra(v_intra) + 7 * alpha))
   # One node: nothing crosses the NICs.
   assert bd['alltoall_inter'] == 0.0
   assert bd['allreduce_inter'] == 0.0
-  # The allreduce uses all links whatever the topology.
-  ar = 2 * 7 / 8 * DENSE_PARAMS * 4 / (links * LINK_BW * LINK_EFF)
-  close(bd['allreduce_intra'], ar + 2 * 7 * LINK_LAT)
+  # The allreduce is a ring over all links whatever the topology (PCIe
+  # only: the host share).
+  ar_bw = direct
+  close(
+    bd['allreduce_intra'],
+    2 * 7 / 8 * DENSE_PARAMS * 4 / ar_bw + 2 * 7 * alpha,
+  )
+  # The term alone.
+  fab = ct.fabric(
+    arrays(p), tiny_stack(), ct.setup(arrays(p), tiny_workload(), tiny_stack())
+  )
+  close(float(ct.intra_node_seconds(1e6, fab)), intra(1e6))
+
+
+def test_several_ranks():
+  # 1 - exp(-4 (R - 1)): 0 on one rank, about 1 from two on.
+  for ranks, want in (
+    (1.0, 0.0),
+    (2.0, 1 - math.exp(-4)),
+    (8.0, 1 - math.exp(-28)),
+  ):
+    p = tiny_platform(nodes=1.0, accels=ranks)
+    st = ct.setup(arrays(p), tiny_workload(), tiny_stack())
+    assert float(ct.several_ranks(st)) == pytest.approx(
+      want, rel=REL, abs=1e-300
+    )
+  # One rank calls no collective: its software latency costs nothing.
+  p = tiny_platform(nodes=1.0, accels=1.0)
+  bd = run(p, tiny_workload(), make_plan(), tiny_stack(collective_latency=1e-3))
+  bd = bd['breakdown']
+  for k in (
+    'alltoall_intra',
+    'alltoall_inter',
+    'allreduce_intra',
+    'allreduce_inter',
+  ):
+    assert bd[k] < 1e-20, (k, bd[k])
+
+
+def test_collective_latency_per_call():
+  # 10 us per collective call: 1 id exchange + the pooled all-to-all each
+  # way (3 calls) on the intra-node term, 1 allreduce (bucket 10 GB).
+  p, w, plan = tiny_platform(), tiny_workload(), make_plan()
+  base = run(p, w, plan)['breakdown']
+  slow = run(p, w, plan, tiny_stack(collective_latency=10e-6))['breakdown']
+  several = 1 - math.exp(-4 * 7)
+  close(
+    slow['alltoall_intra'] - base['alltoall_intra'],
+    3 * 10e-6 * several,
+    rel=1e-9,
+  )
+  close(
+    slow['allreduce_intra'] - base['allreduce_intra'], 10e-6 * several, rel=1e-9
+  )
+  for k in ('alltoall_inter', 'allreduce_inter'):
+    close(slow[k], base[k])
+
+
+@pytest.mark.parametrize('calls, id_bytes', [(0, 4), (1, 4), (3, 8)])
+def test_alltoall_ids(calls, id_bytes):
+  # Ids of every sharded lookup, `id_bytes` each, in `calls` collectives
+  # of 10 us; none at all when the data loader reads each rank's own ids
+  # (0 calls, NVIDIA's DLRM). The pooled all-to-all is the same each time.
+  s = tiny_stack(
+    input_dist_collectives=calls, id_bytes=id_bytes, collective_latency=10e-6
+  )
+  bd = run(tiny_platform(), tiny_workload(), make_plan(), s)['breakdown']
+  several = 1 - math.exp(-4 * 7)
+  send = B * 3 * DIM * 4 / 8
+  pooled_intra = send * 3 / 8 / LINK + 3 * LINK_LAT + 10e-6 * several
+  pooled_inter = send * 4 / 8 * 4 / NIC + NIC_LAT
+  if calls == 0:
+    ids_intra = ids_inter = 0.0
+  else:
+    ids_intra, ids_inter = ids_terms(
+      8, 4, switch, LINK_LAT, NIC, id_bytes=id_bytes, calls=calls, latency=10e-6
+    )
+  close(bd['alltoall_intra'], ids_intra + 2 * pooled_intra)
+  close(bd['alltoall_inter'], ids_inter + 2 * pooled_inter)
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.alltoall_ids and allreduce_dense charge the fabric and '
+  'NIC alphas once whatever the number of calls, but the stack docstring '
+  'says every call adds collective_latency "to the fabric\'s own alpha": '
+  'each of the 3 id all-to-alls (and each allreduce bucket) is a '
+  'collective of its own with its own per-peer latency',
+)
+def test_every_call_pays_the_fabric_alpha():
+  s1 = tiny_stack(input_dist_collectives=1)
+  s3 = tiny_stack(input_dist_collectives=3)
+  w, plan = tiny_workload(), make_plan()
+  one = run(tiny_platform(), w, plan, s1)['breakdown']
+  three = run(tiny_platform(), w, plan, s3)['breakdown']
+  # Two more calls: 2 x (3 peers x 1 us) inside the node, 2 x 5 us across.
+  close(
+    three['alltoall_intra'] - one['alltoall_intra'], 2 * 3 * LINK_LAT, rel=1e-6
+  )
+  close(three['alltoall_inter'] - one['alltoall_inter'], 2 * NIC_LAT, rel=1e-6)
+
+
+def dp_workload(rows=100_000):
+  return tiny_workload(
+    tables=(wl.Table(rows, DIM, 1.0),) + tiny_workload().tables[1:]
+  )
+
+
+@pytest.mark.parametrize(
+  'comm, bucket, calls',
+  [
+    ('fp32', 1e10, 1),
+    # dense 377 x 4 B + the replicated 100000 x 16 x 4 B: 6.4015 MB
+    ('fp32', 1e6, 7),
+    ('bf16', 1e6, 4),  # 3.2008 MB
+    ('fp32', 2.5e6, 3),
+  ],
+)
+def test_allreduce_calls(comm, bucket, calls):
+  w = dp_workload()
+  plan = make_plan(
+    sharding=('data_parallel', 'table_wise', 'table_wise'), comm_precision=comm
+  )
+  s = tiny_stack(allreduce_bucket_bytes=bucket, collective_latency=10e-6)
+  t = ct.table_arrays(w, plan_static(plan), (64, 64))
+  assert ct.allreduce_calls(w, s, t, plan) == calls
+  # One software latency per bucket on top of the ring allreduce.
+  bd = run(tiny_platform(), w, plan, s)['breakdown']
+  cb = 4 if comm == 'fp32' else 2
+  grad = (DENSE_PARAMS + 100_000 * DIM) * cb
+  several = 1 - math.exp(-4 * 7)
+  close(
+    bd['allreduce_intra'],
+    2 * 3 / 4 * grad / LINK + 6 * LINK_LAT + calls * 10e-6 * several,
+  )
+  close(bd['allreduce_inter'], grad / NIC + 2 * NIC_LAT)
 
 
 def test_alltoall_on_pcie_only():
@@ -640,7 +1487,7 @@ def test_alltoall_on_pcie_only():
   # smin(8 x 16, 2 x 40 GB/s), at the host-link latency.
   bw = smin(8 * HOST_BW, 2 * CPU_PCIE) / 8
   v_intra = B * 3 * DIM * 4 / 8 * 7 / 8
-  ids_intra, _ = ids_terms(8, 8, bw, HOST_LAT)
+  ids_intra, _ = ids_terms(8, 8, lambda v: v / bw, HOST_LAT)
   close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / bw + 7 * HOST_LAT))
   ar = 2 * 7 / 8 * DENSE_PARAMS * 4 / bw + 2 * 7 * HOST_LAT
   close(bd['allreduce_intra'], ar)
@@ -654,17 +1501,15 @@ def test_row_wise_alltoall_volume():
   # partial pooled vector for each of the B samples and 3 tables, i.e.
   # 8x the volume of table-wise.
   send = B * 3 * DIM * 4
-  link = LINKS * LINK_BW * LINK_EFF
-  nic = NICS * NIC_BW * NIC_EFF
   # Each id still goes to exactly one rank (the one holding its row).
-  ids_intra, ids_inter = ids_terms(8, 4, link, LINK_LAT, nic)
+  ids_intra, ids_inter = ids_terms(8, 4, switch, LINK_LAT, NIC)
   close(
     bd['alltoall_intra'],
-    ids_intra + 2 * (send * 3 / 8 / link + 3 * LINK_LAT),
+    ids_intra + 2 * (send * 3 / 8 / LINK + 3 * LINK_LAT),
   )
   close(
     bd['alltoall_inter'],
-    ids_inter + 2 * (send * 4 / 8 * 4 / nic + NIC_LAT),
+    ids_inter + 2 * (send * 4 / 8 * 4 / NIC + NIC_LAT),
   )
 
 
@@ -675,14 +1520,12 @@ def test_column_wise_sends_every_id_to_every_shard():
   # Pooled vectors: the same bytes as table-wise (4 column shards of 4
   # elements instead of one 16-element vector). Ids: 4 copies of each.
   send = B * 3 * DIM * 4 / 8
-  link = LINKS * LINK_BW * LINK_EFF
-  nic = NICS * NIC_BW * NIC_EFF
-  ids_intra, ids_inter = ids_terms(8, 4, link, LINK_LAT, nic, 4 * sum(POOL))
+  ids_intra, ids_inter = ids_terms(8, 4, switch, LINK_LAT, NIC, 4 * sum(POOL))
   close(
-    bd['alltoall_intra'], ids_intra + 2 * (send * 3 / 8 / link + 3 * LINK_LAT)
+    bd['alltoall_intra'], ids_intra + 2 * (send * 3 / 8 / LINK + 3 * LINK_LAT)
   )
   close(
-    bd['alltoall_inter'], ids_inter + 2 * (send * 4 / 8 * 4 / nic + NIC_LAT)
+    bd['alltoall_inter'], ids_inter + 2 * (send * 4 / 8 * 4 / NIC + NIC_LAT)
   )
 
 
@@ -702,7 +1545,7 @@ def test_table_row_wise_terms():
   # which exceeds the mean over 8 ranks, 7 x 64 B x B / 8.
   loads = [B * pool * 64 for pool in POOL]
   busiest = smax64(sum(loads) / 8, max(loads) / 4)
-  rate = HBM_BW * ACC_GATHER
+  rate = HBM_BW * ACC_GATHER / PENALTY
   close(bd['embedding_gather_hbm'], busiest / rate)
   close(bd['embedding_update_hbm'], 2 * busiest / rate)
   # All-to-all: each table's 4 ranks reduce-scatter B x 16 x 4 B partial
@@ -710,15 +1553,13 @@ def test_table_row_wise_terms():
   # ranks; then half of the B x 64 B results per table cross nodes, spread
   # over the 8 ranks, each node's 4 ranks sharing its NICs.
   pooled = B * 3 * DIM * 4
-  link = LINKS * LINK_BW * LINK_EFF
-  nic = NICS * NIC_BW * NIC_EFF
-  ids_intra, ids_inter = ids_terms(8, 4, link, LINK_LAT, nic)
+  ids_intra, ids_inter = ids_terms(8, 4, switch, LINK_LAT, NIC)
   close(
     bd['alltoall_intra'],
-    ids_intra + 2 * (pooled * 3 / 8 / link + 3 * LINK_LAT),
+    ids_intra + 2 * (pooled * 3 / 8 / LINK + 3 * LINK_LAT),
   )
   v_inter = pooled * 4 / 64  # (R - a) / R^2
-  close(bd['alltoall_inter'], ids_inter + 2 * (v_inter * 4 / nic + NIC_LAT))
+  close(bd['alltoall_inter'], ids_inter + 2 * (v_inter * 4 / NIC + NIC_LAT))
   # Memory: the busiest rank holds at least the largest table / 4.
   row = 64 * np.asarray(ROWS, dtype=float)
   hbm_tables = smax64(row.sum() / 8, row.max() / 4)
@@ -740,11 +1581,9 @@ def test_table_row_wise_is_row_wise_on_one_node():
   p2 = tiny_platform()
   twrw2 = run(p2, w, make_plan(sharding='table_row_wise'))['breakdown']
   rw2 = run(p2, w, make_plan(sharding='row_wise'))['breakdown']
-  nic = NICS * NIC_BW * NIC_EFF
-  link = LINKS * LINK_BW * LINK_EFF
-  _, ids = ids_terms(8, 4, link, LINK_LAT, nic)  # the same for both
-  rw_bytes = ((rw2['alltoall_inter'] - ids) / 2 - NIC_LAT) * nic
-  twrw_bytes = ((twrw2['alltoall_inter'] - ids) / 2 - NIC_LAT) * nic
+  _, ids = ids_terms(8, 4, switch, LINK_LAT, NIC)  # the same for both
+  rw_bytes = ((rw2['alltoall_inter'] - ids) / 2 - NIC_LAT) * NIC
+  twrw_bytes = ((twrw2['alltoall_inter'] - ids) / 2 - NIC_LAT) * NIC
   close(rw_bytes / twrw_bytes, 8.0)
 
 
@@ -758,27 +1597,28 @@ def test_data_parallel_tables():
   bd = r['breakdown']
   # All-to-all only for the two sharded tables.
   send = B * 2 * DIM * 4 / 8
-  link = LINKS * LINK_BW * LINK_EFF
   # Ids only for the sharded tables: 2 + 4 lookups per sample.
-  ids_intra, _ = ids_terms(8, 4, link, LINK_LAT, lookups=6.0)
+  ids_intra, _ = ids_terms(8, 4, switch, LINK_LAT, lookups=6.0)
   close(
-    bd['alltoall_intra'], ids_intra + 2 * (send * 3 / 8 / link + 3 * LINK_LAT)
+    bd['alltoall_intra'], ids_intra + 2 * (send * 3 / 8 / LINK + 3 * LINK_LAT)
   )
   # Allreduce: dense gradients plus the replicated table's 1000 x 16.
   grad = (DENSE_PARAMS + 1000 * DIM) * 4
-  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / link + 6 * LINK_LAT)
-  nic = NICS * NIC_BW * NIC_EFF
-  close(bd['allreduce_inter'], grad / nic + 2 * NIC_LAT)
+  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 6 * LINK_LAT)
+  close(bd['allreduce_inter'], grad / NIC + 2 * NIC_LAT)
   # Gathers: the replicated table's lookups spread over the ranks; the
   # other two are table-wise.
   tw_loads = [B * 2 * 64, B * 4 * 64]
   dp_load = B * 1 * 64
   rate = HBM_BW * ACC_GATHER
   busiest = dp_load / 8 + smax(sum(tw_loads) / 8, max(tw_loads))
-  close(bd['embedding_gather_hbm'], busiest / rate)
-  # Update: rows touched as usual, plus every rank rewrites the whole
-  # replicated table (read and write 1000 x 64 B) after the allreduce.
-  close(bd['embedding_update_hbm'], (2 * busiest + 2 * 1000 * 64) / rate)
+  close(bd['embedding_gather_hbm'], busiest * PENALTY / rate)
+  # Update: rows touched as usual (at the kernel's penalized rate), plus
+  # every rank rewrites the whole replicated table (read and write
+  # 1000 x 64 B) after the allreduce, at the plain update rate.
+  close(
+    bd['embedding_update_hbm'], (2 * busiest * PENALTY + 2 * 1000 * 64) / rate
+  )
   # Memory: the replicated table on every accelerator, nothing in DDR.
   dense = DENSE_PARAMS * 8 + 1024 * (ACT_ELEMS * 4 + 3 * 4 * DIM * 4)
   tw_bytes = [2000 * 64, 4000 * 64]
@@ -787,17 +1627,391 @@ def test_data_parallel_tables():
   assert r['required']['ddr'] == 0.0
 
 
+# ---- the bottom MLP on one device ------------------------------------------
+
+
+@pytest.mark.parametrize('nodes, accels', [(2.0, 4.0), (1.0, 4.0), (1.0, 2.0)])
+def test_bottom_mlp_on_one_device(nodes, accels):
+  # NVIDIA's DLRM: rank 0 runs the bottom MLP on the whole batch; above 4
+  # ranks it holds no tables (a logistic of slope 8 around R = 4.5 stands
+  # for R > 4), so the tables spread over smax(R - that, 1) ranks; the
+  # bottom MLP's parameters live on rank 0 only and are not allreduced.
+  ranks = nodes * accels
+  a = accels
+  b = B / ranks
+  s = tiny_stack(bottom_mlp='one_device')
+  p = tiny_platform(nodes=nodes, accels=accels)
+  w = tiny_workload()
+  bd = run(p, w, make_plan(sharding='row_wise'), s)['breakdown']
+  table_ranks = smax(ranks - sigmoid(8 * (ranks - 4.5)), 1.0)
+  if ranks == 8:
+    close(table_ranks, 7.0, rel=1e-7)
+  # Dense: the bottom MLP on B samples, the rest on b.
+  d = hand_dense(b, 10e12, 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL, bottom_b=B)
+  ew_bottom = hand_ew(B, 'epilogue', BOTTOM_WIDTHS, 4, HBM_BW, ACC_KERNEL)
+  ew_top = hand_ew(b, 'epilogue', TOP_WIDTHS, 4, HBM_BW, ACC_KERNEL)
+  close(bd['dense_bottom_mlp'], sum(d['bottom']) + ew_bottom)
+  close(bd['dense_top_mlp'], sum(d['top']) + ew_top)
+  close(bd['dense_interaction'], sum(d['inter']))
+  # Row-wise gathers spread over the table ranks.
+  rate = HBM_BW * ACC_GATHER / PENALTY
+  close(bd['embedding_gather_hbm'], B * 7 * 64 / table_ranks / rate)
+  # The pooled all-to-all: each table rank sends all B partial sums
+  # (row-wise), (a - 1)/R of them inside the node.
+  send = B * 3 * DIM * 4
+  ids_intra, ids_inter = ids_terms(ranks, a, switch, LINK_LAT, NIC)
+  close(
+    bd['alltoall_intra'],
+    ids_intra + 2 * (send * (a - 1) / ranks / LINK + (a - 1) * LINK_LAT),
+  )
+  # The allreduce leaves out the 184 bottom-MLP parameters.
+  grad = (DENSE_PARAMS - BOTTOM_PARAMS) * 4
+  close(
+    bd['allreduce_intra'],
+    2 * (a - 1) / a * grad / LINK + 2 * (a - 1) * LINK_LAT,
+  )
+  # Table-wise: busiest_rank over the table ranks (on 2 ranks one of them
+  # holds 2 of the 3 tables: at least 2 x the smallest).
+  bd = run(p, w, make_plan(), s)['breakdown']
+  loads = [B * pool * 64 for pool in POOL]
+  busiest = hand_busiest(loads, table_ranks)
+  close(bd['embedding_gather_hbm'], busiest / rate)
+  send = B * 3 * DIM * 4 / table_ranks
+  close(
+    bd['alltoall_intra'],
+    ids_intra + 2 * (send * (a - 1) / ranks / LINK + (a - 1) * LINK_LAT),
+  )
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.setup floors the table ranks with smooth_max(R - '
+  'dedicated, 1), which is 2^(1/8) = 1.09 on one rank (R - dedicated = '
+  '1): the setup docstring says R ranks hold tables unless the bottom MLP '
+  'has a rank to itself, so a single GPU (NVIDIA DLRM on 1 GPU) is charged '
+  '8.3% too little embedding work',
+)
+def test_one_device_on_one_rank_holds_every_table():
+  p = tiny_platform(nodes=1.0, accels=1.0)
+  st = ct.setup(arrays(p), tiny_workload(), tiny_stack(bottom_mlp='one_device'))
+  close(float(st.table_ranks), 1.0, rel=1e-6)
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.allreduce_calls counts buckets over all dense '
+  'parameters, but allreduce_bytes leaves out the bottom MLP under '
+  'one_device (its docstring: one call per bucket of the gradient bytes '
+  'allreduced)',
+)
+def test_allreduce_calls_follow_the_allreduced_bytes():
+  # Bottom MLP 1000-1000-16 on 1000 dense features: 1,017,016 parameters,
+  # 4.07 MB; the rest 377 - 184 parameters. One bucket of 1 MB holds what
+  # is allreduced under one_device.
+  w = tiny_workload(num_dense=1000, bottom_mlp=(1000, 16))
+  plan = make_plan()
+  s = tiny_stack(bottom_mlp='one_device', allreduce_bucket_bytes=1e6)
+  t = ct.table_arrays(w, plan_static(plan), (64, 64))
+  nbytes = float(ct.allreduce_bytes(w, s, t, plan, 1.0))
+  assert nbytes < 1e6
+  assert ct.allreduce_calls(w, s, t, plan) == 1
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.dense_hbm_bytes counts activations for the local '
+  'batch B / R on every rank; under one_device rank 0 runs the bottom MLP '
+  'on the whole batch (setup.bottom_batch = B) and holds its activations',
+)
+def test_one_device_rank_holds_the_bottom_activations_of_the_batch():
+  w = tiny_workload()
+  p = arrays(tiny_platform())
+  dp = float(ct.dense_hbm_bytes(w, p, tiny_stack()))
+  one = float(ct.dense_hbm_bytes(w, p, tiny_stack(bottom_mlp='one_device')))
+  # Bottom activations per sample: (4 + 8) + (8 + 16) elements of 4 B;
+  # rank 0 holds them for B - b more samples.
+  assert one >= dp + (B - 1024) * 36 * 4
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.alltoall_pooled sends only pooled embeddings; under '
+  'one_device rank 0 must also send the bottom-MLP output of every other '
+  "rank's samples (NVIDIA DLRM sends it in the same bottom-to-top "
+  'all-to-all) and receive its gradient back',
+)
+def test_one_device_sends_the_bottom_output():
+  p, w, plan = (
+    tiny_platform(nodes=1.0, accels=4.0),
+    tiny_workload(),
+    make_plan(sharding='row_wise'),
+  )
+  dp = run(p, w, plan)['breakdown']
+  one = run(p, w, plan, tiny_stack(bottom_mlp='one_device'))['breakdown']
+  # B x 16 x 4 B of bottom output, 3/4 of it to the 3 peers, each way.
+  assert (
+    one['alltoall_intra'] >= dp['alltoall_intra'] + 2 * B * 64 * 3 / 4 / LINK
+  )
+
+
+# ---- the host side -------------------------------------------------------
+
+
+def counts(s, w=None, plan=None):
+  w = tiny_workload() if w is None else w
+  plan = make_plan(frac=(1.0,) * w.num_tables) if plan is None else plan
+  t = ct.table_arrays(w, plan_static(plan), (64, 64))
+  return ct.kernel_counts(w, s, t, plan)
+
+
+def host_ops(s, w=None, plan=None):
+  return sum(counts(s, w, plan).host_ops.values())
+
+
+# Eager operators of W0 per group of work without CUDA graphs, under the
+# tiny stack: bottom MLP GEMMs 2 + 3; the dot GEMM 1 + 2 and its 6
+# cat/index kernels; top MLP GEMMs 3 + 3; the fused optimizer 2; the fused
+# embedding kernels 2; 4 collectives (1 id exchange, the pooled all-to-all
+# each way, 1 allreduce); loss 4 and data copies 3.
+EAGER = {
+  'bottom_mlp': 5.0,
+  'interaction': 9.0,
+  'top_mlp': 6.0,
+  'optimizer': 2.0,
+  'embedding': 2.0,
+  'collectives': 4.0,
+  'other': 7.0,
+}
+
+
+def test_kernel_counts():
+  # The tiny stack: unfused dot 6, fused embeddings 2, fused optimizer 2,
+  # loss 4, data copies 3 = 17 device kernels beyond the GEMMs, of which
+  # 2 (the interaction's own) + 1 (the optimizer's) are charged by their
+  # terms: 14 gaps. Collectives: 1 id exchange, 2 pooled, 1 allreduce.
+  c = counts(tiny_stack())
+  assert (c.device_kernels, c.collectives) == (14.0, 4.0)
+  assert set(c.host_ops) == set(ct.HOST_GROUPS)
+  assert sum(c.host_ops.values()) == 0.0  # one graph: no host operators
+  # No graphs: every kernel and collective is an eager operator, 35.
+  assert counts(tiny_stack(graph_scope='none')).host_ops == EAGER
+  # Forward and backward in a graph: the optimizer (2) and the data
+  # copies (3) stay eager.
+  c = counts(tiny_stack(graph_scope='forward_backward'))
+  assert c.host_ops == {
+    **dict.fromkeys(EAGER, 0.0),
+    'optimizer': 2.0,
+    'other': 3.0,
+  }
+  # TorchRec-like: nn.Linear + ReLU (3 kernels x 4 layers, charged by the
+  # MLP term), 3 input-distribution calls, UVM cache lookup and insert (2),
+  # a per-tensor SGD loop (8), no graphs.
+  s = tiny_stack(
+    graph_scope='none',
+    mlp_fusion='none',
+    input_dist_collectives=3,
+    uvm_caching=True,
+    fused_dense_optimizer=False,
+  )
+  c = counts(s)
+  assert (c.device_kernels, c.collectives) == (6 + 4 + 8 + 4 + 3 - 3, 6.0)
+  assert c.host_ops == {
+    'bottom_mlp': 5.0 + 3 * 2,
+    'interaction': 9.0,
+    'top_mlp': 6.0 + 3 * 2,
+    'optimizer': 8.0,
+    'embedding': 4.0,
+    'collectives': 6.0,
+    'other': 7.0,
+  }
+  # Per-table embeddings: 5 kernels x 3 tables instead of 2.
+  assert counts(tiny_stack(embedding_kernel='per_table')).device_kernels == 27.0
+  # Mixed precision: the loss scaler (3), and with nn.Linear autocast casts
+  # of each weight and bias (8); a pooled cast, 1 each way.
+  w16 = tiny_workload(dense_precision='bf16')
+  assert counts(tiny_stack(), w16).device_kernels == 17.0
+  s = tiny_stack(mlp_fusion='none', pooled_cast=True)
+  assert counts(s, w16).device_kernels == 14 + 3 + 8 + 2
+  # Adagrad per tensor: 3 kernels x 8 tensors; Adam: 4 x 8.
+  s = tiny_stack(fused_dense_optimizer=False)
+  adagrad, adam = (
+    tiny_workload(optimizer='adagrad'),
+    tiny_workload(optimizer='adam'),
+  )
+  assert counts(s, adagrad).device_kernels == 14 - 2 + 24
+  assert counts(s, adam).device_kernels == 14 - 2 + 32
+  # Fused interaction: 1 kernel each way, both charged by its term.
+  assert counts(tiny_stack(fused_interaction=True)).device_kernels == 10.0
+  # Every table data-parallel: no id exchange, no pooled all-to-all.
+  plan = make_plan(sharding='data_parallel')
+  assert counts(tiny_stack(), plan=plan).collectives == 1.0
+  # Several allreduce buckets count as several collectives.
+  w = dp_workload()
+  plan = make_plan(sharding=('data_parallel', 'table_wise', 'table_wise'))
+  s = tiny_stack(allreduce_bucket_bytes=1e6)
+  assert counts(s, w, plan).collectives == 3 + 7
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.kernel_counts always adds the dot GEMM (1 forward, 2 '
+  'backward) to the eager operators of the interaction, but its docstring '
+  'says a fused interaction runs one kernel each way instead: under '
+  'graph_scope none with fused_interaction the host dispatches 3 '
+  'operators too many',
+)
+def test_kernel_counts_fused_interaction_runs_no_gemm():
+  s = tiny_stack(graph_scope='none', fused_interaction=True)
+  assert counts(s).host_ops['interaction'] == 2.0
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.kernel_counts counts 2 x 2 weight and bias tensors per '
+  'DCN-v2 cross layer, but a cross layer has 3 (workload.gemms: the '
+  'low-rank V without bias, W with bias; TorchRec LowRankCrossNet)',
+)
+def test_kernel_counts_dcnv2_tensors():
+  w = tiny_workload(interaction='dcnv2', dcn_layers=2, dcn_rank=3)
+  s = tiny_stack(fused_dense_optimizer=False)  # SGD: 1 kernel per tensor
+  # cross layers 5 x 2 kernels, embeddings 2, optimizer 8 + 3 x 2 tensors,
+  # loss 4, data 3; less 2 + 1 charged by their terms.
+  assert counts(s, w).device_kernels == 10 + 2 + 14 + 4 + 3 - 3
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.kernel_counts keeps the mixed-precision casts (the '
+  'pooled cast, autocast weight casts) eager under graph_scope '
+  'forward_backward; its docstring says only the optimizer, the loss '
+  'scaler and the data copies stay outside the graph (the pooled cast '
+  'is in the captured forward)',
+)
+def test_kernel_counts_forward_backward_graph_captures_the_casts():
+  w16 = tiny_workload(dense_precision='bf16')
+  s = tiny_stack(graph_scope='forward_backward', pooled_cast=True)
+  # fused optimizer 2 + loss scaler 3 + data copies 3
+  assert host_ops(s, w16) == 8.0
+
+
+def test_host_time_and_compose():
+  # No graphs: the 100 us floor plus 35 operators x 10 us = 450 us.
+  p, w, plan = tiny_platform(), tiny_workload(), make_plan()
+  s = tiny_stack(graph_scope='none', host_overlap=0.0)
+  host = STEP_FLOOR + 35 * OP_HOST
+  close(float(ct.host_time(s, counts(s))), host)
+  r = run(p, w, plan, s)
+  bd = r['breakdown']
+  close(bd['host'], host)
+  # The device time does not depend on the graphs or the host: under one
+  # graph with no floor, asynchronous, the step is smax(device, 0).
+  device = run(p, w, plan, tiny_stack(step_floor=0.0))['step']
+  # Device seconds of each group of work, from the breakdown (all in HBM).
+  dev = {
+    'bottom_mlp': bd['dense_bottom_mlp'],
+    'interaction': bd['dense_interaction'],
+    'top_mlp': bd['dense_top_mlp'],
+    'optimizer': bd['dense_optimizer'],
+    'embedding': bd['embedding_gather_hbm'] + bd['embedding_update_hbm'],
+    'other': bd['overhead'],
+  }
+  # host_overlap 0, lockstep: after the floor the compute groups run one
+  # after another, each the longer of its device time and its operators'
+  # host time; the collectives (own stream) add only their launches; the
+  # step is at least the device time.
+  serial = STEP_FLOOR + EAGER['collectives'] * OP_HOST
+  for k, d in dev.items():
+    serial += smax(d, EAGER[k] * OP_HOST)
+  lockstep = smax(device, serial)
+  close(r['step'], lockstep)
+  # host_overlap 1, asynchronous: smax(device, host); 0.6 blends.
+  r1 = run(p, w, plan, tiny_stack(graph_scope='none', host_overlap=1.0))
+  close(r1['step'], smax(device, host))
+  r6 = run(p, w, plan, tiny_stack(graph_scope='none', host_overlap=0.6))
+  close(r6['step'], 0.6 * smax(device, host) + 0.4 * lockstep)
+  close(r6['throughput'], B / r6['step'])
+  # One graph, lockstep: no operators, the floor and the compute groups'
+  # device times in turn.
+  r0 = run(p, w, plan, tiny_stack(host_overlap=0.0))
+  close(r0['step'], smax(device, STEP_FLOOR + sum(dev.values())))
+  # A CPU trainer dispatches and computes on the same cores: they add,
+  # whatever the overlap.
+  cpu = tiny_platform(trainer='cpu')
+  c0 = run(cpu, w, plan, s)
+  c1 = run(cpu, w, plan, tiny_stack(graph_scope='none', host_overlap=1.0))
+  cpu_device = run(cpu, w, plan, tiny_stack(step_floor=0.0))['step']
+  close(c0['step'], cpu_device + host)
+  close(c1['step'], c0['step'])
+  close(c1['breakdown']['host'], host)
+
+
+def test_row_scale():
+  # row_scale multiplies every table's rows: memory (once), the distinct
+  # rows of the updates and the replicated tables' dense traffic, but not
+  # the lookups. Row-wise W0 with table 0 data-parallel, fused updates,
+  # rows x 3.
+  plan = make_plan(sharding=('data_parallel', 'row_wise', 'row_wise'))
+  s = tiny_stack(update_path='fused')
+  r = run(tiny_platform(), tiny_workload(), plan, s, row_scale=3.0)
+  bd = r['breakdown']
+  rows = [3 * x for x in ROWS]
+  dense = DENSE_PARAMS * 8 + 1024 * (ACT_ELEMS * 4 + 3 * 4 * DIM * 4)
+  close(
+    r['required']['hbm'], (rows[1] + rows[2]) * 64 / 8 + rows[0] * 64 + dense
+  )
+  # Gathers do not change.
+  rate = HBM_BW * ACC_GATHER / PENALTY
+  close(bd['embedding_gather_hbm'], B * 7 * 64 / 8 / rate)
+  # Update: sort, bags' gradients (sharded tables only) and distinct rows
+  # of every table, spread; plus the replica's read and write.
+  moved = 0.0
+  for i, (n_rows, pool) in enumerate(zip(rows, POOL)):
+    n = B * pool
+    bags = 0.0 if i == 0 else B
+    moved += 32 * n + bags * 64 + n_rows * (1 - math.exp(-n / n_rows)) * 128
+  update = (moved / 8 * PENALTY + 2 * rows[0] * 64) / (HBM_BW * ACC_GATHER)
+  close(bd['embedding_update_hbm'], update)
+  # Allreduce: the replicated table's 3000 x 16 gradients.
+  grad = (DENSE_PARAMS + rows[0] * DIM) * 4
+  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 6 * LINK_LAT)
+
+
 # ---- composition, capex and power -----------------------------------------
 
 
-@pytest.mark.parametrize('o', [0.0, 0.5, 1.0])
-def test_step_composition(o):
-  w, plan = tiny_workload(), make_plan(frac=(1.0, 0.5, 0.0), overlap=o)
-  r = run(tiny_platform(), w, plan)
-  bd = r['breakdown']
+# Forward shares of the MLPs' elementwise passes and kernels as
+# cost_terms.MLP_PASSES and MLP_KERNELS document them: none 3 of 7 passes
+# (bias copy, ReLU read and write) and 1 of 3 kernels; elementwise 2 of 5
+# and 1 of 2; epilogue none (the mask is read backward).
+DOCUMENTED_FWD = {
+  'none': (3 / 7, 1 / 3),
+  'elementwise': (2 / 5, 1 / 2),
+  'epilogue': (0.0, 0.0),
+}
+
+
+def composed_step(bd, o, fusion='epilogue', bottom_b=1024, documented=False):
+  """The step from the breakdown terms, by hand, with the dense terms
+  split forward and backward by hand. The model puts a third of the
+  MLPs' elementwise time forward; `documented` splits it as
+  `DOCUMENTED_FWD`."""
   d = hand_dense(
-    1024, ACC_FLOPS['fp32'], 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL
+    1024, 10e12, 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL, bottom_b=bottom_b
   )
+  passes, kernels = EW[fusion]
+
+  def split(b, widths):
+    stream = b * passes * widths * 4 / (STREAM * HBM_BW)
+    launch = 2 * kernels * ACC_KERNEL
+    if not documented:
+      return (stream + launch) / 3, 2 * (stream + launch) / 3
+    fp, fk = DOCUMENTED_FWD[fusion]
+    fwd = fp * stream + fk * launch
+    return fwd, stream + launch - fwd
+
+  ew_b, ew_t = split(bottom_b, BOTTOM_WIDTHS), split(1024, TOP_WIDTHS)
+  bottom = (d['bottom'][0] + ew_b[0], d['bottom'][1] + ew_b[1])
+  top = (d['top'][0] + ew_t[0], d['top'][1] + ew_t[1])
 
   def ov(a, b):  # o overlapped: (1 - o)(a + b) + o smax(a, b)
     return (1 - o) * (a + b) + o * smax(a, b)
@@ -806,8 +2020,7 @@ def test_step_composition(o):
   # forward gathers from HBM race the CPU gathers plus their transfer.
   host, upi = bd['host_transfer'] / 2, bd['socket_links'] / 2
   # Ids go forward only; pooled vectors and their gradients both ways.
-  link, nic = LINKS * LINK_BW * LINK_EFF, NICS * NIC_BW * NIC_EFF
-  ids = sum(ids_terms(8, 4, link, LINK_LAT, nic))
+  ids = sum(ids_terms(8, 4, switch, LINK_LAT, NIC))
   a2a = (bd['alltoall_intra'] + bd['alltoall_inter'] - ids) / 2
   sparse_fwd = smax(
     bd['embedding_gather_hbm'], bd['embedding_gather_ddr'] + host + upi
@@ -816,13 +2029,57 @@ def test_step_composition(o):
   sparse_bwd = a2a + smax(
     bd['embedding_update_hbm'], host + upi + bd['embedding_update_ddr']
   )
-  t_fwd = ov(sparse_fwd, d['bottom'][0]) + d['inter'][0] + d['top'][0]
-  t_bwd = d['top'][1] + d['inter'][1] + ov(sparse_bwd, d['bottom'][1])
+  t_fwd = ov(sparse_fwd, bottom[0]) + d['inter'][0] + top[0]
+  t_bwd = top[1] + d['inter'][1] + ov(sparse_bwd, bottom[1])
   t_bwd = ov(t_bwd, bd['allreduce_intra'] + bd['allreduce_inter'])
-  step = t_fwd + t_bwd + bd['dense_optimizer'] + STEP_OVERHEAD
+  device = t_fwd + t_bwd + bd['dense_optimizer'] + bd['overhead']
+  return smax(device, STEP_FLOOR)  # one graph, host_overlap 1
+
+
+COMPOSITIONS = [
+  (0.0, 'epilogue', False),
+  (0.5, 'epilogue', False),
+  (1.0, 'epilogue', False),
+  (1.0, 'none', True),
+  (0.5, 'elementwise', True),
+]
+
+
+def composition_case(fusion, one_device, o):
+  s = tiny_stack(
+    mlp_fusion=fusion,
+    bottom_mlp='one_device' if one_device else 'data_parallel',
+  )
+  plan = make_plan(frac=(1.0, 0.5, 0.0), overlap=o)
+  return run(tiny_platform(), tiny_workload(), plan, s), (
+    B if one_device else 1024
+  )
+
+
+@pytest.mark.parametrize('o, fusion, one_device', COMPOSITIONS)
+def test_step_composition(o, fusion, one_device):
+  r, bottom_b = composition_case(fusion, one_device, o)
+  bd = r['breakdown']
+  step = composed_step(bd, o, fusion, bottom_b)
   close(r['step'], step)
   close(r['throughput'], B / step)
   assert r['bottleneck'] == max(bd, key=bd.get)
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason="cost_model.evaluate puts 1/3 of every mlp_fusion's elementwise "
+  'time forward and 2/3 backward, but cost_terms.MLP_PASSES documents 3 of '
+  '7 passes forward for none, 2 of 5 for elementwise and none for '
+  'epilogue; the split matters where the MLPs overlap the sparse part',
+)
+@pytest.mark.parametrize('o, fusion, one_device', COMPOSITIONS[3:])
+def test_step_composition_documented_pass_split(o, fusion, one_device):
+  r, bottom_b = composition_case(fusion, one_device, o)
+  model = composed_step(r['breakdown'], o, fusion, bottom_b)
+  documented = composed_step(r['breakdown'], o, fusion, bottom_b, True)
+  assert abs(documented / model - 1) > 1e-9  # the test can tell them apart
+  close(r['step'], documented)
 
 
 def test_capex_and_power():
@@ -856,33 +2113,43 @@ def test_cpu_trainer():
   ranks = 2 * 2  # sockets
   b = B / ranks
   d = hand_dense(b, CPU_FLOPS, 4, CPU_EFF, CPU_HALF, DDR_BW, CPU_KERNEL)
-  close(bd['dense_bottom_mlp'], sum(d['bottom']))
+  ew_bottom = hand_ew(b, 'epilogue', BOTTOM_WIDTHS, 4, DDR_BW, CPU_KERNEL)
+  ew_top = hand_ew(b, 'epilogue', TOP_WIDTHS, 4, DDR_BW, CPU_KERNEL)
+  close(bd['dense_bottom_mlp'], sum(d['bottom']) + ew_bottom)
   close(bd['dense_interaction'], sum(d['inter']))
-  close(bd['dense_top_mlp'], sum(d['top']))
+  close(bd['dense_top_mlp'], sum(d['top']) + ew_top)
   close(bd['dense_optimizer'], DENSE_PARAMS * 12 / DDR_BW + CPU_KERNEL)
-  # All 7 lookups per sample from DDR on 2 nodes x 2 sockets.
+  # All 7 lookups per sample from DDR on 2 nodes x 2 sockets (no block
+  # penalty: that is the accelerators' FBGEMM kernel).
   ddr_rate = 2 * 2 * DDR_BW * CPU_GATHER
   close(bd['embedding_gather_ddr'], B * 7 * 64 / ddr_rate)
   close(bd['embedding_update_ddr'], 2 * B * 7 * 64 / ddr_rate)
   assert bd['embedding_gather_hbm'] < 1e-25
   assert bd['embedding_update_hbm'] < 1e-25
   assert bd['host_transfer'] == 0.0 and bd['socket_links'] == 0.0
-  # All-to-all between the sockets over 2 socket links of 20 GB/s (enough
-  # links for the one peer socket: smin(1, 2/1)); per-op cost as latency.
+  # All-to-all between the sockets: 2 socket links of 20 GB/s reach the
+  # one peer socket (share smin(1, 2/1)); the rest in two hops at half
+  # that; the per-op cost as latency.
   send = B * 3 * DIM * 4 / ranks
-  link = SOCKET_LINKS * SOCKET_LINK_BW
-  intra = link * smin(1.0, 2.0 / 1.0)
-  nic = NICS * NIC_BW * NIC_EFF  # not staged: the sockets are the host
-  ids_intra, ids_inter = ids_terms(4, 2, intra, CPU_KERNEL, nic)
+  direct = SOCKET_LINKS * SOCKET_LINK_BW
+  share = smin(1.0, 2.0 / 1.0)
+
+  def intra(v):
+    return smax(v * share / direct, v * (1 - share) / (0.5 * direct))
+
+  ids_intra, ids_inter = ids_terms(4, 2, intra, CPU_KERNEL, NIC)
   close(
-    bd['alltoall_intra'], ids_intra + 2 * (send * 1 / 4 / intra + CPU_KERNEL)
+    bd['alltoall_intra'], ids_intra + 2 * (intra(send * 1 / 4) + CPU_KERNEL)
   )
   close(
-    bd['alltoall_inter'], ids_inter + 2 * (send * 2 / 4 * 2 / nic + NIC_LAT)
+    bd['alltoall_inter'], ids_inter + 2 * (send * 2 / 4 * 2 / NIC + NIC_LAT)
   )
   grad = DENSE_PARAMS * 4
-  close(bd['allreduce_intra'], 2 * 1 / 2 * grad / link + 2 * CPU_KERNEL)
-  close(bd['allreduce_inter'], 2 * 1 / 2 * grad / nic + 2 * NIC_LAT)
+  close(bd['allreduce_intra'], 2 * 1 / 2 * grad / direct + 2 * CPU_KERNEL)
+  close(bd['allreduce_inter'], 2 * 1 / 2 * grad / NIC + 2 * NIC_LAT)
+  # Kernel gaps at the socket's per-op cost; host and device add.
+  close(bd['overhead'], TINY_GAPS * CPU_KERNEL)
+  close(bd['host'], STEP_FLOOR)
   # Memory: no HBM; each node holds half of the tables and one dense
   # model with activations per socket.
   assert r['required']['hbm'] == 0.0 and r['available']['hbm'] == 0.0
@@ -892,3 +2159,20 @@ def test_cpu_trainer():
   # No accelerators or fabric are bought: 5000 + 2 x 1500 + NICs 2500.
   close(r['capex'], 2 * (5000 + 2 * 1500 + 2500))
   close(r['power'], 2 * (500 + 2 * 210 + 25))
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason='cost_terms.memory on a CPU trainer divides the replicas of '
+  'data-parallel tables by the node count (sum(tb (1 + dp (a - 1))) / '
+  'nodes): every socket of every node holds a whole replica, so a node '
+  'needs a x tb for it, not a x tb / nodes',
+)
+def test_cpu_trainer_replicates_data_parallel_tables_on_every_node():
+  p = tiny_platform(trainer='cpu', nic_attach='socket')
+  plan = make_plan(sharding=('data_parallel', 'table_wise', 'table_wise'))
+  r = run(p, tiny_workload(), plan)
+  dense = DENSE_PARAMS * 8 + 2048 * (ACT_ELEMS * 4 + 3 * 4 * DIM * 4)
+  # Per node: 2 replicas of table 0, half of tables 1 and 2, 2 dense models.
+  want = 2 * 1000 * 64 + (2000 + 4000) * 64 / 2 + 2 * dense
+  close(r['required']['ddr'], want)

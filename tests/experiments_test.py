@@ -19,12 +19,15 @@ import pytest
 from codesign import (
   cost_model,
   hardware,
-  plan,
+  planner,
   platform_presets,
   sweeps,
   workload_presets,
 )
+from codesign import stack_presets
 from codesign import workload as wl
+
+STACK = stack_presets.get('torchrec')
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -238,10 +241,12 @@ def test_row_scale_matches_a_scaled_workload():
   w = workload_presets.get('criteo_kaggle')
   p = platform_presets.get('big_basin')
   scaled = sweeps.scale_rows(w, 1000.0)
-  pl = plan.make(scaled, p)
-  a = cost_model.evaluate(hardware.as_arrays(p), scaled, pl)
+  pl = planner.make(scaled, p, STACK)
+  a = cost_model.evaluate(hardware.as_arrays(p), scaled, pl, STACK)
   exact = wl.embedding_bytes(scaled) / wl.embedding_bytes(w)
-  b = cost_model.evaluate(hardware.as_arrays(p), w, pl, jnp.asarray(exact))
+  b = cost_model.evaluate(
+    hardware.as_arrays(p), w, pl, STACK, jnp.asarray(exact)
+  )
   for tier in ('hbm', 'ddr'):
     np.testing.assert_allclose(
       a.memory_required[tier], b.memory_required[tier], rtol=1e-12
@@ -269,7 +274,7 @@ def test_fit_plan_fits_hbm():
   p = hardware.with_value(
     platform_presets.get('big_basin'), 'accelerator.hbm_capacity', 8e9
   )
-  fitted, factor = sweeps.fit_plan(p, w, plan.make(w, p))
-  r = cost_model.evaluate(hardware.as_arrays(p), w, fitted)
+  fitted, factor = sweeps.fit_plan(p, w, STACK, planner.make(w, p, STACK))
+  r = cost_model.evaluate(hardware.as_arrays(p), w, fitted, STACK)
   assert float(r.memory_required['hbm']) <= float(r.memory_available['hbm'])
   assert 0.0 < factor <= 1.0

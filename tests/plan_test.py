@@ -1,17 +1,31 @@
-"""The `auto` plan: which sharding it picks, and that it is never slower
-than the simple plans it chooses from."""
+"""The planner: the `auto` sharding is never slower than the simple plans
+it chooses from, and the HBM placement is the water-filling of the hottest
+bytes, fitted to the HBM the stack allows."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 
-from codesign import cost_model, hardware, plan, platform_presets
+from codesign import (
+  cost_model,
+  hardware,
+  planner,
+  platform_presets,
+  stack_presets,
+)
+from codesign import workload as wl
 from codesign import workload_presets as presets
+
+STACK = stack_presets.get('torchrec')
+
+
+def report(w, p, pl, s=STACK):
+  return cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
 
 
 def step(w, p, pl) -> float:
-  return float(
-    np.asarray(cost_model.evaluate(hardware.as_arrays(p), w, pl).step_time)
-  )
+  return float(np.asarray(report(w, p, pl).step_time))
 
 
 @pytest.mark.parametrize(
@@ -20,11 +34,13 @@ def step(w, p, pl) -> float:
 )
 def test_auto_is_no_slower_than_uniform_shardings(workload, platform):
   w, p = presets.get(workload), platform_presets.get(platform)
-  auto = plan.make(w, p)
-  r = cost_model.evaluate(hardware.as_arrays(p), w, auto)
+  auto = planner.make(w, p, STACK)
+  r = report(w, p, auto)
   assert bool(r.feasible)
   for sharding in ('table_wise', 'row_wise', 'column_wise'):
-    assert float(r.step_time) <= step(w, p, plan.make(w, p, sharding=sharding))
+    other = planner.make(w, p, STACK, sharding=sharding)
+    if bool(report(w, p, other).feasible):
+      assert float(r.step_time) <= step(w, p, other)
   # Several nodes split tables within a node, never over all ranks; one
   # node has no table-row-wise (row-wise is the same there).
   if float(p.nodes) > 1:
@@ -38,9 +54,68 @@ def test_auto_balances_hot_tables_across_zionex_nodes():
   # table for the global batch; the auto plan splits them (table-row-wise
   # or column-wise, whichever the model finds faster).
   w, p = presets.get('zion_scale'), platform_presets.get('zionex')
-  auto = plan.make(w, p)
+  auto = planner.make(w, p, STACK)
   assert set(auto.sharding) <= {'table_row_wise', 'column_wise', 'table_wise'}
   assert auto.sharding.count('table_wise') < w.num_tables // 2
   t_auto = step(w, p, auto)
-  assert t_auto < 0.6 * step(w, p, plan.make(w, p, sharding='table_wise'))
-  assert t_auto <= step(w, p, plan.make(w, p, sharding='column_wise'))
+  tw = planner.make(w, p, STACK, sharding='table_wise')
+  assert t_auto < 0.6 * step(w, p, tw)
+  assert t_auto <= step(w, p, planner.make(w, p, STACK, sharding='column_wise'))
+
+
+def test_hottest_bytes_first():
+  # Two tables of equal lookups: a tiny one and a huge one. Uniform
+  # traffic (k = 1) values a byte of the tiny table 1000 times more, so it
+  # goes wholly into HBM before any of the huge one; with skew the cold
+  # tail of the tiny table is worth less than the hot head of the huge
+  # one, so both are partly in HBM, at equal marginal hits per byte.
+  w = wl.Workload(
+    name='two',
+    tables=(wl.Table(1_000, 64), wl.Table(1_000_000, 64)),
+    num_dense=4,
+    bottom_mlp=(64,),
+    top_mlp=(1,),
+  )
+  tb = planner.table_bytes(w)
+  cap = tb[0] + 0.25 * tb[1]
+  frac = planner.water_fill(w, cap, np.zeros(2))
+  np.testing.assert_allclose(frac, [1.0, 0.25], rtol=1e-12)
+  k = 8.0
+  skewed = dataclasses.replace(w, popularity_skew=k)
+  frac = planner.water_fill(skewed, cap, np.zeros(2))
+  assert 0.0 < frac[0] < 1.0 and 0.0 < frac[1] < 1.0
+  assert frac[0] > frac[1]
+  assert float(np.sum(frac * tb)) == pytest.approx(cap, rel=1e-9)
+  marginal = k * (1.0 - frac) ** (k - 1.0) / tb
+  assert marginal[0] == pytest.approx(marginal[1], rel=1e-6)
+
+
+@pytest.mark.parametrize(
+  'workload, platform, stack',
+  [
+    ('zion_scale', 'dgx_a100_80gb', 'torchrec'),
+    ('zion_scale', 'big_basin', 'nvidia_pytorch'),
+    ('mlperf_dlrm_dcnv2', 'dgx1_v100', 'hugectr'),
+    ('zion_scale', 'zion', 'torchrec'),
+  ],
+)
+def test_auto_placement_fits_the_models_hbm(workload, platform, stack):
+  # The numpy mirror of the HBM requirement agrees with the cost model,
+  # and the fitted plan uses the HBM the stack allows, to within 1%.
+  w, p = presets.get(workload), platform_presets.get(platform)
+  s = stack_presets.get(stack)
+  pl = planner.make(w, p, s)
+  r = report(w, p, pl, s)
+  need = planner.hbm_required(w, p, s, pl.sharding, pl.hbm_fraction)
+  assert float(r.memory_required['hbm']) == pytest.approx(need, rel=1e-9)
+  avail = planner.hbm_available(p, s)
+  assert float(r.memory_available['hbm']) == pytest.approx(avail, rel=1e-12)
+  assert need <= avail
+  if np.any(pl.hbm_fraction < 1.0):  # spilling: HBM nearly full
+    assert need >= 0.99 * avail
+
+
+def test_torchrec_reserves_15_percent_of_hbm():
+  p = platform_presets.get('dgx_a100_80gb')
+  avail = planner.hbm_available(p, stack_presets.get('torchrec'))
+  assert avail == pytest.approx(0.85 * 80e9)

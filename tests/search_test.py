@@ -15,9 +15,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from codesign import config_io, cost_model, hardware, report, search
+from codesign import (
+  config_io,
+  cost_model,
+  hardware,
+  report,
+  search,
+  stack_presets,
+)
 from codesign import design_space as ds
 from codesign import workload_presets as wp
+
+STACK = stack_presets.get('torchrec')
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SMALL_ACCELERATORS = (
@@ -52,7 +61,9 @@ def test_decode_index_matches_catalog_build():
   for _ in range(3):
     idx = [int(rng.integers(n)) for n in space.sizes]
     built = hardware.as_arrays(ds.build(space, idx))
-    traced, _, _ = ds.decode_index(space, w, jnp.array(idx), jnp.zeros(0))
+    traced, _, _ = ds.decode_index(
+      space, w, STACK, jnp.array(idx), jnp.zeros(0)
+    )
     for path, a, b in zip(
       hardware.leaf_paths(built),
       jax.tree.leaves(built),
@@ -67,7 +78,9 @@ def test_relaxation_agrees_with_buildable_at_grid_points():
   search relaxes the same space the baselines enumerate)."""
   w = wp.get('rm1')
   space = ds.make_space(w, plan_mode='auto')
-  problem = search.Problem(space, w, 'throughput_per_usd', budget_usd=1e6)
+  problem = search.Problem(
+    space, w, STACK, 'throughput_per_usd', budget_usd=1e6
+  )
   rng = np.random.default_rng(2)
   for _ in range(3):
     idx = np.array([int(rng.integers(n)) for n in space.sizes])
@@ -85,7 +98,9 @@ def test_relaxation_agrees_with_buildable_at_grid_points():
 def test_relaxed_loss_gradient_is_finite_and_matches_differences():
   w = wp.get('rm1')
   space = ds.make_space(w, plan_mode='optimize')
-  problem = search.Problem(space, w, 'throughput_per_usd', budget_usd=1e6)
+  problem = search.Problem(
+    space, w, STACK, 'throughput_per_usd', budget_usd=1e6
+  )
   f = jax.jit(lambda z: search.assess(problem, z)[0])
   g = jax.jit(jax.grad(lambda z: search.assess(problem, z)[0]))
   rng = np.random.default_rng(3)
@@ -124,7 +139,7 @@ def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
   of the evaluations."""
   w = wp.get('rm1')
   problem = search.Problem(
-    _space(w), w, 'throughput', budget_usd=400e3, power_w=20e3
+    _space(w), w, STACK, 'throughput', budget_usd=400e3, power_w=20e3
   )
   exh = search.exhaustive(problem)
   res = search.gradient_search(
@@ -133,7 +148,7 @@ def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
   assert exh.best_feasible and res.best_feasible
   assert np.all(res.best_g <= 0.0)
   p, plan = search.buildable(problem, res.best_index, res.best_plan_z)
-  r = cost_model.evaluate(hardware.as_arrays(p), w, plan)
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, STACK)
   assert float(r.capex) <= 400e3 and float(r.power) <= 20e3
   assert bool(r.feasible)
   np.testing.assert_allclose(float(r.throughput), res.best_value, rtol=1e-9)
@@ -141,7 +156,8 @@ def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
   assert res.evaluations < 0.1 * exh.evaluations
   # The budget binds: the best platform spends over half of it.
   pe, plan_e = search.buildable(problem, exh.best_index, np.zeros(0))
-  assert float(cost_model.evaluate(pe, w, plan_e).capex) > 200e3
+  capex = cost_model.evaluate(pe, w, plan_e, STACK).capex
+  assert float(capex) > 200e3
 
 
 def _propose(tmp_path, name, *flags, devices=1):
@@ -198,8 +214,10 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
   assert {'method', 'starts', 'steps', 'evaluations'} <= set(result['search'])
   # What experiments.evaluate does with --platform/--plan=proposal.json.
   path = str(tmp_path / 'one' / 'proposal.json')
-  w, p, plan = config_io.resolve(path, path, path)
-  back = report.to_result(cost_model.evaluate(hardware.as_arrays(p), w, plan))
+  w, p, plan, s = config_io.resolve(path, path, path, stack=path)
+  back = report.to_result(
+    cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
+  )
   for key in ('throughput_samples_per_s', 'capex_usd', 'power_w'):
     assert back[key] == prop[key], key
   assert back['breakdown_s'] == prop['breakdown_s']

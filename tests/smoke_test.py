@@ -1,6 +1,7 @@
 """Every workload preset on every platform preset, under each named
-placement: a finite, positive step time, or infeasible with the tier that
-overflows named; never NaN, and always a valid result.json."""
+placement and every stack preset: a finite, positive step time, or
+infeasible with the tier that overflows named; never NaN, and always a
+valid result.json."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -9,10 +10,11 @@ import pytest
 from codesign import (
   cost_model,
   hardware,
-  plan,
+  planner,
   platform_presets,
   report,
   results,
+  stack_presets,
   workload_presets,
 )
 
@@ -20,12 +22,14 @@ from codesign import (
 @pytest.mark.parametrize('workload_name', sorted(workload_presets.WORKLOADS))
 def test_every_preset_pair_is_finite(workload_name):
   w = workload_presets.get(workload_name)
-  for name in platform_presets.PLATFORMS:
+  stacks = list(stack_presets.PRESETS)
+  for i, name in enumerate(platform_presets.PLATFORMS):
     p = platform_presets.get(name)
-    for placement in ('auto', 'hbm', 'ddr'):
-      where = (workload_name, name, placement)
-      pl = plan.make(w, p, placement=placement)
-      r = cost_model.evaluate(hardware.as_arrays(p), w, pl)
+    for j, placement in enumerate(('auto', 'hbm', 'ddr')):
+      s = stack_presets.get(stacks[(i + j) % len(stacks)])
+      where = (workload_name, name, placement, s.name)
+      pl = planner.make(w, p, s, placement=placement, sharding='table_wise')
+      r = cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
       step = float(r.step_time)
       assert np.isfinite(step) and step > 0, where
       assert np.all(np.isfinite(jnp.stack(list(r.breakdown.values())))), where

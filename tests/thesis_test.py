@@ -14,15 +14,27 @@ import dataclasses
 import numpy as np
 import pytest
 
-from codesign import cost_model, hardware, plan, platform_presets
+from codesign import (
+  cost_model,
+  hardware,
+  planner,
+  platform_presets,
+  stack_presets,
+)
 from codesign import workload_presets as presets
+
+# The Zion paper's era: eager PyTorch on the GPUs, Intel's trainer on the
+# CPUs.
+GPU_STACK = stack_presets.get('torchrec')
+CPU_STACK = stack_presets.get('ipex_cpu')
 
 
 def evaluate(workload, platform, placement='auto'):
   p = platform_presets.get(platform) if isinstance(platform, str) else platform
   w = presets.get(workload) if isinstance(workload, str) else workload
+  s = CPU_STACK if p.trainer == 'cpu' else GPU_STACK
   return cost_model.evaluate(
-    hardware.as_arrays(p), w, plan.make(w, p, placement=placement)
+    hardware.as_arrays(p), w, planner.make(w, p, s, placement=placement), s
   )
 
 
@@ -88,7 +100,8 @@ def test_fully_connected_alltoall_beats_ring(workload, platform):
       base,
       fabric=dataclasses.replace(base.fabric, topology=topology),
     )
-    r = cost_model.evaluate(hardware.as_arrays(p), w, plan.make(w, base))
+    pl = planner.make(w, base, GPU_STACK)
+    r = cost_model.evaluate(hardware.as_arrays(p), w, pl, GPU_STACK)
     times[topology] = r
   fc = float(times['fully_connected'].breakdown['alltoall_intra'])
   ring = float(times['ring'].breakdown['alltoall_intra'])
