@@ -142,7 +142,11 @@ def evaluate(
     (plan.sharding, plan.column_shards, plan.comm_precision),
     (p.accelerator.access_granularity, p.cpu.access_granularity),
   )
-  t = {**t, 'table_bytes': t['table_bytes'] * row_scale}
+  t = {
+    **t,
+    'orders': ct.load_orders(w, plan, t),
+    'table_bytes': t['table_bytes'] * row_scale,
+  }
   dev, _ = ct.dense_device(p)
   # Pooled payloads: the stack's precision, or the plan's if narrower
   # (quantized communication).
@@ -156,10 +160,11 @@ def evaluate(
   comp = ct.gemm_table(w)['component']
   part = [(comp == i).astype(fwd.dtype) for i in range(3)]
   ew_bottom, ew_top = ct.mlp_elementwise(p, w, s, st)
-  bottom_fwd = jnp.sum(fwd * part[0]) + ew_bottom / 3.0
-  bottom_bwd = jnp.sum(bwd * part[0]) + ew_bottom * 2.0 / 3.0
-  top_fwd = jnp.sum(fwd * part[2]) + ew_top / 3.0
-  top_bwd = jnp.sum(bwd * part[2]) + ew_top * 2.0 / 3.0
+  ew_fwd = ct.MLP_FORWARD_SHARE[s.mlp_fusion]
+  bottom_fwd = jnp.sum(fwd * part[0]) + ew_bottom * ew_fwd
+  bottom_bwd = jnp.sum(bwd * part[0]) + ew_bottom * (1.0 - ew_fwd)
+  top_fwd = jnp.sum(fwd * part[2]) + ew_top * ew_fwd
+  top_bwd = jnp.sum(bwd * part[2]) + ew_top * (1.0 - ew_fwd)
   inter_fwd, inter_bwd = ct.interaction_times(
     p, w, s, st, (jnp.sum(fwd * part[1]), jnp.sum(bwd * part[1]))
   )
@@ -181,7 +186,7 @@ def evaluate(
   )
 
   # ---- host side and kernel gaps -------------------------------------------
-  counts = ct.kernel_counts(w, s, t, plan)
+  counts = ct.kernel_counts(w, s, t, plan, payload)
   launch = counts.device_kernels * dev.kernel_overhead
   host = ct.host_time(s, counts)
 

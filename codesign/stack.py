@@ -14,9 +14,11 @@ How the fields enter the step (`codesign.cost_terms`):
   launch), plus `step_floor` per step (the training loop, the hand-off
   of the prefetched batch). Work captured in a CUDA graph costs the host
   nothing per operator (`graph_scope`). Host and device run
-  asynchronously; `host_overlap` is how much of the shorter of the two
-  hides under the longer (1: the step is the longer one; 0: they add, as
-  on a CPU trainer, where the same cores dispatch and compute).
+  asynchronously; `host_overlap` blends the two limits of
+  `cost_terms.compose`: 1, the host queues far enough ahead that the
+  step is the longer of the two; 0, lockstep, each group of operators
+  takes the longer of its device time and its launch time. On a CPU
+  trainer the same cores dispatch and compute, so they add.
 - Collectives. Every collective call adds `collective_latency` of
   software latency (stream synchronization, the call itself) to the
   fabric's own alpha. The number of calls per step follows from the
@@ -30,7 +32,18 @@ How the fields enter the step (`codesign.cost_terms`):
   kernel for all tables (FBGEMM TBE, HugeCTR, NVIDIA's fused gather), by
   `PER_TABLE_EFFICIENCY` (TorchRec planner: DENSE kernel 0.5 x HBM
   bandwidth against 1.0 for FUSED). Shards narrower than 128 columns pay
-  FBGEMM's block penalties (`narrow_shard_penalty`).
+  FBGEMM's block penalties (`cost_terms.table_arrays`, as TorchRec's
+  planner charges every kernel).
+- Row gradients reach the rows by `update_path`: the fused backward
+  aggregates per distinct row (FBGEMM TBE, HugeCTR), PyTorch's sparse
+  gradients are written per lookup, coalesced and applied, XLA's
+  scatter-add read-modify-writes a row per lookup
+  (`cost_terms.update_bytes`).
+- Where the dense model runs (`bottom_mlp`), which kernels are fused
+  (`mlp_fusion`, `fused_interaction`, `fused_dense_optimizer`), the
+  payload precision and the pooled cast, the id bytes and the number of
+  collectives that distribute them, TF32, and the planner's defaults
+  (`hbm_reserve`, `comm_overlap`) are the stack's choices too.
 - UVM caching (`uvm_caching`): the whole table stays in host DDR and HBM
   holds a cache of its hottest rows (the plan's `hbm_fraction`); misses
   are read by the accelerator over the host link at

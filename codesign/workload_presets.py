@@ -76,7 +76,11 @@ def mlperf_dlrm_v1() -> Workload:
 
 def mlperf_dlrm_dcnv2() -> Workload:
   """MLPerf Training DLRM-DCNv2 (multi-hot Criteo 1TB), batch 65536,
-  Adagrad, 3 cross layers of rank 512."""
+  3 cross layers of rank 512. Its `--adagrad` trains the tables with
+  row-wise Adagrad (one state value per row) and the MLPs with Adagrad:
+  mlcommons/training recommendation_v2/torchrec_dlrm/dlrm_main.py,
+  fused_params optimizer OptimType.EXACT_ROWWISE_ADAGRAD if args.adagrad
+  (so `rowwise_adagrad` here)."""
   m = _models()['mlperf_dlrm_dcnv2']
   return Workload(
     name='mlperf_dlrm_dcnv2',
@@ -88,8 +92,9 @@ def mlperf_dlrm_dcnv2() -> Workload:
     dcn_layers=3,
     dcn_rank=512,
     global_batch=65536,
-    optimizer='adagrad',
-    source=_catalog_source('mlperf_dlrm_dcnv2'),
+    optimizer='rowwise_adagrad',
+    source=_catalog_source('mlperf_dlrm_dcnv2')
+    + '; tables with row-wise Adagrad (torchrec_dlrm dlrm_main.py)',
   )
 
 

@@ -553,7 +553,7 @@ def main():
   workdir = results.make_workdir('calibrate', FLAGS.workdir)
 
   def log(msg):
-    print(msg, flush=True)
+    print(f'[{time.time() - t_start:5.0f} s] {msg}', flush=True)
 
   sweep = device_profile.QUICK_SWEEP if quick else device_profile.Sweep()
   configs = _local_configs(quick, FLAGS.smoke)
