@@ -912,10 +912,10 @@ def default_profile(accelerator_name: str) -> dict:
   """The shipped default profile of a catalog accelerator.
 
   These are NOT measurements: they repeat the catalog's assumed
-  efficiencies (`catalog.ASSUMED`, each with its reasoning) and the
-  presets' assumed step overhead, so that a platform with a profile
-  applied equals the catalog part. Nothing in them is tuned on the public
-  calibration cases.
+  efficiencies (`catalog.ASSUMED`, each with its reasoning), the priors
+  from which `codesign.public_cases` fits. Nothing in them is tuned on
+  the public calibration cases (the GEMM numbers fitted there ship in
+  `data/stack_fit.json` and reach the catalog parts directly).
   """
   from codesign import catalog
 
@@ -929,9 +929,8 @@ def default_profile(accelerator_name: str) -> dict:
     'gather_efficiency': a('accel_gather_efficiency'),
     'update_efficiency': a('accel_update_efficiency'),
     'kernel_overhead_us': a('accel_kernel_overhead_us'),
-    'step_overhead_us': 200.0,
     'source': 'default (assumption, not measured): codesign.catalog.ASSUMED '
-    'accel_* values; step overhead as codesign.platform_presets',
+    'accel_* values',
     'assumptions': {
       k: catalog.ASSUMED[k][1]
       for k in (

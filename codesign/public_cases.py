@@ -166,8 +166,15 @@ def _fit_parameters() -> tuple[FitParameter, ...]:
       why['op_host_time'],
     ),
     FitParameter(
-      'graph_step_floor',
-      stack_presets.TIES['graph_step_floor'],
+      'nvidia_step_floor',
+      stack_presets.TIES['nvidia_step_floor'],
+      pr['graph_step_floor'][0],
+      *rng['step_floor'],
+      why['step_floor'],
+    ),
+    FitParameter(
+      'hugectr_step_floor',
+      stack_presets.TIES['hugectr_step_floor'],
       pr['graph_step_floor'][0],
       *rng['step_floor'],
       why['step_floor'],

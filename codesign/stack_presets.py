@@ -442,10 +442,8 @@ TIES = {
     ('nvidia_pytorch', 'op_host_time'),
     ('ipex_cpu', 'op_host_time'),
   ),
-  'graph_step_floor': (
-    ('nvidia_pytorch', 'step_floor'),
-    ('hugectr', 'step_floor'),
-  ),
+  'nvidia_step_floor': (('nvidia_pytorch', 'step_floor'),),
+  'hugectr_step_floor': (('hugectr', 'step_floor'),),
   'torchrec_step_floor': (('torchrec', 'step_floor'),),
   'eager_step_floor': (('ipex_cpu', 'step_floor'),),
   'fused_embedding_efficiency': (

@@ -11,6 +11,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # name -> (flags, words the one-line message must contain)
@@ -43,6 +45,22 @@ BAD_INPUT = {
     ['--workload={tmp}/broken.json'],
     ['broken.json', 'not valid JSON'],
   ),
+  'unknown_stack_preset': (
+    ['--stack=torchrek'],
+    ["'torchrek'", 'valid choices', 'torchrec', 'hugectr', 'jax_xla'],
+  ),
+  'stack_json_missing_field': (
+    ['--stack={tmp}/stack_missing.json'],
+    ['missing key', 'stack.op_host_time_us'],
+  ),
+  'stack_json_out_of_range': (
+    ['--stack={tmp}/stack_range.json'],
+    ['stack.host_overlap', '[0, 1]', '1.5'],
+  ),
+  'stack_override_out_of_range': (
+    ['--override=stack.embedding_efficiency=0'],
+    ['stack.embedding_efficiency', '[0.01, 1]'],
+  ),
 }
 
 
@@ -60,6 +78,14 @@ def test_bad_input_is_one_sentence(tmp_path):
   # One test (not one per case) so that pytest-xdist does not start the
   # subprocesses twice; all of them run side by side.
   (tmp_path / 'broken.json').write_text('{"name": "criteo_kaggle", "tables": [')
+  from codesign import config_io, stack_presets
+
+  stack = config_io.stack_to_json(stack_presets.get('torchrec'))
+  missing = {k: v for k, v in stack.items() if k != 'op_host_time_us'}
+  (tmp_path / 'stack_missing.json').write_text(json.dumps(missing))
+  (tmp_path / 'stack_range.json').write_text(
+    json.dumps({**stack, 'host_overlap': 1.5})
+  )
   procs = {}
   for name, (flags, _) in BAD_INPUT.items():
     flags = [f.format(tmp=tmp_path) for f in flags]
@@ -102,6 +128,8 @@ def test_config_json_reproduces_result(tmp_path):
     '--override=platform.cpu.ddr_bandwidth_gb_per_s=131.3',
     '--override=workload.global_batch=24576',
     '--override=plan.overlap=0.3',
+    '--stack=hugectr',
+    '--override=stack.step_floor_us=123.4',
   ]
   run = lambda f, d: subprocess.run(  # noqa: E731
     _command(f, d), cwd=ROOT, capture_output=True, text=True, timeout=300
@@ -123,7 +151,12 @@ def test_config_json_reproduces_result(tmp_path):
   assert 0 < result['step_time_s'] < float('inf')
   config = first / 'config.json'
   b = run(
-    [f'--workload={config}', f'--platform={config}', f'--plan={config}'],
+    [
+      f'--workload={config}',
+      f'--platform={config}',
+      f'--plan={config}',
+      f'--stack={config}',
+    ],
     second,
   )
   assert b.returncode == 0, b.stderr
@@ -132,7 +165,9 @@ def test_config_json_reproduces_result(tmp_path):
   ).read_bytes()
   c1 = json.loads(config.read_text())
   c2 = json.loads((second / 'config.json').read_text())
-  for key in ('workload', 'platform', 'plan'):
+  for key in ('workload', 'platform', 'plan', 'stack'):
     assert c1[key] == c2[key], key
+  assert c1['stack']['name'] == 'hugectr'
+  assert c1['stack']['step_floor_us'] == pytest.approx(123.4, rel=1e-12)
   for name in ('env.json', 'config.json'):
     assert (second / name).is_file()
