@@ -167,9 +167,7 @@ def stack_to_json(s: stack_lib.Stack) -> dict:
 
 
 def stack_from_json(d: dict) -> stack_lib.Stack:
-  return stack_lib.validate(
-    dataclass_from_json(stack_lib.Stack, d, 'stack')
-  )
+  return stack_lib.validate(dataclass_from_json(stack_lib.Stack, d, 'stack'))
 
 
 def workload_to_json(w: wl.Workload) -> dict:

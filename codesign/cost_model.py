@@ -144,7 +144,7 @@ def evaluate(
   )
   t = {
     **t,
-    'orders': ct.load_orders(w, plan, t),
+    'orders': ct.load_orders(w, plan, s, t),
     'table_bytes': t['table_bytes'] * row_scale,
   }
   dev, _ = ct.dense_device(p)
@@ -159,12 +159,11 @@ def evaluate(
   fwd, bwd = ct.dense_times(p, w, s, st)
   comp = ct.gemm_table(w)['component']
   part = [(comp == i).astype(fwd.dtype) for i in range(3)]
-  ew_bottom, ew_top = ct.mlp_elementwise(p, w, s, st)
-  ew_fwd = ct.MLP_FORWARD_SHARE[s.mlp_fusion]
-  bottom_fwd = jnp.sum(fwd * part[0]) + ew_bottom * ew_fwd
-  bottom_bwd = jnp.sum(bwd * part[0]) + ew_bottom * (1.0 - ew_fwd)
-  top_fwd = jnp.sum(fwd * part[2]) + ew_top * ew_fwd
-  top_bwd = jnp.sum(bwd * part[2]) + ew_top * (1.0 - ew_fwd)
+  (bot_ew_f, bot_ew_b), (top_ew_f, top_ew_b) = ct.mlp_elementwise(p, w, s, st)
+  bottom_fwd = jnp.sum(fwd * part[0]) + bot_ew_f
+  bottom_bwd = jnp.sum(bwd * part[0]) + bot_ew_b
+  top_fwd = jnp.sum(fwd * part[2]) + top_ew_f
+  top_bwd = jnp.sum(bwd * part[2]) + top_ew_b
   inter_fwd, inter_bwd = ct.interaction_times(
     p, w, s, st, (jnp.sum(fwd * part[1]), jnp.sum(bwd * part[1]))
   )
@@ -200,9 +199,7 @@ def evaluate(
   sparse_bwd = (
     a2a_intra
     + a2a_inter
-    + smooth_max(
-      update_hbm + ddr.uvm_update, host_1 + upi_1 + ddr.cpu_update
-    )
+    + smooth_max(update_hbm + ddr.uvm_update, host_1 + upi_1 + ddr.cpu_update)
   )
   t_bwd = top_bwd + inter_bwd + overlap(sparse_bwd, bottom_bwd, o)
   t_bwd = overlap(t_bwd, ar_intra + ar_inter, o)
@@ -213,7 +210,9 @@ def evaluate(
     'top_mlp': top_fwd + top_bwd,
     'optimizer': dense_opt,
     'embedding': gather_hbm + update_hbm + ddr.uvm_gather + ddr.uvm_update,
-    'collectives': ids_intra + ids_inter + 2.0 * (a2a_intra + a2a_inter)
+    'collectives': ids_intra
+    + ids_inter
+    + 2.0 * (a2a_intra + a2a_inter)
     + ar_intra
     + ar_inter,
     'other': launch,

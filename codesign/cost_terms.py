@@ -38,7 +38,7 @@ from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.hardware import Platform
 from codesign.plan import Plan
-from codesign.smooth import TINY, overlap, safe_div, smooth_max, smooth_min
+from codesign.smooth import TINY, safe_div, smooth_max, smooth_min
 from codesign.stack import Stack
 
 # Elementwise kernels stream at this share of the memory bandwidth
@@ -57,11 +57,16 @@ STREAM_EFFICIENCY = 0.8
 # activation mask.
 MLP_PASSES = {'none': 7.0, 'elementwise': 5.0, 'epilogue': 1.0}
 # The forward share of those passes (3 of 7, 2 of 5, none of 1).
-MLP_FORWARD_SHARE = {'none': 3.0 / 7.0, 'elementwise': 2.0 / 5.0, 'epilogue': 0.0}
+MLP_FORWARD_SHARE = {
+  'none': 3.0 / 7.0,
+  'elementwise': 2.0 / 5.0,
+  'epilogue': 0.0,
+}
 # Kernels per layer and step beyond the GEMMs (counted in `dense_times`):
 # ReLU forward, ReLU and bias gradients backward (none); bias-ReLU
 # forward, their gradient backward (elementwise); none (epilogue).
 MLP_KERNELS = {'none': 3, 'elementwise': 2, 'epilogue': 0}
+MLP_KERNELS_FORWARD = {'none': 1, 'elementwise': 1, 'epilogue': 0}
 KERNELS_LOSS = 4  # BCE-with-logits and sigmoid, forward and backward
 KERNELS_DATA = 3  # host-to-device copies of dense, sparse, labels
 KERNELS_AMP = 3  # loss scale, unscale/inf check, scale update
@@ -237,31 +242,30 @@ def dense_times(p: Platform, w: wl.Workload, s: Stack, st: Setup):
   return fwd, bwd
 
 
-def _mlp_widths(w: wl.Workload) -> tuple[float, float]:
-  """Sum of the output widths of the (bottom, top) MLP layers."""
-  return float(sum(w.bottom_mlp)), float(sum(w.top_mlp))
-
-
 def mlp_elementwise(p: Platform, w: wl.Workload, s: Stack, st: Setup):
-  """(bottom, top) seconds per step of the MLPs' elementwise passes.
-
-  `MLP_PASSES` passes over every layer's output at `STREAM_EFFICIENCY` of
-  the memory bandwidth; one kernel overhead per unfused kernel.
-  """
-  _, bw = dense_device(p)
-  dev, _ = dense_device(p)
+  """((bottom fwd, bwd), (top fwd, bwd)) seconds per step of the MLPs'
+  elementwise passes: `MLP_PASSES` passes over every layer's output at
+  `STREAM_EFFICIENCY` of the memory bandwidth (`MLP_FORWARD_SHARE` of
+  them forward), and one kernel overhead per kernel (`MLP_KERNELS`, of
+  which `MLP_KERNELS_FORWARD` forward)."""
+  dev, bw = dense_device(p)
   passes = MLP_PASSES[s.mlp_fusion]
+  share = MLP_FORWARD_SHARE[s.mlp_fusion]
   elem = dense_elem_bytes(w)
   rate = bw * STREAM_EFFICIENCY
-  kernels = float(MLP_KERNELS[s.mlp_fusion])
-  bottom_w, top_w = _mlp_widths(w)
-  launch = kernels * dev.kernel_overhead
-  bottom = (
-    st.bottom_batch * passes * bottom_w * elem / rate
-    + len(w.bottom_mlp) * launch
-  )
-  top = st.local * passes * top_w * elem / rate + len(w.top_mlp) * launch
-  return bottom, top
+  k_fwd = float(MLP_KERNELS_FORWARD[s.mlp_fusion])
+  k_bwd = float(MLP_KERNELS[s.mlp_fusion]) - k_fwd
+  out = []
+  for batch, widths in (
+    (st.bottom_batch, w.bottom_mlp),
+    (st.local, w.top_mlp),
+  ):
+    stream = batch * passes * float(sum(widths)) * elem / rate
+    layers = len(widths) * dev.kernel_overhead
+    out.append(
+      (stream * share + k_fwd * layers, stream * (1.0 - share) + k_bwd * layers)
+    )
+  return tuple(out)
 
 
 def interaction_times(p: Platform, w: wl.Workload, s: Stack, st: Setup, gemm):
@@ -324,9 +328,9 @@ def dense_hbm_bytes(w: wl.Workload, p: Platform, s: Stack):
   # Bottom-MLP activations at the samples it runs; with the bottom MLP on
   # rank 0 (whole batch) every rank is charged them: at most a few
   # hundred MB, against tens of GB of HBM.
-  acts = acts + st.bottom_batch * float(
-    np.sum(g['per_sample_elems'][bottom])
-  ) * elem
+  acts = (
+    acts + st.bottom_batch * float(np.sum(g['per_sample_elems'][bottom])) * elem
+  )
   return weights + acts
 
 
@@ -444,45 +448,59 @@ def busiest_rank(load, whole, ranks, order):
   """Load of the busiest of `ranks` ranks that hold whole tables.
 
   `load` (..., T) is each table's load (several loads at once along the
-  leading axes), `whole` (T,) masks the tables placed whole, and `order`
-  ((..., T) or (T,), static) orders the tables from the largest load
-  down. A greedy planner cannot beat the packing bounds: every rank's
-  share sum/R, and for each j the (jR + 1) largest tables, of which some
-  rank holds j + 1, so at least (j + 1) times the (jR + 1)-th largest.
-  (26 equal tables on 8 ranks: 4 on one rank, not 3.25.) The bounds
-  combine by a smooth maximum; j runs to `_MAX_PACKING_BOUNDS` - 1
-  (beyond, the share bound dominates but for very uneven tables). The
-  largest table is the exact maximum (j = 0); for j >= 1 the ordered
-  loads are read at the position jR through a quadratic B-spline over
-  the three nearest tables, so the bound is smooth in R (a linear
-  interpolation has a corner at every integer R, where every buildable
-  design sits). The order is static, not a sort of the traced loads (a
-  sort per design halved the batched model's speed): `load_orders`
-  derives it from the plan's HBM fractions when they are concrete and
-  from the tables' static sizes otherwise.
+  leading axes), `whole` (T,) masks the tables placed whole (static), and
+  `order` ((..., T) or (T,), static) orders the tables from the largest
+  load down. A greedy planner cannot beat the packing bounds: every
+  rank's share sum/R, and for each j the (jR + 1) largest whole tables,
+  of which some rank holds j + 1, so at least (j + 1) times the
+  (jR + 1)-th largest. (26 equal tables on 8 ranks: 4 on one rank, not
+  3.25.) The bounds combine by a smooth maximum; j runs to
+  `_MAX_PACKING_BOUNDS` - 1 (beyond, the share bound dominates but for
+  very uneven tables). The largest table is the exact maximum (j = 0);
+  for j >= 1 the ordered loads of the whole tables are read at the
+  position jR by a Catmull-Rom spline over the four nearest tables: the
+  loads themselves at whole positions, continuously differentiable in R
+  between them (a linear interpolation has a corner at every integer R,
+  where every buildable design sits). Positions past the last table
+  saturate smoothly (softplus) and read zero. The order is static, not a
+  sort of the traced loads (a sort per design halved the batched model's
+  speed): `load_orders` derives it from the plan's HBM fractions when
+  they are concrete and from the tables' static sizes otherwise.
   """
-  x = jnp.asarray(load * whole)
-  t = x.shape[-1]
+  whole = np.asarray(whole) > 0.5
+  idx = np.flatnonzero(whole)
+  x = jnp.asarray(load)[..., idx]
+  t = len(idx)
   total = jnp.sum(x, axis=-1) / ranks
-  largest = jnp.max(x, axis=-1)
-  bounds = [total[..., None], largest[..., None]]
+  bounds = [total[..., None], jnp.max(x, axis=-1)[..., None]]
   j = np.arange(1, min(t, _MAX_PACKING_BOUNDS), dtype=np.float64)
   if len(j):
-    order = np.broadcast_to(np.asarray(order), x.shape)
-    ordered = jnp.take_along_axis(x, order, axis=-1)
-    zeros = jnp.zeros(x.shape[:-1] + (2,), x.dtype)
-    # Padded: the largest before position 0, zeros after the last table.
+    # The order of the whole tables alone, as positions within `idx`.
+    where = np.full(len(whole), -1)
+    where[idx] = np.arange(t)
+    order = np.broadcast_to(np.asarray(order), jnp.shape(load))
+    kept = where[order]
+    kept = kept[kept >= 0].reshape(order.shape[:-1] + (t,))
+    ordered = jnp.take_along_axis(x, kept, axis=-1)
+    zeros = jnp.zeros(x.shape[:-1] + (3,), x.dtype)
+    # Padded: the largest once before position 0, zeros after the last.
     padded = jnp.concatenate([ordered[..., :1], ordered, zeros], axis=-1)
-    pos = jnp.clip(j * ranks, 0.0, float(t))
-    centre = jnp.floor(pos + 0.5)
-    u = pos - centre  # in [-0.5, 0.5)
-    i = centre.astype(jnp.int32) + 1  # index into `padded`
-    at = (
-      padded[..., i - 1] * 0.5 * (0.5 - u) ** 2
-      + padded[..., i] * (0.75 - u * u)
-      + padded[..., i + 1] * 0.5 * (0.5 + u) ** 2
+    gap = float(t) - j * ranks
+    pos = float(t) - 0.25 * jax.nn.softplus(4.0 * gap)  # smooth min(jR, T)
+    pos = jnp.maximum(pos, 0.0)
+    below = jnp.floor(pos)
+    u = pos - below
+    i = below.astype(jnp.int32) + 1  # index of position `below` in padded
+    p0, p1 = padded[..., i - 1], padded[..., i]
+    p2, p3 = padded[..., i + 1], padded[..., i + 2]
+    at = p1 + 0.5 * u * (
+      (p2 - p0)
+      + u
+      * (
+        (2.0 * p0 - 5.0 * p1 + 4.0 * p2 - p3) + u * (3.0 * (p1 - p2) + p3 - p0)
+      )
     )
-    bounds.append((j + 1.0) * at)
+    bounds.append((j + 1.0) * jnp.maximum(at, 0.0))
   return smooth_max(jnp.concatenate(bounds, axis=-1), axis=-1)
 
 
@@ -512,14 +530,25 @@ def per_rank(load, t: dict, st: Setup, orders):
   return out
 
 
-def load_orders(w: wl.Workload, plan: Plan, t: dict) -> dict:
+def _distinct_np(rows, lookups, skew: float, frac):
+  """numpy `distinct_rows` over the hottest `frac` of each table."""
+  rows = np.maximum(rows, 1.0)
+  if skew == 1.0:
+    return rows * frac * -np.expm1(-lookups / rows)
+  t, wt = _gauss_legendre(_QUAD_NODES)
+  x = frac[..., None] * t
+  density = skew * np.maximum(1.0 - x, 0.0) ** (skew - 1.0)
+  touched = -np.expm1(-(lookups / rows)[..., None] * density)
+  return rows * np.sum(wt * touched, axis=-1) * frac
+
+
+def load_orders(w: wl.Workload, plan: Plan, s: Stack, t: dict) -> dict:
   """Static orders of the tables, largest first, for `busiest_rank`:
-  `gather` (lookups served from HBM x bytes each), `update` (their
-  gradient, sort and row traffic, distinct rows estimated as
-  min(rows in HBM, lookups)), `cast` (pooled bytes) and `bytes` (bytes
-  in HBM). The plan's HBM fractions enter when they are concrete (a
-  plan made by `codesign.planner`); traced fractions (a search) order by
-  the tables' sizes alone."""
+  `gather` (lookups served from HBM x bytes each), `update` (the bytes
+  `update_bytes` moves on the stack's update path), `cast` (pooled bytes)
+  and `bytes` (bytes in HBM). The plan's HBM fractions enter when they
+  are concrete (a plan made by `codesign.planner`); traced fractions (a
+  search) order by the tables' sizes with every row in HBM."""
   frac = plan.hbm_fraction
   if isinstance(frac, jax.core.Tracer):
     frac = np.ones(len(w.tables))
@@ -528,8 +557,13 @@ def load_orders(w: wl.Workload, plan: Plan, t: dict) -> dict:
   hit = 1.0 - (1.0 - frac) ** w.popularity_skew
   lookups = w.global_batch * t['pool'] * hit
   gather_b, update_b = t['touched_hbm']
-  distinct = np.minimum(t['rows'] * frac, lookups)
-  update = lookups * (gather_b + 64.0) + distinct * update_b
+  distinct = _distinct_np(
+    t['rows'], w.global_batch * t['pool'], w.popularity_skew, frac
+  )
+  bags = w.global_batch * (1.0 - (1.0 - hit) ** t['pool_exponent'])
+  update = np.asarray(
+    update_bytes(s, t, lookups, distinct, t['touched_hbm'], bags)
+  )
 
   def order(x):
     return np.argsort(-x, kind='stable')
@@ -537,7 +571,7 @@ def load_orders(w: wl.Workload, plan: Plan, t: dict) -> dict:
   return {
     'gather': order(lookups * gather_b * t['block_penalty']),
     'update': order(update * t['block_penalty']),
-    'cast': order(t['dim'] * (1.0 - frac * 0.0)),
+    'cast': order(t['dim']),
     'bytes': order(frac * t['table_bytes']),
   }
 
@@ -585,7 +619,9 @@ def lookups(w: wl.Workload, plan: Plan, t: dict, st: Setup, row_scale):
 def embedding_rate_factor(s: Stack, t: dict):
   """Per-table divisor of the hardware rate: the stack's efficiency, one
   kernel per table, FBGEMM block penalties. Shape (T,)."""
-  kernel = 1.0 if s.embedding_kernel == 'fused' else stack_lib.PER_TABLE_EFFICIENCY
+  kernel = (
+    1.0 if s.embedding_kernel == 'fused' else stack_lib.PER_TABLE_EFFICIENCY
+  )
   return t['block_penalty'] / (s.embedding_efficiency * kernel)
 
 
@@ -612,8 +648,8 @@ def update_bytes(s: Stack, t: dict, lk_lookups, lk_distinct, touched, bags):
   if s.update_path == 'fused':
     grads = bags * t['dim'] * 4.0
     return sort + grads + lk_distinct * update_b
-  return sort + 4.0 * lk_lookups * gather_b + lk_distinct * (
-    gather_b + update_b
+  return (
+    sort + 4.0 * lk_lookups * gather_b + lk_distinct * (gather_b + update_b)
   )
 
 
@@ -754,7 +790,9 @@ def pooled_to_host(p, w, plan, s, t, lk: Lookups, st: Setup, payload: int):
   pooled_bytes = t['dim'] * payload
   pooled = (
     c
-    * jnp.sum((1.0 - t['data_parallel']) * st.batch * pooled_bytes * (1.0 - all_hit))
+    * jnp.sum(
+      (1.0 - t['data_parallel']) * st.batch * pooled_bytes * (1.0 - all_hit)
+    )
     / p.nodes
   )
   cpu, sockets = p.cpu, p.sockets_per_node

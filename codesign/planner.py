@@ -41,18 +41,6 @@ def _smax(*xs, p=DEFAULT_P):
   return float(scale * np.sum((x / scale) ** p) ** (1.0 / p))
 
 
-def _busiest_rank(load, whole, ranks, order):
-  """numpy mirror of `cost_terms.busiest_rank`."""
-  x = np.asarray(load, np.float64) * whole
-  t = len(x)
-  ordered = np.concatenate([x[order], [0.0]])
-  bounds = [x.sum() / ranks]
-  for j in range(min(t, cost_terms._MAX_PACKING_BOUNDS)):
-    pos = min(j * ranks, float(t))
-    bounds.append((j + 1.0) * np.interp(pos, np.arange(t + 1), ordered))
-  return _smax(*bounds)
-
-
 def _ranks(p: Platform, s: Stack) -> tuple[float, float]:
   """(table ranks, ranks per node), as `cost_terms.setup` computes them."""
   a = float(cost_terms.ranks_per_node(p))
@@ -60,7 +48,7 @@ def _ranks(p: Platform, s: Stack) -> tuple[float, float]:
   if s.bottom_mlp == 'one_device' and p.trainer != 'cpu':
     z = 8.0 * (ranks - cost_terms.ONE_DEVICE_DEDICATED_ABOVE - 0.5)
     dedicated = 1.0 / (1.0 + np.exp(-z))
-    return _smax(ranks - dedicated, 1.0), a
+    return ranks - dedicated, a
   return ranks, a
 
 
@@ -73,22 +61,23 @@ def table_bytes(w: wl.Workload) -> np.ndarray:
 
 def hbm_required(w, p: Platform, s: Stack, sharding, frac) -> float:
   """HBM bytes the busiest accelerator needs for tables at per-table
-  fractions `frac` plus the dense model (numpy mirror of
-  `cost_terms.memory`)."""
+  fractions `frac` plus the dense model (concrete form of
+  `cost_terms.memory`, with its packing bound)."""
   tb = table_bytes(w)
   frac = np.asarray(frac, np.float64)
   dp = np.array([x == 'data_parallel' for x in sharding], np.float64)
   tw = np.array([x == 'table_wise' for x in sharding], np.float64)
   twrw = np.array([x == 'table_row_wise' for x in sharding], np.float64)
   table_ranks, a = _ranks(p, s)
-  on = (dp + (1.0 - dp) * frac) * tb * (1.0 - dp)
+  in_hbm = dp + (1.0 - dp) * frac
+  on = in_hbm * tb * (1.0 - dp)
   need = np.sum(on * (1.0 - tw - twrw)) / table_ranks
-  order = np.argsort(-tb, kind='stable')  # as cost_terms' order_bytes
-  need += _busiest_rank(on, tw, table_ranks, order)
+  if np.any(tw):
+    # The cost model's own packing bound, in its order (load_orders).
+    order = np.argsort(-(in_hbm * tb), kind='stable')
+    need += float(cost_terms.busiest_rank(on, tw, table_ranks, order))
   if np.any(twrw):
-    need += _smax(
-      np.sum(on * twrw) / table_ranks, np.max(on * twrw) / a, p=64
-    )
+    need += _smax(np.sum(on * twrw) / table_ranks, np.max(on * twrw) / a, p=64)
   dense = float(cost_model.dense_hbm_bytes(w, hardware.as_arrays(p), s))
   return need + float(np.sum(dp * tb)) + dense
 

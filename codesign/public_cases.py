@@ -272,7 +272,7 @@ def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
   opt = c.get('optimizer')
   if opt == 'adagrad' and w.optimizer == 'rowwise_adagrad':
     notes.append(
-      'optimizer: the MLPerf reference\'s --adagrad is row-wise Adagrad on '
+      "optimizer: the MLPerf reference's --adagrad is row-wise Adagrad on "
       'the tables (torchrec_dlrm dlrm_main.py EXACT_ROWWISE_ADAGRAD)'
     )
   elif opt and opt != w.optimizer:
@@ -316,8 +316,7 @@ def _plan(case_id, w, p, s) -> plan_lib.Plan:
     order = np.argsort([-t.rows for t in w.tables], kind='stable')
     big = set(order[:16].tolist())
     shard = tuple(
-      'table_wise' if i in big else 'data_parallel'
-      for i in range(w.num_tables)
+      'table_wise' if i in big else 'data_parallel' for i in range(w.num_tables)
     )
     base = planner.make(w, p, s, placement='hbm', sharding='table_wise')
     return dataclasses.replace(base, sharding=shard)
@@ -356,9 +355,7 @@ def load(path: pathlib.Path = CASES_FILE) -> list[PublicCase]:
 
 def to_coordinate(param: FitParameter, value: float) -> float:
   """The unconstrained fit coordinate of `value` (log-logit in range)."""
-  u = (np.log(value) - np.log(param.lo)) / (
-    np.log(param.hi) - np.log(param.lo)
-  )
+  u = (np.log(value) - np.log(param.lo)) / (np.log(param.hi) - np.log(param.lo))
   u = float(np.clip(u, 1e-6, 1 - 1e-6))
   return float(np.log(u / (1.0 - u)))
 
@@ -388,9 +385,7 @@ def predict(case: PublicCase, values: dict | None = None):
   """The cost model's report for `case` with fitted `values` (None: the
   priors and the shipped default profiles)."""
   p, s = apply_values(case, values or {})
-  return cost_model.evaluate(
-    hardware.as_arrays(p), case.workload, case.plan, s
-  )
+  return cost_model.evaluate(hardware.as_arrays(p), case.workload, case.plan, s)
 
 
 def used_parameters(case: PublicCase) -> list[str]:

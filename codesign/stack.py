@@ -144,9 +144,7 @@ class Stack:
   collective_latency: float = field(
     unit='us', doc='software latency per collective call, s'
   )
-  host_overlap: float = field(
-    doc='share of host time hidden under device time'
-  )
+  host_overlap: float = field(doc='share of host time hidden under device time')
   embedding_efficiency: float = field(
     doc="share of the hardware's gather and update rates the embedding "
     'kernels reach',
@@ -156,7 +154,7 @@ class Stack:
   )
   hbm_reserve: float = field(doc='share of HBM the stack keeps free')
   comm_overlap: float = field(
-    doc="share of communication the stack hides under compute (the "
+    doc='share of communication the stack hides under compute (the '
     "planner's default plan overlap)"
   )
   sources: tuple[tuple[str, str], ...] = field(
@@ -209,9 +207,7 @@ FIT_RANGE_WHY = {
 
 def leaf_paths(s: Stack) -> list[str]:
   """Names of the continuous fields, in pytree order."""
-  return [
-    f.name for f in dataclasses.fields(s) if not f.metadata.get('static')
-  ]
+  return [f.name for f in dataclasses.fields(s) if not f.metadata.get('static')]
 
 
 def payload_bytes(s: Stack, dense_precision: str) -> int:
@@ -236,8 +232,7 @@ def validate(s: Stack) -> Stack:
   def choice(value, choices, what):
     if value not in choices:
       raise InputError(
-        f'unknown stack {what} {value!r}; valid choices: '
-        + ', '.join(choices)
+        f'unknown stack {what} {value!r}; valid choices: ' + ', '.join(choices)
       )
 
   choice(s.graph_scope, GRAPH_SCOPES, 'graph_scope')

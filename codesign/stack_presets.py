@@ -169,33 +169,54 @@ def nvidia_pytorch() -> Stack:
     comm_overlap=prior('overlap_default'),
     sources=(
       ('comm_overlap', _src('overlap_default')),
-      ('graph_scope', f'{_NV_MAIN}: CudaGraphWrapper captures forward, '
-       'loss and backward; weight_update runs after the graph'),
+      (
+        'graph_scope',
+        f'{_NV_MAIN}: CudaGraphWrapper captures forward, '
+        'loss and backward; weight_update runs after the graph',
+      ),
       ('bottom_mlp', f'{_NV} dlrm/utils/distributed.py get_device_mapping'),
       ('fused_interaction', f'{_NV_MAIN}: interaction_op default cuda_dot'),
-      ('mlp_fusion', f'{_NV_MAIN}: optimized_mlp (apex MLP: GEMMs, then one '
-       'bias-ReLU kernel each way) default True'),
-      ('pooled_cast', f'{_NV} dlrm/nn/parts.py: embedding outputs .half() '
-       'under AMP'),
+      (
+        'mlp_fusion',
+        f'{_NV_MAIN}: optimized_mlp (apex MLP: GEMMs, then one '
+        'bias-ReLU kernel each way) default True',
+      ),
+      (
+        'pooled_cast',
+        f'{_NV} dlrm/nn/parts.py: embedding outputs .half() under AMP',
+      ),
       ('fused_dense_optimizer', f'{_NV_MAIN}: apex FusedSGD'),
       ('embedding_kernel', f'{_NV_MAIN}: embedding_type custom_cuda'),
-      ('update_path', f'{_NV_MAIN}: embedding_optimizer torch.optim.SGD '
-       'on the sparse embedding gradients, after the graph'),
-      ('payload_precision', f'{_NV} dlrm/nn/parts.py: outputs .half() '
-       'under AMP before the all-to-all'),
-      ('input_dist_collectives', f'{_NV} dlrm/scripts/main.py, '
-       'dist_main.py: each rank loads its own tables\' features'),
+      (
+        'update_path',
+        f'{_NV_MAIN}: embedding_optimizer torch.optim.SGD '
+        'on the sparse embedding gradients, after the graph',
+      ),
+      (
+        'payload_precision',
+        f'{_NV} dlrm/nn/parts.py: outputs .half() '
+        'under AMP before the all-to-all',
+      ),
+      (
+        'input_dist_collectives',
+        f'{_NV} dlrm/scripts/main.py, '
+        "dist_main.py: each rank loads its own tables' features",
+      ),
       ('tf32', f'{_NV_README}: TF32 enabled by default'),
-      ('allreduce_bucket_bytes', 'apex DistributedDataParallel '
-       'message_size 1e7 elements (fp32)'),
+      (
+        'allreduce_bucket_bytes',
+        'apex DistributedDataParallel message_size 1e7 elements (fp32)',
+      ),
       ('step_floor', _src('graph_step_floor')),
       ('op_host_time', _src('op_host_time')),
       ('collective_latency', _src('graph_collective_latency')),
       ('host_overlap', _src('host_overlap_timed')),
       ('embedding_efficiency', _src('embedding_efficiency')),
       ('uvm_fill_efficiency', 'unused (no UVM caching)'),
-      ('hbm_reserve', 'assumption: 5% of HBM for the CUDA context and '
-       'allocator slack'),
+      (
+        'hbm_reserve',
+        'assumption: 5% of HBM for the CUDA context and allocator slack',
+      ),
     ),
   )
 
@@ -236,18 +257,31 @@ def hugectr() -> Stack:
     sources=(
       ('comm_overlap', _src('overlap_hugectr')),
       ('graph_scope', f'{_HUGECTR}: holistic_cuda_graph true'),
-      ('mlp_fusion', f'{_HUGECTR_NOTES}: fused GEMM + ReLU + bias fprop, '
-       'GEMM + dReLU + bgrad bprop'),
+      (
+        'mlp_fusion',
+        f'{_HUGECTR_NOTES}: fused GEMM + ReLU + bias fprop, '
+        'GEMM + dReLU + bgrad bprop',
+      ),
       ('fused_interaction', f'{_HUGECTR}: Interaction layer (fused)'),
       ('embedding_kernel', f'{_HUGECTR}: HybridSparseEmbedding'),
-      ('id_bytes', 'HugeCTR HybridSparseEmbedding<long long, __half> for '
-       'i64 input keys under mixed precision'),
-      ('payload_precision', 'HybridSparseEmbedding<long long, __half>: fp16 '
-       'embedding outputs under mixed precision'),
-      ('input_dist_collectives', f'{_HUGECTR}: one exchange of the '
-       'infrequent keys (hybrid embedding)'),
-      ('allreduce_bucket_bytes', f'{_HUGECTR}: all_reduce Oneshot, grouped '
-       '(one call per step)'),
+      (
+        'id_bytes',
+        'HugeCTR HybridSparseEmbedding<long long, __half> for '
+        'i64 input keys under mixed precision',
+      ),
+      (
+        'payload_precision',
+        'HybridSparseEmbedding<long long, __half>: fp16 '
+        'embedding outputs under mixed precision',
+      ),
+      (
+        'input_dist_collectives',
+        f'{_HUGECTR}: one exchange of the infrequent keys (hybrid embedding)',
+      ),
+      (
+        'allreduce_bucket_bytes',
+        f'{_HUGECTR}: all_reduce Oneshot, grouped (one call per step)',
+      ),
       ('step_floor', _src('graph_step_floor')),
       ('op_host_time', 'unused (the whole step is one graph)'),
       ('collective_latency', _src('graph_collective_latency')),
@@ -297,19 +331,29 @@ def torchrec() -> Stack:
     sources=(
       ('comm_overlap', _src('overlap_default')),
       ('graph_scope', f'{_TREC_DLRM}: eager training loop'),
-      ('mlp_fusion', 'torchrec.models.dlrm DenseArch/OverArch: nn.Linear '
-       'and nn.ReLU modules'),
-      ('fused_interaction', 'torchrec.models.dlrm InteractionArch: bmm, '
-       'tril indices, cat'),
-      ('fused_dense_optimizer', f'{_TREC_DLRM}: torch.optim dense optimizer '
-       '(assumption: per-parameter loop)'),
+      (
+        'mlp_fusion',
+        'torchrec.models.dlrm DenseArch/OverArch: nn.Linear '
+        'and nn.ReLU modules',
+      ),
+      (
+        'fused_interaction',
+        'torchrec.models.dlrm InteractionArch: bmm, tril indices, cat',
+      ),
+      (
+        'fused_dense_optimizer',
+        f'{_TREC_DLRM}: torch.optim dense optimizer '
+        '(assumption: per-parameter loop)',
+      ),
       ('embedding_kernel', 'FBGEMM TBE (EmbeddingComputeKernel.FUSED)'),
       ('payload_precision', 'pooled outputs in the table dtype (no qcomms)'),
       ('id_bytes', f'{_TREC_PLAN}: BIGINT_DTYPE = 8'),
       ('input_dist_collectives', f'{_TREC_DIST}: splits, lengths, values'),
       ('uvm_caching', 'EmbeddingComputeKernel.FUSED_UVM_CACHING'),
-      ('tf32', 'PyTorch docs: allow_tf32 for matmul defaults to False '
-       'from 1.12'),
+      (
+        'tf32',
+        'PyTorch docs: allow_tf32 for matmul defaults to False from 1.12',
+      ),
       ('allreduce_bucket_bytes', _DDP_BUCKET),
       ('step_floor', _src('torchrec_step_floor')),
       ('op_host_time', _src('op_host_time')),
@@ -317,8 +361,11 @@ def torchrec() -> Stack:
       ('host_overlap', _src('host_overlap_sync')),
       ('embedding_efficiency', _src('embedding_efficiency')),
       ('uvm_fill_efficiency', _src('uvm_fill_efficiency')),
-      ('hbm_reserve', 'torchrec planner storage_reservations.py: '
-       'HeuristicalStorageReservation(percentage=0.15)'),
+      (
+        'hbm_reserve',
+        'torchrec planner storage_reservations.py: '
+        'HeuristicalStorageReservation(percentage=0.15)',
+      ),
     ),
   )
 
@@ -358,20 +405,29 @@ def ipex_cpu() -> Stack:
       ('graph_scope', f'{_INTEL}: PyTorch 1.5 eager with IPEX 0.2'),
       ('mlp_fusion', f'{_FB_DLRM}: nn.Linear and nn.ReLU'),
       ('fused_interaction', f'{_FB_DLRM}: bmm and tril indices'),
-      ('embedding_kernel', f'{_FB_DLRM}: nn.EmbeddingBag per table, '
-       'sparse gradients'),
+      (
+        'embedding_kernel',
+        f'{_FB_DLRM}: nn.EmbeddingBag per table, sparse gradients',
+      ),
       ('per_table_kernels', _PYPROF + ' (the same PyTorch operators on CPU)'),
       ('payload_precision', f'{_INTEL}: --bf16'),
-      ('input_dist_collectives', f'{_FB_DLRM}: each rank reads the sparse '
-       'features of its own tables'),
+      (
+        'input_dist_collectives',
+        f'{_FB_DLRM}: each rank reads the sparse features of its own tables',
+      ),
       ('allreduce_bucket_bytes', _DDP_BUCKET),
       ('step_floor', _src('eager_step_floor')),
       ('op_host_time', _src('op_host_time')),
       ('collective_latency', _src('eager_collective_latency')),
-      ('host_overlap', 'a CPU trainer dispatches and computes on the same '
-       'cores (cost_terms.compose adds them)'),
-      ('embedding_efficiency', 'the socket profile gives the gather and '
-       'update rates'),
+      (
+        'host_overlap',
+        'a CPU trainer dispatches and computes on the same '
+        'cores (cost_terms.compose adds them)',
+      ),
+      (
+        'embedding_efficiency',
+        'the socket profile gives the gather and update rates',
+      ),
       ('uvm_fill_efficiency', 'unused (CPU trainer)'),
       ('hbm_reserve', 'unused (CPU trainer)'),
     ),
@@ -409,23 +465,39 @@ def jax_xla() -> Stack:
     hbm_reserve=0.05,
     comm_overlap=0.0,
     sources=(
-      ('comm_overlap', 'one device runs every op in turn (no communication to hide)'),
+      (
+        'comm_overlap',
+        'one device runs every op in turn (no communication to hide)',
+      ),
       ('graph_scope', 'codesign.dlrm: one jax.jit train step'),
-      ('mlp_fusion', 'XLA fuses bias add, ReLU and their gradients into '
-       'loop fusions beside the dots; on a CPU the activations stay in '
-       'cache, so one pass is charged'),
-      ('embedding_kernel', 'codesign.dlrm: a gather and segment sum per '
-       'table, scatter-add updates'),
-      ('per_table_kernels', 'codesign.dlrm: gather, segment sum, '
-       'scatter-add, update'),
+      (
+        'mlp_fusion',
+        'XLA fuses bias add, ReLU and their gradients into '
+        'loop fusions beside the dots; on a CPU the activations stay in '
+        'cache, so one pass is charged',
+      ),
+      (
+        'embedding_kernel',
+        'codesign.dlrm: a gather and segment sum per '
+        'table, scatter-add updates',
+      ),
+      (
+        'per_table_kernels',
+        'codesign.dlrm: gather, segment sum, scatter-add, update',
+      ),
       ('update_path', 'codesign.dlrm: .at[ids].add per lookup'),
       ('id_bytes', 'codesign.dlrm: int32 ids'),
       ('tf32', 'JAX default matmul precision uses TF32 on Ampere and later'),
-      ('step_floor', 'assumption: one jitted call; experiments.calibrate '
-       'measures it per device (device profile step_overhead_us)'),
+      (
+        'step_floor',
+        'assumption: one jitted call; experiments.calibrate '
+        'measures it per device (device profile step_overhead_us)',
+      ),
       ('op_host_time', 'no eager operators'),
-      ('embedding_efficiency', 'the device profile measures XLA\'s own '
-       'gathers and scatters'),
+      (
+        'embedding_efficiency',
+        "the device profile measures XLA's own gathers and scatters",
+      ),
     ),
   )
 

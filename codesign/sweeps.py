@@ -21,8 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from codesign import cost_model, hardware
-from codesign import planner
+from codesign import cost_model, hardware, planner
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.hardware import Platform
@@ -407,9 +406,7 @@ def elasticities(
 @functools.partial(jax.jit, static_argnames=('workload', 'replan'))
 def _metrics_batch(platforms, anchor, workload, stack, plan, replan):
   a = anchor if replan else None
-  return jax.vmap(lambda p: log_metrics(p, workload, stack, plan, a))(
-    platforms
-  )
+  return jax.vmap(lambda p: log_metrics(p, workload, stack, plan, a))(platforms)
 
 
 def finite_difference(
@@ -437,9 +434,7 @@ def finite_difference(
         hardware.with_value(base, k, jnp.float64(x * math.exp(sign * rel_step)))
       )
   stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *designs)
-  out = np.asarray(
-    _metrics_batch(stacked, base, workload, stack, plan, replan)
-  )
+  out = np.asarray(_metrics_batch(stacked, base, workload, stack, plan, replan))
   out = out.reshape(len(paths), 2, 2)  # (field, +/-, metric)
   return ((out[:, 0] - out[:, 1]) / (2.0 * rel_step)).T
 

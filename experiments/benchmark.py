@@ -76,7 +76,12 @@ def main():
   from codesign import config_io, cost_model, hardware, results
 
   w, p, plan, stack = config_io.resolve(
-    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override, None, FLAGS.stack
+    FLAGS.workload,
+    FLAGS.platform,
+    FLAGS.plan,
+    FLAGS.override,
+    None,
+    FLAGS.stack,
   )
   dtype = jnp.float64 if FLAGS.x64 else jnp.float32
   plan = jax.tree.map(lambda x: jnp.asarray(x, dtype), plan)

@@ -38,9 +38,10 @@ Steps (JAX picks the backend; nothing here is CPU-specific):
 Writes config.json, env.json, device_profile.json, result.json,
 calibration.png and stack_fit.json (the values fitted on every public
 case, with provenance: copy it to codesign/data/stack_fit.json to ship
-it as the stack presets' defaults) to --workdir. Measured times vary from run to run (and
-with other load on the machine); with the same --device_profile the
-predictions, checks and public cases are reproducible.
+it as the stack presets' defaults) to --workdir. Measured times vary
+from run to run (and with other load on the machine); with the same
+--device_profile the predictions, checks and public cases are
+reproducible.
 """
 
 import os
@@ -436,9 +437,11 @@ def public_cases(log):
       'at_bound': pc.at_bound(param.name, value),
       'applies_to': [f'{who}.{field}' for who, field in param.targets],
     }
-    bound = f' AT ITS {fit[param.name]["at_bound"].upper()} BOUND' if (
-      fit[param.name]['at_bound']
-    ) else ''
+    bound = (
+      f' AT ITS {fit[param.name]["at_bound"].upper()} BOUND'
+      if (fit[param.name]['at_bound'])
+      else ''
+    )
     log(
       f'  {param.name:28s} {value:.4g} (folds {np.min(folds):.4g}-'
       f'{np.max(folds):.4g}; prior {param.prior:.4g}){bound}'
@@ -604,8 +607,7 @@ def main():
   log('local train steps (validation, not fitted):')
   local = local_cases(profile, configs, step_times, log)
   log(
-    'public cases C1-C9 (stack and GPU numbers fitted leave-one-case-out) '
-    '...'
+    'public cases C1-C9 (stack and GPU numbers fitted leave-one-case-out) ...'
   )
   public, public_fit, stack_fit = public_cases(log)
 

@@ -25,7 +25,12 @@ def main():
   from codesign import config_io, cost_model, hardware, report, results
 
   w, p, plan, s = config_io.resolve(
-    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override, None, FLAGS.stack
+    FLAGS.workload,
+    FLAGS.platform,
+    FLAGS.plan,
+    FLAGS.override,
+    None,
+    FLAGS.stack,
   )
   workdir = results.make_workdir('evaluate', FLAGS.workdir)
   r = cost_model.evaluate(hardware.as_arrays(p), w, plan, s)

@@ -101,13 +101,13 @@ def main():
     config_io,
     cost_model,
     hardware,
+    planner,
     plotting,
     results,
     search,
     sweeps,
   )
   from codesign import design_space as ds
-  from codesign import planner
 
   _check_flags()
   w = config_io.workload_from_json(config_io.workload_json(FLAGS.workload))

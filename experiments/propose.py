@@ -175,8 +175,7 @@ def _explain_infeasible(problem, result, config, make_progress) -> str:
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import config_io, design_space, results, search
-  from codesign import planner
+  from codesign import config_io, design_space, planner, results, search
   from codesign import platform_presets as presets
 
   t_start = time.perf_counter()

@@ -125,11 +125,11 @@ def main():
   from codesign import (
     config_io,
     cost_model,
+    planner,
     plotting,
     results,
     sweeps,
   )
-  from codesign import planner
   from codesign.errors import InputError
 
   counts = _node_counts()

@@ -130,15 +130,18 @@ def main():
   )
 
   w, p, plan, stack = config_io.resolve(
-    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override, None, FLAGS.stack
+    FLAGS.workload,
+    FLAGS.platform,
+    FLAGS.plan,
+    FLAGS.override,
+    None,
+    FLAGS.stack,
   )
   _check_flags(len(hardware.leaf_paths(p)))
   if FLAGS.fit_hbm and FLAGS.plan == 'auto':
     plan, _ = sweeps.fit_plan(p, w, stack, plan)
   workdir = results.make_workdir('sensitivity', FLAGS.workdir)
-  paths, values, e = sweeps.elasticities(
-    p, w, stack, plan, replan=FLAGS.replan
-  )
+  paths, values, e = sweeps.elasticities(p, w, stack, plan, replan=FLAGS.replan)
   top = list(np.argsort(-np.abs(e[0]), kind='stable')[: FLAGS.check_top])
   fd = sweeps.finite_difference(
     p,

@@ -21,10 +21,10 @@ from codesign import (
   hardware,
   planner,
   platform_presets,
+  stack_presets,
   sweeps,
   workload_presets,
 )
-from codesign import stack_presets
 from codesign import workload as wl
 
 STACK = stack_presets.get('torchrec')

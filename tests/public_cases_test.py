@@ -79,7 +79,8 @@ def test_fit_recovers_planted_values_and_folds_stay_apart(cases):
   # judges.
   planted_values = {
     'op_host_time': 40e-6,
-    'graph_step_floor': 300e-6,
+    'nvidia_step_floor': 300e-6,
+    'hugectr_step_floor': 250e-6,
     'eager_step_floor': 2e-3,
     'torchrec_step_floor': 4e-3,
     'fused_embedding_efficiency': 0.6,
@@ -97,7 +98,11 @@ def test_fit_recovers_planted_values_and_folds_stay_apart(cases):
   for p in pc.FIT_PARAMETERS:
     got, want = r['all']['values'][p.name], planted_values[p.name]
     assert abs(np.log(got / want)) < abs(np.log(p.prior / want)), p.name
-  for name in ('op_host_time', 'torchrec_step_floor', 'fused_embedding_efficiency'):
+  for name in (
+    'op_host_time',
+    'torchrec_step_floor',
+    'fused_embedding_efficiency',
+  ):
     assert r['all']['values'][name] == pytest.approx(
       planted_values[name], rel=0.05
     )
