@@ -171,7 +171,8 @@ def evaluate(
 
   # ---- embeddings ----------------------------------------------------------
   lk = ct.lookups(w, plan, t, st, row_scale)
-  gather_hbm, update_hbm = ct.embedding_hbm(p, w, s, t, lk, st, payload)
+  busiest = ct.busiest_loads(ct.hbm_loads(s, t, lk, st, payload), t, st)
+  gather_hbm, update_hbm = ct.embedding_hbm(p, t, st, busiest)
   ddr = ct.embedding_ddr(p, w, plan, s, t, lk, st, row_scale)
   host_1, upi_1 = ct.pooled_to_host(p, w, plan, s, t, lk, st, payload)
 
@@ -240,7 +241,7 @@ def evaluate(
 
   # ---- memory, capex, power ------------------------------------------------
   dense_mem = ct.dense_hbm_bytes(w, p, s)
-  required, available = ct.memory(p, w, s, t, lk, st, row_scale, dense_mem)
+  required, available = ct.memory(p, w, s, t, lk, st, dense_mem, busiest)
   margins = [1.0 - required['ddr'] / available['ddr']]
   fits = required['ddr'] <= available['ddr']
   if not st.cpu_trainer:

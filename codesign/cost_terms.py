@@ -670,37 +670,58 @@ def pooled_cast_bytes(s: Stack, t: dict, st: Setup, payload: int):
   return moved * (1.0 - t['data_parallel'])
 
 
-def embedding_hbm(p, w, s, t, lk: Lookups, st: Setup, payload: int):
-  """(gather, update) seconds of the HBM-resident lookups on the busiest
-  rank (`update_bytes` for the update), each with its share of the pooled
-  cast (`pooled_cast_bytes`) at the streaming rate. Data-parallel tables
-  update their whole replica densely. The loads are packed onto ranks
-  together (`per_rank` of the stacked per-table seconds)."""
-  acc = p.accelerator
+def hbm_loads(s: Stack, t: dict, lk: Lookups, st: Setup, payload: int):
+  """Per-table bytes (T,) of each kind of HBM work, by name: `gather`
+  (lookups x bytes), `update` (`update_bytes`), `cast` (pooled cast, when
+  there is one) and `resident` (rows held in HBM; data-parallel tables
+  apart). Gather and update carry the stack's rate factor
+  (`embedding_rate_factor`)."""
   gather_b, _ = t['touched_hbm']
   factor = embedding_rate_factor(s, t)
   bags = st.batch * (1.0 - t['data_parallel'])
   if not st.cpu_trainer:
     bags = bags * (1.0 - (1.0 - lk.hit) ** t['pool_exponent'])
   rmw = update_bytes(s, t, lk.hbm, lk.distinct_hbm, t['touched_hbm'], bags)
-  # per_rank is positively homogeneous: pack the bytes, then divide by
-  # each row's rate (with a fixed plan the packed bytes are constants).
-  loads = [lk.hbm * gather_b * factor, rmw * factor]
+  out = {'gather': lk.hbm * gather_b * factor, 'update': rmw * factor}
   cast = pooled_cast_bytes(s, t, st, payload)
   if cast is not None:
-    loads.append(cast)
-  o = t['orders']
-  orders = np.stack(
-    [o['gather'], o['update']] + ([o['cast']] if cast is not None else [])
-  )
-  busiest = per_rank(jnp.stack(loads), t, st, orders)
-  update_rate = acc.hbm_bandwidth * acc.update_efficiency
-  gather = busiest[0] / (acc.hbm_bandwidth * acc.gather_efficiency)
+    out['cast'] = cast
+  if not st.cpu_trainer:
+    out['resident'] = lk.frac * t['table_bytes'] * (1.0 - t['data_parallel'])
+  return out
+
+
+ORDER_OF = {
+  'gather': 'gather',
+  'update': 'update',
+  'cast': 'cast',
+  'resident': 'bytes',
+}
+
+
+def busiest_loads(loads: dict, t: dict, st: Setup) -> dict:
+  """The busiest rank's share of each per-table load (`hbm_loads`), all
+  packed in one `per_rank` call (each in its own order)."""
+  names = list(loads)
+  orders = np.stack([t['orders'][ORDER_OF[k]] for k in names])
+  packed = per_rank(jnp.stack([loads[k] for k in names]), t, st, orders)
+  return {k: packed[i] for i, k in enumerate(names)}
+
+
+def embedding_hbm(p, t, st: Setup, busiest: dict):
+  """(gather, update) seconds of the HBM-resident lookups on the busiest
+  rank (`busiest_loads`), each with its share of the pooled cast at the
+  streaming rate. Data-parallel tables update their whole replica
+  densely."""
+  acc = p.accelerator
+  gather = busiest['gather'] / (acc.hbm_bandwidth * acc.gather_efficiency)
   dp_dense = jnp.sum(t['data_parallel'] * t['table_bytes'] * 2.0)
   dp_on_hbm = 0.0 if st.cpu_trainer else dp_dense
-  update = (busiest[1] + dp_on_hbm) / update_rate
-  if cast is not None:
-    cast_s = busiest[2] / (acc.hbm_bandwidth * STREAM_EFFICIENCY)
+  update = (busiest['update'] + dp_on_hbm) / (
+    acc.hbm_bandwidth * acc.update_efficiency
+  )
+  if 'cast' in busiest:
+    cast_s = busiest['cast'] / (acc.hbm_bandwidth * STREAM_EFFICIENCY)
     gather, update = gather + cast_s, update + cast_s
   return gather, update
 
@@ -1180,10 +1201,11 @@ def compose(device, device_by_group: dict, s: Stack, counts: Counts, st):
 # ---- memory and the bill ----------------------------------------------------
 
 
-def memory(p, w, s, t, lk: Lookups, st: Setup, row_scale, dense_mem):
-  """(required, available) bytes per tier: HBM per accelerator, DDR per
-  node. With UVM caching the tables stay whole in DDR and HBM holds the
-  cached rows besides."""
+def memory(p, w, s, t, lk: Lookups, st: Setup, dense_mem, busiest: dict):
+  """(required, available) bytes per tier: HBM per accelerator (the
+  busiest rank's resident rows, `busiest_loads`), DDR per node. With UVM
+  caching the tables stay whole in DDR and HBM holds the cached rows
+  besides."""
   tb = t['table_bytes']  # already scaled by row_scale (see evaluate)
   dp = t['data_parallel']
   cpu, acc = p.cpu, p.accelerator
@@ -1199,12 +1221,7 @@ def memory(p, w, s, t, lk: Lookups, st: Setup, row_scale, dense_mem):
       'hbm': jnp.zeros(()),
       'ddr': ddr_avail,
     }
-  on_hbm = lk.frac * tb
-  hbm_req = (
-    per_rank(on_hbm * (1.0 - dp), t, st, t['orders']['bytes'])
-    + jnp.sum(dp * tb)
-    + dense_mem
-  )
+  hbm_req = busiest['resident'] + jnp.sum(dp * tb) + dense_mem
   hbm_avail = acc.hbm_capacity * (1.0 - s.hbm_reserve)
   in_ddr = (1.0 - dp) if s.uvm_caching else (1.0 - lk.frac)
   ddr_req = jnp.sum(in_ddr * tb) / p.nodes
