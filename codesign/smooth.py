@@ -37,11 +37,13 @@ def smooth_max(*xs, p: float = DEFAULT_P, axis=None):
 
 def _smooth_max2(a, b, p):
   """(a^p + b^p)^(1/p) of two positive arrays, elementwise (no stacking,
-  which batched evaluation pays for in memory traffic): both are scaled by
-  the gradient-stopped reciprocal of the larger, one division."""
+  which batched evaluation pays for in memory traffic): both are divided
+  by the gradient-stopped larger one. (Multiplying by its reciprocal
+  instead lets XLA's simplifier reorder (a x 1/m)^p into a^p x (1/m)^p,
+  which under- and overflows in float32: 0 x inf.)"""
   a, b = jnp.maximum(a, TINY), jnp.maximum(b, TINY)
-  inv = jax.lax.stop_gradient(1.0 / jnp.maximum(a, b))
-  return _root(_power(a * inv, p) + _power(b * inv, p), p) / inv
+  scale = jax.lax.stop_gradient(jnp.maximum(a, b))
+  return _root(_power(a / scale, p) + _power(b / scale, p), p) * scale
 
 
 def _power(x, p):
