@@ -4,7 +4,7 @@
 of one design: `jit`, `vmap` and `grad` belong to the caller. The
 workload is static (Python numbers); platform, plan and stack are pytrees
 whose continuous leaves may be traced. The terms themselves are small
-pure functions in `codesign.cost_terms`; this module composes them.
+pure functions in `codesign.terms`; this module composes them.
 
 The step, on R = nodes x accelerators_per_node ranks (sockets on a CPU
 trainer) with global batch B and local batch b = B / R:
@@ -23,7 +23,7 @@ trainer) with global batch B and local batch b = B / R:
   then:     the dense optimizer update.
 That is the device time, plus the gaps of the kernels no term charges
 (`overhead`). The host runs beside it: the stack's floor and its eager
-operators (`host`); `cost_terms.compose` combines the two.
+operators (`host`); `terms.compose` combines the two.
 
 Each named term of `COMPONENTS` is reported in `breakdown` (seconds, not
 yet overlapped). Rooflines and overlaps use smooth maxima and there is no
@@ -40,8 +40,8 @@ per step.
 import jax
 import jax.numpy as jnp
 
-from codesign import cost_terms as ct
 from codesign import stack as stack_lib
+from codesign import terms as ct
 from codesign import workload as wl
 from codesign.hardware import Platform
 from codesign.plan import Plan

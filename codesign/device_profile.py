@@ -47,12 +47,12 @@ import optax
 
 from codesign import (
   cost_model,
-  cost_terms,
   dlrm,
   hardware,
   planner,
   platform_presets,
   stack_presets,
+  terms,
 )
 from codesign import plan as plan_lib
 from codesign import stack as stack_lib
@@ -724,7 +724,7 @@ def predict(
       w = layer_workload(rec['m'], rec['k'], rec['n'], rec['precision'])
     else:
       w = chain_workload(rec['layers'])
-    fwd, bwd = cost_terms.dense_times(p, w, s, cost_terms.setup(p, w, s))
+    fwd, bwd = terms.dense_times(p, w, s, terms.setup(p, w, s))
     if kind == 'gemm':
       return fwd[0] + s.step_floor
     if kind == 'layer':

@@ -23,7 +23,7 @@ from concrete numbers. Two rules decide it:
 
 import numpy as np
 
-from codesign import cost_model, cost_terms, hardware
+from codesign import cost_model, hardware, terms
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.hardware import Platform
@@ -42,11 +42,11 @@ def _smax(*xs, p=DEFAULT_P):
 
 
 def _ranks(p: Platform, s: Stack) -> tuple[float, float]:
-  """(table ranks, ranks per node), as `cost_terms.setup` computes them."""
-  a = float(cost_terms.ranks_per_node(p))
+  """(table ranks, ranks per node), as `terms.setup` computes them."""
+  a = float(terms.ranks_per_node(p))
   ranks = float(p.nodes) * a
   if s.bottom_mlp == 'one_device' and p.trainer != 'cpu':
-    z = 8.0 * (ranks - cost_terms.ONE_DEVICE_DEDICATED_ABOVE - 0.5)
+    z = 8.0 * (ranks - terms.ONE_DEVICE_DEDICATED_ABOVE - 0.5)
     dedicated = 1.0 / (1.0 + np.exp(-z))
     return ranks - dedicated, a
   return ranks, a
@@ -62,7 +62,7 @@ def table_bytes(w: wl.Workload) -> np.ndarray:
 def hbm_required(w, p: Platform, s: Stack, sharding, frac) -> float:
   """HBM bytes the busiest accelerator needs for tables at per-table
   fractions `frac` plus the dense model (concrete form of
-  `cost_terms.memory`, with its packing bound)."""
+  `terms.memory`, with its packing bound)."""
   tb = table_bytes(w)
   frac = np.asarray(frac, np.float64)
   dp = np.array([x == 'data_parallel' for x in sharding], np.float64)
@@ -75,7 +75,7 @@ def hbm_required(w, p: Platform, s: Stack, sharding, frac) -> float:
   if np.any(tw):
     # The cost model's own packing bound, in its order (load_orders).
     order = np.argsort(-(in_hbm * tb), kind='stable')
-    need += float(cost_terms.busiest_rank(on, tw, table_ranks, order))
+    need += float(terms.busiest_rank(on, tw, table_ranks, order))
   if np.any(twrw):
     need += _smax(np.sum(on * twrw) / table_ranks, np.max(on * twrw) / a, p=64)
   dense = float(cost_model.dense_hbm_bytes(w, hardware.as_arrays(p), s))

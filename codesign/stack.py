@@ -8,14 +8,14 @@ choices (what is fused, where the bottom MLP runs, payload precision,
 CUDA graphs, UVM caching, TF32) are static. SI inside; boundary units per
 field, converted in `codesign.units`.
 
-How the fields enter the step (`codesign.cost_terms`):
+How the fields enter the step (`codesign.terms`):
 - Host work. An eager framework spends `op_host_time` of CPU time on
   every operator it dispatches (Python, autograd, the dispatcher, the
   launch), plus `step_floor` per step (the training loop, the hand-off
   of the prefetched batch). Work captured in a CUDA graph costs the host
   nothing per operator (`graph_scope`). Host and device run
   asynchronously; `host_overlap` blends the two limits of
-  `cost_terms.compose`: 1, the host queues far enough ahead that the
+  `terms.compose`: 1, the host queues far enough ahead that the
   step is the longer of the two; 0, lockstep, each group of operators
   takes the longer of its device time and its launch time. On a CPU
   trainer the same cores dispatch and compute, so they add.
@@ -32,13 +32,13 @@ How the fields enter the step (`codesign.cost_terms`):
   kernel for all tables (FBGEMM TBE, HugeCTR, NVIDIA's fused gather), by
   `PER_TABLE_EFFICIENCY` (TorchRec planner: DENSE kernel 0.5 x HBM
   bandwidth against 1.0 for FUSED). Shards narrower than 128 columns pay
-  FBGEMM's block penalties (`cost_terms.table_arrays`, as TorchRec's
+  FBGEMM's block penalties (`terms.table_arrays`, as TorchRec's
   planner charges every kernel).
 - Row gradients reach the rows by `update_path`: the fused backward
   aggregates per distinct row (FBGEMM TBE, HugeCTR), PyTorch's sparse
   gradients are written per lookup, coalesced and applied, XLA's
   scatter-add read-modify-writes a row per lookup
-  (`cost_terms.update_bytes`).
+  (`terms.update_bytes`).
 - Where the dense model runs (`bottom_mlp`), which kernels are fused
   (`mlp_fusion`, `fused_interaction`, `fused_dense_optimizer`), the
   payload precision and the pooled cast, the id bytes and the number of

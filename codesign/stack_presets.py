@@ -44,7 +44,7 @@ _FB_DLRM = 'facebookresearch/dlrm dlrm_s_pytorch.py'
 _PYPROF = (
   'derived: ~800 kernels per step of the April-2020 NVIDIA PyTorch DLRM '
   '(26 nn.Embedding tables, sparse SGD; adityaagrawal.net/blog/dnn/dlrm, '
-  'PyProf) less the 98 that codesign.cost_terms.kernel_counts counts '
+  'PyProf) less the 98 that codesign.terms.kernel_counts counts '
   'outside the tables, over 26 tables'
 )
 _DDP_BUCKET = 'PyTorch DistributedDataParallel bucket_cap_mb=25 (default)'
@@ -422,7 +422,7 @@ def ipex_cpu() -> Stack:
       (
         'host_overlap',
         'a CPU trainer dispatches and computes on the same '
-        'cores (cost_terms.compose adds them)',
+        'cores (terms.compose adds them)',
       ),
       (
         'embedding_efficiency',

@@ -211,10 +211,10 @@ def _analytic_dense_bytes(w) -> float:
   and weights once forward and twice backward, plus the optimizer pass."""
   import numpy as np
 
-  from codesign import cost_terms
+  from codesign import terms
   from codesign import workload as wl
 
-  g = cost_terms.gemm_table(w)
+  g = terms.gemm_table(w)
   elem = wl.PRECISION_BYTES[w.dense_precision]
   per_pass = elem * (
     w.global_batch * float(np.sum(g['per_sample_elems']))

@@ -4,7 +4,7 @@ A tiny DLRM runs on a tiny platform of round numbers under a tiny software
 stack. Each test writes the term's formula out in plain Python from the
 numbers below (nothing here calls `codesign.workload` or the cost model's
 helpers to get the answer), then compares it with what `evaluate` (or the
-term's own function in `codesign.cost_terms`) reports.
+term's own function in `codesign.terms`) reports.
 
 The tiny workload W0: 3 fp32 tables of dim 16 (a 64 B row, exactly one
 memory transaction) with 1000, 2000 and 4000 rows and 1, 2 and 4 lookups
@@ -46,8 +46,8 @@ import numpy as np
 import pytest
 
 from codesign import cost_model, hardware
-from codesign import cost_terms as ct
 from codesign import stack as stack_lib
+from codesign import terms as ct
 from codesign import workload as wl
 from codesign.hardware import Accelerator, CpuSocket, Fabric, HostLink, Nic
 from codesign.plan import Plan
@@ -636,7 +636,7 @@ def test_busiest_rank_packing_bounds():
   largest table (j = 0) and, for j = 1 .. J-1 (J = 4), (j + 1) x the
   ordered loads read at the position jR by a Catmull-Rom spline over the
   four nearest tables (`hand_busiest`)."""
-  assert ct._MAX_PACKING_BOUNDS == 4
+  assert ct.embedding._MAX_PACKING_BOUNDS == 4
   # 26 equal tables on 8 ranks: some rank holds 4 (26 > 3 x 8), not 3.25.
   # Bounds: 26/8, 1 x 1st, 2 x 9th, 3 x 17th, 4 x 25th largest (equal
   # neighbours: the spline reads 1).
@@ -2127,12 +2127,12 @@ def test_row_scale():
 # ---- composition, capex and power -----------------------------------------
 
 
-# Forward shares of the MLPs' elementwise passes (cost_terms.MLP_PASSES):
+# Forward shares of the MLPs' elementwise passes (terms.MLP_PASSES):
 # none 3 of 7 (bias copy, ReLU read and write), elementwise 2 of 5, epilogue
 # none (the mask is read backward). The model splits the whole elementwise
 # time, kernel launches included, by them.
 PASS_FWD = {'none': 3 / 7, 'elementwise': 2 / 5, 'epilogue': 0.0}
-# Forward shares of the elementwise kernels as cost_terms.MLP_KERNELS
+# Forward shares of the elementwise kernels as terms.MLP_KERNELS
 # documents them: none 1 of 3 (ReLU forward; ReLU and bias gradients
 # backward), elementwise 1 of 2, epilogue none.
 KERNEL_FWD = {'none': 1 / 3, 'elementwise': 1 / 2, 'epilogue': 0.0}

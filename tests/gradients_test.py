@@ -221,7 +221,7 @@ H_LOG = 1e-5  # relative step of platform and stack leaves: x exp(+-h)
 H_ABS = 1e-5  # absolute step of plan leaves
 RTOL, ATOL = 1e-4, 1e-9
 # Counts (nodes, sockets, accelerators) are integers at a preset; the
-# packing bounds of `cost_terms.busiest_rank` read the tables at jR
+# packing bounds of `terms.busiest_rank` read the tables at jR
 # through a quadratic B-spline, smooth there (see
 # cost_model_test.test_busiest_rank_is_smooth_in_the_rank_count), so the
 # preset point checks central differences for them too.
