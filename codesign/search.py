@@ -1,4 +1,4 @@
-"""Gradient-based hardware search, its baselines, and snapping to parts.
+"""Gradient-based hardware search and snapping to parts.
 
 The problem (`Problem`): a design space (`codesign.design_space`), a
 workload, an objective and the buyer's limits. Objectives (`OBJECTIVES`):
@@ -14,12 +14,10 @@ design space (parts carry their numbers and prices).
 
 Method (`gradient_search`):
 1. Continuous phase: many starts z in [0, 1]^D (uniform from the seed),
-   all run at once (`vmap`), sharded over a 'starts' mesh axis. Each start
-   minimizes an augmented Lagrangian
-     L = loss + sum_i (max(0, lam_i + mu g_i)^2 - lam_i^2) / (2 mu)
-   with Adam on a cosine schedule and `optax.projections.projection_box`
-   onto [0, 1]; every `al_every` steps lam <- max(0, lam + mu g) and mu
-   grows by `mu_growth` (up to `mu_max`).
+   all run at once, sharded over devices (`codesign.batching`). Each
+   start minimizes the augmented Lagrangian of the loss under the
+   constraints with Adam (`codesign.constrained`, the loop every search
+   shares).
 2. Snapping: the `snap_top` best starts (feasible first, then loss) are
    rounded down and up on every hardware axis (2^H neighbours each); all
    are evaluated in one batch as buildable platforms with every
@@ -32,22 +30,9 @@ Method (`gradient_search`):
    constraint is checked again. This repairs plans whose tables no longer
    fit after rounding.
 
-Baselines over the same discrete space: `random_search`, `exhaustive` and
-`cma_es` (evosax CMA-ES on the relaxed coordinates, rounded to the nearest
-buildable platform). Every function counts cost-model evaluations: a value
-counts 1, a value and gradient 2.
-
-Scaling past one device: starts and evaluation batches are sharded over a
-`jax.sharding.Mesh` with one axis, 'starts', built from `devices` (default
-`jax.devices()`, all local devices), with `jax.shard_map`: every device
-runs `lax.map` over fixed-size blocks of starts, `vmap`ped within a block.
-Every start is independent; starts are padded (with copies, dropped
-afterwards) to at least two blocks per device. On several hosts, call
-`jax.distributed.initialize()` on every host before any JAX work and run
-the same program with the same flags: `jax.devices()` is then the global
-device list, host arrays (the same on every host) are laid out with
-`jax.make_array_from_callback`, and results are gathered with
-`multihost_utils.process_allgather`.
+Baselines over the same discrete space are in `codesign.baselines`.
+Every function counts cost-model evaluations: a value counts 1, a value
+and gradient 2.
 
 Reproducibility: the same flags on the same number of devices give the
 same bits. Across device counts the buildable result (parts, counts and
@@ -69,11 +54,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
-from jax.experimental import multihost_utils
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh
 
-from codesign import cost_model
+from codesign import batching, constrained, cost_model
 from codesign import design_space as ds
 from codesign import workload as wl
 from codesign.errors import InputError
@@ -254,78 +237,6 @@ def assess_index(problem: Problem, index, plan_z):
   return loss_of(problem, value), violations(problem, p, r, aux), value
 
 
-# ---- devices and blocked batches -------------------------------------------
-
-
-def make_mesh(devices=None) -> Mesh:
-  """A one-axis mesh ('starts') over `devices` (default: all devices)."""
-  devices = jax.devices() if devices is None else list(devices)
-  return Mesh(np.array(devices), ('starts',))
-
-
-def _put(x: np.ndarray, mesh: Mesh):
-  """Lays out host array x (same on every host) sharded on axis 0."""
-  x = np.asarray(x)
-  sharding = NamedSharding(mesh, PartitionSpec('starts'))
-  return jax.make_array_from_callback(x.shape, sharding, lambda i: x[i])
-
-
-def _get(x) -> np.ndarray:
-  if jax.process_count() > 1:
-    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-  return np.asarray(x)
-
-
-def _pad_rows(x: np.ndarray, n: int) -> np.ndarray:
-  """x padded to n rows by repeating its first row."""
-  x = np.asarray(x)
-  if x.shape[0] == n:
-    return x
-  pad = np.repeat(x[:1], n - x.shape[0], axis=0)
-  return np.concatenate([x, pad], axis=0)
-
-
-def _round_up(n: int, k: int) -> int:
-  return -(-n // k) * k
-
-
-def padded_rows(n: int, block: int, mesh: Mesh) -> int:
-  """Rows to lay out n items in blocks: a multiple of block x devices with
-  at least two blocks per device."""
-  per = block * mesh.size
-  return max(_round_up(n, per), 2 * per)
-
-
-@functools.cache
-def _blocked(fn, block: int, mesh: Mesh):
-  """jit of `fn` (one item -> pytree) over rows sharded on 'starts'.
-
-  Each device runs `lax.map` over fixed blocks of `block` rows and `vmap`s
-  `fn` within a block, so every device runs the same block program
-  whatever the device count (see the module docstring on 1 vs N devices).
-  """
-
-  def local(*args):
-    n = jax.tree.leaves(args)[0].shape[0]
-    nb = n // block  # explicit: rows may have no other elements (P = 0)
-    blocks = jax.tree.map(lambda x: x.reshape((nb, block) + x.shape[1:]), args)
-    out = jax.lax.map(lambda xs: jax.vmap(fn)(*xs), blocks)
-    return jax.tree.map(lambda x: x.reshape((n,) + x.shape[2:]), out)
-
-  spec = PartitionSpec('starts')
-  return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec))
-
-
-def _run_blocked(fn, block, mesh, *rows):
-  """Applies `fn` to every row of the host arrays `rows` (same leading n),
-  padded per `padded_rows`; returns host arrays of n rows."""
-  n = jax.tree.leaves(rows)[0].shape[0]
-  total = padded_rows(n, block, mesh)
-  args = jax.tree.map(lambda x: _put(_pad_rows(x, total), mesh), rows)
-  out = _blocked(fn, block, mesh)(*args)
-  return jax.tree.map(lambda x: _get(x)[:n], out)
-
-
 # ---- batch evaluation of buildable designs ---------------------------------
 
 
@@ -351,19 +262,19 @@ def evaluate_indices(
   Returns:
     dict of numpy arrays: loss (N,), g (N, C), value (N,), feasible (N,).
   """
-  mesh = mesh or make_mesh()
+  mesh = mesh or batching.make_mesh()
   index = np.asarray(index, dtype=np.int32)
   n = index.shape[0]
   if plan_z is None:
     plan_z = np.zeros((n, problem.space.num_plan))
   plan_z = np.asarray(plan_z, dtype=np.float64)
-  chunk = padded_rows(min(chunk, n), block, mesh)
+  chunk = batching.padded_rows(min(chunk, n), block, mesh)
   fn = _assess_index_cached(problem)
   out = {'loss': [], 'g': [], 'value': []}
   for s in range(0, n, chunk):
-    idx = _pad_rows(index[s : s + chunk], chunk)
-    pz = _pad_rows(plan_z[s : s + chunk], chunk)
-    loss, g, value = _run_blocked(fn, block, mesh, idx, pz)
+    idx = batching.pad_rows(index[s : s + chunk], chunk)
+    pz = batching.pad_rows(plan_z[s : s + chunk], chunk)
+    loss, g, value = batching.run_blocked(fn, block, mesh, idx, pz)
     m = min(chunk, n - s)
     out['loss'].append(loss[:m])
     out['g'].append(g[:m])
@@ -378,7 +289,7 @@ def _assess_index_cached(problem):
   return functools.partial(assess_index, problem)
 
 
-def _best(loss, g, feasible):
+def best_position(loss, g, feasible):
   """Index of the best design: feasible first by loss, else least
   violation."""
   viol = np.max(np.maximum(g, 0.0), axis=1)
@@ -391,82 +302,16 @@ def _best(loss, g, feasible):
 # ---- the continuous phase ----------------------------------------------------
 
 
-def penalty_weight(config: Config, step):
-  """The augmented-Lagrangian penalty mu at `step`: it grows by
-  `mu_growth` every `al_every` steps, up to `mu_max`."""
-  k = step // config.al_every
-  return jnp.minimum(config.mu_init * config.mu_growth**k, config.mu_max)
-
-
-def make_optimizer(config: Config):
-  """Adam with a cosine-decayed learning rate over `config.steps`."""
-  schedule = optax.cosine_decay_schedule(
-    config.learning_rate, config.steps, alpha=config.final_lr_fraction
-  )
-  return optax.adam(schedule)
-
-
-def init_state(config: Config, z0, mask) -> dict:
-  """The state of one start: z (D,), opt (its Adam state), lam (C,)
-  multipliers, mask (D,) of optimized coordinates, step ()."""
-  z0 = jnp.asarray(z0)
-  return {
-    'z': z0,
-    'opt': make_optimizer(config).init(z0),
-    'lam': jnp.zeros((len(CONSTRAINTS),), z0.dtype),
-    'mask': jnp.asarray(mask, z0.dtype),
-    'step': jnp.zeros((), jnp.int32),
-  }
-
-
-def _al_loss(problem, z, lam, mu):
-  loss, g, value = assess(problem, z)
-  pen = jnp.sum(jnp.maximum(0.0, lam + mu * g) ** 2 - lam**2) / (2.0 * mu)
-  return loss + pen, (loss, g, value)
-
-
-def step_fn(problem: Problem, config: Config, state: dict):
-  """One augmented-Lagrangian Adam step of one start. Pure; vmap it.
-
-  Returns:
-    (new state, metrics): loss, value and violation (the largest relative
-    constraint violation) at the state's z, before the step.
-  """
-  tx = make_optimizer(config)
-  step = state['step']
-  mu = penalty_weight(config, step)
-  (_, (loss, g, value)), grad = jax.value_and_grad(
-    functools.partial(_al_loss, problem), has_aux=True
-  )(state['z'], state['lam'], mu)
-  grad = jnp.where(jnp.isfinite(grad), grad, 0.0) * state['mask']
-  updates, opt = tx.update(grad, state['opt'], state['z'])
-  z = optax.projections.projection_box(
-    optax.apply_updates(state['z'], updates), 0.0, 1.0
-  )
-  active = step < config.steps
-  update_lam = active & ((step + 1) % config.al_every == 0)
-  lam = jnp.where(
-    update_lam, jnp.maximum(0.0, state['lam'] + mu * g), state['lam']
-  )
-  new = {
-    'z': jnp.where(active, z, state['z']),
-    'opt': jax.tree.map(
-      lambda a, b: jnp.where(active, a, b), opt, state['opt']
-    ),
-    'lam': lam,
-    'mask': state['mask'],
-    'step': step + 1,
-  }
-  viol = jnp.max(jnp.maximum(g, 0.0))
-  return new, {'loss': loss, 'value': value, 'violation': viol}
-
-
 def _chunk_fn(problem, config, length):
   """`length` steps of one start (a scan); metrics have shape (length,)."""
+  assess_z = functools.partial(assess, problem)
 
   def run(state):
     return jax.lax.scan(
-      lambda s, _: step_fn(problem, config, s), state, None, length=length
+      lambda s, _: constrained.step(assess_z, config, s),
+      state,
+      None,
+      length=length,
     )
 
   return run
@@ -494,9 +339,11 @@ def continuous_phase(
   """
   s = z0.shape[0]
   mask = np.broadcast_to(mask, z0.shape)
-  state = jax.vmap(functools.partial(init_state, config))(
-    jnp.asarray(z0), jnp.asarray(mask)
-  )
+  state = jax.vmap(
+    functools.partial(
+      constrained.init, config, num_constraints=len(CONSTRAINTS)
+    )
+  )(jnp.asarray(z0), jnp.asarray(mask))
   state = jax.tree.map(np.asarray, state)
   history = []
   done = 0
@@ -504,18 +351,18 @@ def continuous_phase(
   run = _chunk_cached(problem, config, length)
   block = config.block
   while done < config.steps:
-    state, m = _run_blocked(run, block, mesh, state)
+    state, m = batching.run_blocked(run, block, mesh, state)
     for k in range(min(length, config.steps - done)):
       history.append(
         _history_row(
-          problem, phase, done + k, m['value'][:, k], m['violation'][:, k]
+          problem, phase, done + k, m['aux'][:, k], m['violation'][:, k]
         )
       )
     done += length
     if progress is not None:
       progress(min(done, config.steps), history[-1])
-  z = state['z']
-  loss, g, value = _run_blocked(_assess_cached(problem), block, mesh, z)
+  z = state.z
+  loss, g, value = batching.run_blocked(_assess_cached(problem), block, mesh, z)
   assert z.shape[0] == s
   return z, {'loss': loss, 'g': g, 'value': value}, history
 
@@ -614,7 +461,7 @@ def gradient_search(
   """
   check_problem(problem)
   check_config(config)
-  mesh = make_mesh(devices)
+  mesh = batching.make_mesh(devices)
   space = problem.space
   hc = space.num_hw_coords
   z0 = initial_starts(problem, config.starts, config.seed)
@@ -650,7 +497,7 @@ def gradient_search(
   if config.polish and space.num_plan > 0:
     # Re-optimize the plan of the best distinct buildable platforms, as many
     # as there are starts, with their hardware coordinates frozen.
-    cand = _distinct_best(index, ev, config.starts, hardware_only=True)
+    cand = _distinctbest_position(index, ev, config.starts, hardware_only=True)
     zp = np.concatenate(
       [
         np.stack([ds.grid_z(space, index[k]) for k in cand]),
@@ -672,7 +519,7 @@ def gradient_search(
     plan_z = np.concatenate([plan_z, ppz])
     ev = {k: np.concatenate([ev[k], ev2[k]]) for k in ev}
 
-  b = _best(ev['loss'], ev['g'], ev['feasible'])
+  b = best_position(ev['loss'], ev['g'], ev['feasible'])
   result.best_index = index[b]
   result.best_plan_z = plan_z[b]
   result.best_value = float(ev['value'][b])
@@ -682,7 +529,7 @@ def gradient_search(
   return result
 
 
-def _distinct_best(index, ev, limit, hardware_only=False):
+def _distinctbest_position(index, ev, limit, hardware_only=False):
   """Positions of up to `limit` distinct platforms, best first.
 
   With `hardware_only`, the memory constraints are ignored (a new plan can
@@ -723,135 +570,6 @@ def snap_plan(space: ds.DesignSpace, plan_z: np.ndarray) -> np.ndarray:
   out = np.rint(plan_z / PLAN_STEP) * PLAN_STEP
   out[:t] = np.floor(plan_z[:t] / PLAN_STEP + 1e-6) * PLAN_STEP
   return np.clip(out, 0.0, 1.0)
-
-
-# ---- baselines ---------------------------------------------------------------
-
-
-def random_search(
-  problem: Problem,
-  evaluations: int,
-  seed: int = 0,
-  chunk: int = 4096,
-  devices=None,
-) -> Result:
-  """Uniform samples of buildable designs (auto plan mode)."""
-  _require_auto(problem)
-  rng = np.random.default_rng(seed)
-  sizes = np.array(problem.space.sizes)
-  index = rng.integers(0, sizes, size=(int(evaluations), len(sizes)))
-  ev = evaluate_indices(problem, index, None, chunk, make_mesh(devices))
-  return _result_from('random', index, ev, evaluations)
-
-
-def exhaustive(
-  problem: Problem,
-  chunk: int = 65536,
-  devices=None,
-  progress: Callable | None = None,
-) -> Result:
-  """Every buildable design (auto plan mode), in sharded batches."""
-  _require_auto(problem)
-  mesh = make_mesh(devices)
-  sizes = problem.space.sizes
-  total = problem.space.size
-  best = None
-  for s in range(0, total, chunk):
-    flat = np.arange(s, min(s + chunk, total))
-    index = np.stack(np.unravel_index(flat, sizes), axis=1)
-    ev = evaluate_indices(problem, index, None, chunk, mesh)
-    b = _best(ev['loss'], ev['g'], ev['feasible'])
-    cand = (bool(ev['feasible'][b]), -float(ev['loss'][b]), index[b], ev, b)
-    if best is None or _better(cand, best):
-      best = cand
-    if progress is not None:
-      progress(min(s + chunk, total), {'done': min(s + chunk, total)})
-  _, _, index_b, ev, b = best
-  res = _result_from('exhaustive', index_b[None], _slice(ev, b), total)
-  return res
-
-
-def _better(a, b):
-  if a[0] != b[0]:
-    return a[0]
-  if a[0]:
-    return a[1] > b[1]
-  va = np.max(np.maximum(a[3]['g'][a[4]], 0.0))
-  vb = np.max(np.maximum(b[3]['g'][b[4]], 0.0))
-  return va < vb
-
-
-def _slice(ev, b):
-  return {k: v[b : b + 1] for k, v in ev.items()}
-
-
-def cma_es(
-  problem: Problem,
-  evaluations: int,
-  population: int = 32,
-  seed: int = 0,
-  chunk: int = 4096,
-  devices=None,
-) -> Result:
-  """evosax CMA-ES on the relaxed hardware coordinates (part weights and
-  number axes); each candidate is rounded to the nearest buildable design
-  (`design_space.nearest_index`) and scored there (infeasible ones by 1e3
-  plus their violation)."""
-  from evosax.algorithms import CMA_ES
-
-  _require_auto(problem)
-  mesh = make_mesh(devices)
-  space = problem.space
-  h = space.num_hw_coords
-  es = CMA_ES(population_size=population, solution=jnp.zeros(h))
-  params = es.default_params.replace(std_init=jnp.asarray(0.3))
-  key = jax.random.key(seed)
-  key, k0 = jax.random.split(key)
-  state = es.init(k0, jnp.full((h,), 0.5), params)
-  ask, tell = jax.jit(es.ask), jax.jit(es.tell)
-  best_idx, best_ev, used = None, None, 0
-  while used + population <= evaluations:
-    key, ka, kt = jax.random.split(key, 3)
-    pop, state = ask(ka, state, params)
-    zc = np.clip(np.asarray(pop), 0.0, 1.0)
-    index = ds.nearest_index(space, zc)
-    ev = evaluate_indices(problem, index, None, chunk, mesh)
-    used += population
-    viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
-    fit = np.where(ev['feasible'], ev['loss'], 1e3 + viol)
-    # Out-of-box steps cost their distance, so the mean stays inside.
-    fit = fit + np.sum((np.asarray(pop) - zc) ** 2, axis=1)
-    state, _ = tell(kt, pop, jnp.asarray(fit), state, params)
-    b = _best(ev['loss'], ev['g'], ev['feasible'])
-    cand = (bool(ev['feasible'][b]), -float(ev['loss'][b]))
-    if best_ev is None or _better(
-      (*cand, None, ev, b), (*best_ev[0], None, best_ev[1], best_ev[2])
-    ):
-      best_ev = (cand, ev, b)
-      best_idx = index[b]
-  _, ev, b = best_ev
-  return _result_from('cma_es', best_idx[None], _slice(ev, b), used)
-
-
-def _result_from(method, index, ev, evaluations) -> Result:
-  b = _best(ev['loss'], ev['g'], ev['feasible'])
-  return Result(
-    method=method,
-    best_index=np.asarray(index[b]),
-    best_plan_z=np.zeros((0,)),
-    best_value=float(ev['value'][b]),
-    best_feasible=bool(ev['feasible'][b]),
-    best_g=ev['g'][b],
-    evaluations=int(evaluations),
-  )
-
-
-def _require_auto(problem: Problem):
-  if problem.space.plan_mode != 'auto':
-    raise InputError(
-      'the baselines enumerate buildable platforms, so they need plan mode '
-      "'auto' (one plan per platform)"
-    )
 
 
 # ---- reading results ---------------------------------------------------------

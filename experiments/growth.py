@@ -88,7 +88,14 @@ def _check_flags():
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import config_io, plotting, results, search, sweeps
+  from codesign import (
+    config_io,
+    multi_search,
+    plotting,
+    results,
+    search,
+    sweeps,
+  )
   from codesign import design_space as ds
   from codesign import workload as wl
 
@@ -100,7 +107,7 @@ def main():
     w0, max_nodes=FLAGS.max_nodes, plan_mode='auto', sharding=FLAGS.sharding
   )
   stack = common.load_stack()
-  tasks = sweeps.Tasks(space, grown, stack)
+  tasks = multi_search.Tasks(space, grown, stack)
   workdir = results.make_workdir('growth', FLAGS.workdir)
   n = len(factors)
   # Tasks 0..n-1: one factor alone (0 is today); task n: the horizon.
@@ -109,7 +116,7 @@ def main():
   config = search.Config(
     starts=FLAGS.starts, steps=FLAGS.steps, seed=FLAGS.seed
   )
-  found = sweeps.search_tasks(
+  found = multi_search.search_tasks(
     tasks,
     weights,
     np.full(n + 1, FLAGS.budget_usd),
@@ -119,7 +126,7 @@ def main():
     snap_top=FLAGS.snap_top,
   )
   # Every found design on every grown workload (all workloads active).
-  ev = sweeps.evaluate_buildable(
+  ev = multi_search.evaluate_buildable(
     tasks,
     found['index'],
     np.ones((n + 1, n)),
@@ -209,7 +216,7 @@ def main():
     'evaluations': found['evaluations'],
     'summary': summary,
   }
-  metrics = sweeps.history_rows(
+  metrics = multi_search.history_rows(
     found['history'], names, 'best_feasible_geomean_throughput'
   )
   config_out = {

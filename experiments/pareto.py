@@ -101,6 +101,7 @@ def main():
     config_io,
     cost_model,
     hardware,
+    multi_search,
     planner,
     plotting,
     results,
@@ -131,8 +132,8 @@ def main():
   config = search.Config(
     starts=FLAGS.starts, steps=FLAGS.steps, seed=FLAGS.seed
   )
-  found = sweeps.search_tasks(
-    sweeps.Tasks(space, (w,), stack),
+  found = multi_search.search_tasks(
+    multi_search.Tasks(space, (w,), stack),
     np.ones((2 * k, 1)),
     limits,
     kinds,
@@ -145,7 +146,7 @@ def main():
   for t in range(2 * k):
     searches.append(
       {
-        'limit_kind': sweeps.LIMIT_KINDS[kinds[t]],
+        'limit_kind': multi_search.LIMIT_KINDS[kinds[t]],
         'limit': limits[t],
         'feasible': bool(found['feasible'][t]),
         'throughput_samples_per_s': thr[t],
@@ -233,9 +234,10 @@ def main():
     'summary': lines,
   }
   labels = [
-    f'{sweeps.LIMIT_KINDS[kinds[t]]}_{limits[t]:.4g}' for t in range(2 * k)
+    f'{multi_search.LIMIT_KINDS[kinds[t]]}_{limits[t]:.4g}'
+    for t in range(2 * k)
   ]
-  metrics = sweeps.history_rows(
+  metrics = multi_search.history_rows(
     found['history'], labels, 'best_feasible_throughput'
   )
   config_out = {

@@ -90,7 +90,7 @@ def _entry(problem, res, optimum):
 
 def _run_workload(w, stack, config, t0):
   """All four methods on one workload: (entry, gradient history, times)."""
-  from codesign import design_space, search
+  from codesign import baselines, design_space, search
 
   space = design_space.make_space(w, FLAGS.max_nodes, plan_mode='auto')
   problem = search.check_problem(
@@ -120,17 +120,17 @@ def _run_workload(w, stack, config, t0):
   grad = clock('gradient', lambda: search.gradient_search(problem, config))
   budget = grad.evaluations
   rand = clock(
-    'random', lambda: search.random_search(problem, budget, seed=FLAGS.seed)
+    'random', lambda: baselines.random_search(problem, budget, seed=FLAGS.seed)
   )
   cma = clock(
     'cma_es',
-    lambda: search.cma_es(
+    lambda: baselines.cma_es(
       problem, budget, population=FLAGS.population, seed=FLAGS.seed
     ),
   )
   exh = clock(
     'exhaustive',
-    lambda: search.exhaustive(problem, chunk=FLAGS.exhaustive_chunk),
+    lambda: baselines.exhaustive(problem, chunk=FLAGS.exhaustive_chunk),
   )
   optimum = exh.best_value if exh.best_feasible else None
   entry = {

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign import (
+  baselines,
   config_io,
   cost_model,
   hardware,
@@ -141,7 +142,7 @@ def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
   problem = search.Problem(
     _space(w), w, STACK, 'throughput', budget_usd=400e3, power_w=20e3
   )
-  exh = search.exhaustive(problem)
+  exh = baselines.exhaustive(problem)
   res = search.gradient_search(
     problem, search.Config(starts=16, steps=80, snap_top=4)
   )

@@ -1,0 +1,147 @@
+"""Baseline searches over the same discrete space as `codesign.search`.
+
+`random_search` (uniform buildable designs), `exhaustive` (every one, in
+sharded batches) and `cma_es` (evosax CMA-ES on the relaxed hardware
+coordinates, each candidate rounded to the nearest buildable design).
+They enumerate platforms, so they need plan mode `auto` (one plan per
+platform). Every function counts cost-model evaluations and returns a
+`search.Result`.
+"""
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign import batching, search
+from codesign import design_space as ds
+from codesign.errors import InputError
+
+
+def random_search(
+  problem: search.Problem,
+  evaluations: int,
+  seed: int = 0,
+  chunk: int = 4096,
+  devices=None,
+) -> search.Result:
+  """Uniform samples of buildable designs (auto plan mode)."""
+  _require_auto(problem)
+  rng = np.random.default_rng(seed)
+  sizes = np.array(problem.space.sizes)
+  index = rng.integers(0, sizes, size=(int(evaluations), len(sizes)))
+  ev = search.evaluate_indices(
+    problem, index, None, chunk, batching.make_mesh(devices)
+  )
+  return _result_from('random', index, ev, evaluations)
+
+
+def exhaustive(
+  problem: search.Problem,
+  chunk: int = 65536,
+  devices=None,
+  progress: Callable | None = None,
+) -> search.Result:
+  """Every buildable design (auto plan mode), in sharded batches."""
+  _require_auto(problem)
+  mesh = batching.make_mesh(devices)
+  sizes = problem.space.sizes
+  total = problem.space.size
+  best = None
+  for s in range(0, total, chunk):
+    flat = np.arange(s, min(s + chunk, total))
+    index = np.stack(np.unravel_index(flat, sizes), axis=1)
+    ev = search.evaluate_indices(problem, index, None, chunk, mesh)
+    b = search.best_position(ev['loss'], ev['g'], ev['feasible'])
+    cand = (bool(ev['feasible'][b]), -float(ev['loss'][b]), index[b], ev, b)
+    if best is None or _better(cand, best):
+      best = cand
+    if progress is not None:
+      progress(min(s + chunk, total), {'done': min(s + chunk, total)})
+  _, _, index_b, ev, b = best
+  res = _result_from('exhaustive', index_b[None], _slice(ev, b), total)
+  return res
+
+
+def _better(a, b):
+  if a[0] != b[0]:
+    return a[0]
+  if a[0]:
+    return a[1] > b[1]
+  va = np.max(np.maximum(a[3]['g'][a[4]], 0.0))
+  vb = np.max(np.maximum(b[3]['g'][b[4]], 0.0))
+  return va < vb
+
+
+def _slice(ev, b):
+  return {k: v[b : b + 1] for k, v in ev.items()}
+
+
+def cma_es(
+  problem: search.Problem,
+  evaluations: int,
+  population: int = 32,
+  seed: int = 0,
+  chunk: int = 4096,
+  devices=None,
+) -> search.Result:
+  """evosax CMA-ES on the relaxed hardware coordinates (part weights and
+  number axes); each candidate is rounded to the nearest buildable design
+  (`design_space.nearest_index`) and scored there (infeasible ones by 1e3
+  plus their violation)."""
+  from evosax.algorithms import CMA_ES
+
+  _require_auto(problem)
+  mesh = batching.make_mesh(devices)
+  space = problem.space
+  h = space.num_hw_coords
+  es = CMA_ES(population_size=population, solution=jnp.zeros(h))
+  params = es.default_params.replace(std_init=jnp.asarray(0.3))
+  key = jax.random.key(seed)
+  key, k0 = jax.random.split(key)
+  state = es.init(k0, jnp.full((h,), 0.5), params)
+  ask, tell = jax.jit(es.ask), jax.jit(es.tell)
+  best_idx, best_ev, used = None, None, 0
+  while used + population <= evaluations:
+    key, ka, kt = jax.random.split(key, 3)
+    pop, state = ask(ka, state, params)
+    zc = np.clip(np.asarray(pop), 0.0, 1.0)
+    index = ds.nearest_index(space, zc)
+    ev = search.evaluate_indices(problem, index, None, chunk, mesh)
+    used += population
+    viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
+    fit = np.where(ev['feasible'], ev['loss'], 1e3 + viol)
+    # Out-of-box steps cost their distance, so the mean stays inside.
+    fit = fit + np.sum((np.asarray(pop) - zc) ** 2, axis=1)
+    state, _ = tell(kt, pop, jnp.asarray(fit), state, params)
+    b = search.best_position(ev['loss'], ev['g'], ev['feasible'])
+    cand = (bool(ev['feasible'][b]), -float(ev['loss'][b]))
+    if best_ev is None or _better(
+      (*cand, None, ev, b), (*best_ev[0], None, best_ev[1], best_ev[2])
+    ):
+      best_ev = (cand, ev, b)
+      best_idx = index[b]
+  _, ev, b = best_ev
+  return _result_from('cma_es', best_idx[None], _slice(ev, b), used)
+
+
+def _result_from(method, index, ev, evaluations) -> search.Result:
+  b = search.best_position(ev['loss'], ev['g'], ev['feasible'])
+  return search.Result(
+    method=method,
+    best_index=np.asarray(index[b]),
+    best_plan_z=np.zeros((0,)),
+    best_value=float(ev['value'][b]),
+    best_feasible=bool(ev['feasible'][b]),
+    best_g=ev['g'][b],
+    evaluations=int(evaluations),
+  )
+
+
+def _require_auto(problem: search.Problem):
+  if problem.space.plan_mode != 'auto':
+    raise InputError(
+      'the baselines enumerate buildable platforms, so they need plan mode '
+      "'auto' (one plan per platform)"
+    )
