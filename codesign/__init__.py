@@ -1,0 +1,3 @@
+"""codesign: a differentiable cost model of DLRM training hardware."""
+
+__version__ = '0.1.0'
