@@ -1,0 +1,308 @@
+"""The public API of codesign, re-exported from `codesign`.
+
+Inputs load from a preset name, a JSON file in the schema that
+`experiments.evaluate` writes (a run's config.json or proposal.json also
+works) or an already-parsed JSON dict. The JSON schema carries units in
+its key names (`hbm_capacity_gb`, `hbm_bandwidth_gb_per_s`,
+`step_floor_us`, ...); the loaded objects hold SI units (bytes, bytes/s,
+FLOP/s, seconds, USD, W).
+
+  import codesign
+
+  w = codesign.load_workload('mlperf_dlrm_v1')
+  p = codesign.load_platform('dgx_a100_80gb')
+  r = codesign.evaluate(w, p, stack='hugectr')
+  print(r['throughput_samples_per_s'], r['bottleneck'])
+"""
+
+import os
+from collections.abc import Callable
+
+import jax
+
+from codesign import config_io, cost_model, hardware, planner, report
+from codesign import plan as plan_lib
+from codesign import stack as stack_lib
+from codesign import workload as wl
+
+NameOrPath = str | os.PathLike | dict
+
+
+def _section(d: dict, what: str) -> dict:
+  """A run's config.json or proposal.json holds each input as a section."""
+  return d[what] if isinstance(d.get(what), dict) else d
+
+
+def _json(name_or_path, loader, what: str) -> dict:
+  if isinstance(name_or_path, dict):
+    return _section(name_or_path, what)
+  if isinstance(name_or_path, os.PathLike):
+    name_or_path = os.fspath(name_or_path)
+  if not isinstance(name_or_path, str):
+    raise TypeError(
+      f'{what} must be a preset name, a JSON file path or a JSON dict, '
+      f'got {type(name_or_path).__name__}'
+    )
+  return loader(name_or_path)
+
+
+def load_workload(name_or_path: NameOrPath) -> wl.Workload:
+  """Loads a workload (the DLRM and how it is trained).
+
+  Args:
+    name_or_path: a preset name (`criteo_kaggle`, `mlperf_dlrm_v1`, `rm1`,
+      `zion_scale`, ...; see `codesign.workload_presets`), a path to a JSON
+      file in the dumped schema (or a run's config.json), or such a dict
+      (or a dict holding it as its `workload` section). Table sizes are in
+      rows and floats per row, the batch in samples per step (global, over
+      all ranks).
+
+  Returns:
+    A validated `Workload`.
+
+  Raises:
+    InputError: unknown preset, missing or malformed file, bad values.
+  """
+  d = _json(name_or_path, config_io.workload_json, 'workload')
+  return config_io.workload_from_json(d)
+
+
+def load_platform(name_or_path: NameOrPath) -> hardware.Platform:
+  """Loads a platform (a training cluster of identical nodes).
+
+  Args:
+    name_or_path: a preset name (`big_basin`, `zion`, `zionex`,
+      `dgx_a100_80gb`, `dgx_h100`, ...; see `codesign.platform_presets`),
+      a path to a JSON file in the dumped schema (keys in boundary units:
+      GB, GB/s, TFLOP/s, us, USD, W; or a run's config.json or
+      proposal.json), or such a dict (or one holding it as its `platform`
+      section).
+
+  Returns:
+    A validated `Platform` with SI leaves (bytes, bytes/s, FLOP/s, s, USD,
+    W).
+
+  Raises:
+    InputError: unknown preset, missing or malformed file, bad values.
+  """
+  d = _json(name_or_path, config_io.platform_json, 'platform')
+  return config_io.platform_from_json(d)
+
+
+def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
+  """Loads a software stack (the software that trains the DLRM).
+
+  Args:
+    name_or_path: a preset name (`torchrec`, `nvidia_pytorch`, `hugectr`,
+      `ipex_cpu`, `jax_xla`; see `codesign.stack_presets`; presets carry
+      the numbers fitted on the published cases), a path to a stack JSON
+      file (keys in boundary units such as `step_floor_us`; or a run's
+      config.json), or such a dict (or one holding it as its `stack`
+      section).
+
+  Returns:
+    A validated `Stack` with SI leaves (seconds, fractions).
+
+  Raises:
+    InputError: unknown preset, missing or malformed file, bad values.
+  """
+  d = _json(name_or_path, config_io.stack_json, 'stack')
+  return config_io.stack_from_json(d)
+
+
+def _workload(w) -> wl.Workload:
+  return wl.validate(w) if isinstance(w, wl.Workload) else load_workload(w)
+
+
+def _platform(p) -> hardware.Platform:
+  if isinstance(p, hardware.Platform):
+    return config_io.validate_platform(p)
+  return load_platform(p)
+
+
+def _stack(s) -> stack_lib.Stack:
+  return (
+    stack_lib.validate(s) if isinstance(s, stack_lib.Stack) else (load_stack(s))
+  )
+
+
+def make_plan(
+  workload: wl.Workload | NameOrPath,
+  platform: hardware.Platform | NameOrPath,
+  stack: stack_lib.Stack | NameOrPath = 'torchrec',
+  placement: str = 'auto',
+  sharding: str = 'auto',
+  x64: bool = True,
+) -> plan_lib.Plan:
+  """Makes an execution plan (`codesign.planner.make`).
+
+  Args:
+    workload: a `Workload`, or what `load_workload` takes.
+    platform: a `Platform`, or what `load_platform` takes.
+    stack: a `Stack`, or what `load_stack` takes.
+    placement: `auto` (the hottest bytes in the HBM the stack allows, the
+      rest in host DDR), `hbm` (every table in HBM) or `ddr` (every table
+      in DDR).
+    sharding: one of `table_wise`, `row_wise`, `table_row_wise`,
+      `column_wise`, `data_parallel` for every table, or `auto` (the
+      fastest feasible of four candidates by the cost model).
+    x64: plan in float64 (as the scripts do by default).
+
+  Returns:
+    A `Plan`: the fraction of each table's rows in HBM, the share of DDR
+    lookups done on the CPU, the comm overlap (fractions in [0, 1]), the
+    sharding per table, column shards and comm precision.
+
+  Raises:
+    InputError: bad inputs or an unknown placement or sharding.
+  """
+  with jax.enable_x64(x64):
+    w, p, s = _workload(workload), _platform(platform), _stack(stack)
+    return planner.make(w, p, s, placement=placement, sharding=sharding)
+
+
+def _plan(plan, w, p, s) -> plan_lib.Plan:
+  if isinstance(plan, plan_lib.Plan):
+    return plan_lib.validate(plan, w)
+  if isinstance(plan, str) and plan in ('auto', 'hbm', 'ddr'):
+    return planner.make(w, p, s, placement=plan)
+  if isinstance(plan, dict):
+    d = _section(plan, 'plan')
+  elif isinstance(plan, str | os.PathLike):
+    d = config_io.read_json(os.fspath(plan), 'plan')
+    if isinstance(d, dict):
+      d = _section(d, 'plan')
+  else:
+    raise TypeError(
+      'plan must be auto, hbm, ddr, a Plan, a plan JSON file or a dict, '
+      f'got {type(plan).__name__}'
+    )
+  return config_io.plan_from_json(d, w)
+
+
+def evaluate(
+  workload: wl.Workload | NameOrPath,
+  platform: hardware.Platform | NameOrPath,
+  stack: stack_lib.Stack | NameOrPath = 'torchrec',
+  plan: plan_lib.Plan | NameOrPath = 'auto',
+  x64: bool = True,
+) -> dict:
+  """Costs one synchronous training step of a workload on a platform.
+
+  The same numbers as `python3 -m experiments.evaluate` (its result.json).
+
+  Args:
+    workload: a `Workload`, or what `load_workload` takes.
+    platform: a `Platform`, or what `load_platform` takes.
+    stack: a `Stack`, or what `load_stack` takes (default: TorchRec).
+    plan: a `Plan`; `auto`, `hbm` or `ddr` (a placement, made by
+      `make_plan` with the auto sharding); or a plan JSON file or dict (or
+      one holding it as its `plan` section: a run's config.json).
+    x64: evaluate in float64 (as the scripts do by default).
+
+  Returns:
+    A dict with units in the key names: `step_time_s` (seconds per step),
+    `throughput_samples_per_s`, `breakdown_s` (component -> seconds, each
+    term alone before overlap), `bottleneck` (the largest component),
+    `memory` (tier -> `required_bytes` and `available_bytes` per
+    accelerator for `hbm`, per node for `ddr`), `feasible`,
+    `overflowing_tiers`, `feasibility_margin` (positive when everything
+    fits), `capex_usd` (whole cluster), `power_w` (whole cluster at TDP),
+    `perf_per_usd` (samples/s per USD), `perf_per_watt` (samples/s per
+    W), and the `workload`, `platform` and `stack` names.
+
+  Raises:
+    InputError: bad inputs.
+  """
+  with jax.enable_x64(x64):
+    w, p, s = _workload(workload), _platform(platform), _stack(stack)
+    pl = _plan(plan, w, p, s)
+    r = cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
+    result = report.to_result(r)
+  result['workload'] = w.name
+  result['platform'] = p.name
+  result['stack'] = s.name
+  return result
+
+
+def propose(
+  workload: wl.Workload | str,
+  objective: str = 'throughput_per_usd',
+  budget_usd: float | None = 1e6,
+  power_w: float | None = None,
+  max_nodes: int = 16,
+  stack: stack_lib.Stack | str = 'torchrec',
+  starts: int = 64,
+  steps: int = 300,
+  seed: int = 0,
+  progress: Callable[[int, dict], None] | None = None,
+  samples: float = 1e9,
+  sharding: str = 'table_wise',
+  presets: tuple[str, ...] | None = None,
+  x64: bool = True,
+) -> dict:
+  """Proposes the platform to build for a workload, under limits.
+
+  What `python3 -m experiments.propose` computes (`codesign.proposal.run`),
+  without writing files: a gradient search over buildable platforms
+  (catalog parts and counts) and their plans, the best buildable design
+  evaluated, beside the continuous optimum and the platform presets.
+  About a minute on 2 CPU cores with the default starts and steps.
+
+  Args:
+    workload: a `Workload`, a preset name or a workload JSON file.
+    objective: `throughput` (samples/s), `throughput_per_usd` (samples/s
+      per USD of capex), `throughput_per_watt` (samples/s per W at TDP) or
+      `time_to_train` (seconds to train `samples`; minimized).
+    budget_usd: capex limit of the whole cluster in USD (None: none).
+    power_w: power limit of the whole cluster at TDP in W (None: none).
+    max_nodes: largest number of nodes.
+    stack: a `Stack`, a stack preset name or a stack JSON file.
+    starts: search starts run at once.
+    steps: Adam steps per phase (continuous search, then plan polish).
+    seed: random seed of the starts.
+    progress: called as progress(step, metrics) between chunks of steps
+      (see `codesign.proposal.run`).
+    samples: samples to train, for `time_to_train`.
+    sharding: sharding of every table in the searched plans.
+    presets: platform preset names evaluated beside the proposal (None:
+      `codesign.proposal.PRESETS`, from Zion and ZionEX to DGX and CPU
+      nodes).
+    x64: search in float64 (as the script does by default).
+
+  Returns:
+    A dict: `proposal` (`platform` and `plan` JSON, `objective_value`,
+    `within_limits`, `constraint_violations`, `with_auto_plan` figures,
+    and the `evaluate` figures of the proposal), `proposal_json` (the
+    `workload`, `platform`, `plan` and `stack` JSON that `load_*` and
+    `evaluate` read back), `continuous_optimum`, `presets` (one row of
+    figures per preset), `objective`, `objective_unit`, `limits`,
+    `search` (settings and evaluations used), `timing` (wall seconds) and
+    `history` (per Adam step: best feasible objective and violations).
+
+  Raises:
+    InputError: bad inputs, or no buildable platform meets the limits (the
+      sentence names the constraint and by how much).
+  """
+  # Imported here: the search (and Optax) load only when a proposal is
+  # asked for, so `import codesign` stays quick.
+  from codesign import proposal
+
+  settings = proposal.Settings(
+    workload=workload,
+    objective=objective,
+    budget_usd=budget_usd,
+    power_w=power_w,
+    max_nodes=max_nodes,
+    samples=samples,
+    starts=starts,
+    steps=steps,
+    seed=seed,
+    sharding=sharding,
+    presets=proposal.PRESETS if presets is None else tuple(presets),
+    stack=stack,
+  )
+  with jax.enable_x64(x64):
+    result, history = proposal.run(settings, progress=progress)
+  result['history'] = history
+  return result

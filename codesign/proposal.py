@@ -1,0 +1,415 @@
+"""Propose the platform to build for a DLRM, under the buyer's limits.
+
+The library part of `experiments.propose`, with no file I/O and no printing:
+`run(settings)` builds the design space and the search problem, runs
+`codesign.search.gradient_search` (augmented-Lagrangian Adam over a
+relaxation of catalog parts and counts, then snapping to buildable
+platforms), turns the best buildable design into platform and plan JSON,
+evaluates its figures (with its searched plan and with the auto plan), the
+continuous optimum's and those of the platform presets on the same
+workload, and returns them as the dict `experiments.propose` writes to
+result.json, with the history of the search. A request no buildable
+platform meets raises `InputError` with one sentence naming the constraint
+and by how much.
+
+Units are those of the JSON schema (`codesign.config_io`): USD, W,
+samples/s, seconds; figures are `codesign.report.to_result` dicts.
+"""
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign import (
+  config_io,
+  cost_model,
+  design_space,
+  hardware,
+  planner,
+  report,
+  search,
+)
+from codesign import platform_presets as presets_lib
+from codesign import stack as stack_lib
+from codesign import workload as wl
+from codesign.errors import InputError
+
+# Platform presets evaluated beside the proposal by default.
+PRESETS = (
+  'zion',
+  'zionex',
+  'dgx_h100',
+  'dgx_h200',
+  'dgx_a100_80gb',
+  'dgx_a100_40gb',
+  'p4d',
+  'dgx2_v100',
+  'dgx1_v100',
+  'big_basin',
+  'cpu_2s',
+)
+# Unit of each objective (and of the minimum capex and power searched to
+# explain an infeasible request).
+OBJECTIVE_UNITS = {
+  'throughput': 'samples/s',
+  'throughput_per_usd': 'samples/s/$',
+  'throughput_per_watt': 'samples/s/W',
+  'time_to_train': 's',
+  'capex': '$',
+  'power': 'W',
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """What to propose (the flags of `experiments.propose`).
+
+  Attributes:
+    workload: a `Workload`, a preset name or a workload JSON file.
+    objective: one of `search.OBJECTIVES`: `throughput` (samples/s),
+      `throughput_per_usd` (samples/s per USD of capex),
+      `throughput_per_watt` (samples/s per W at TDP) or `time_to_train`
+      (seconds to train `samples`).
+    budget_usd: capex limit of the whole cluster in USD; None or 0: none.
+    power_w: power limit of the whole cluster at TDP in W; None or 0: none.
+    max_nodes: largest number of nodes.
+    samples: samples to train, for `time_to_train`.
+    starts: search starts run at once.
+    steps: Adam steps per phase (continuous, then plan polish).
+    seed: random seed of the starts.
+    sharding: one of `plan.SHARDINGS`, for every table of searched plans.
+    presets: platform preset names evaluated beside the proposal.
+    stack: a `Stack`, a preset name or a stack JSON file.
+  """
+
+  workload: str | wl.Workload = 'zion_scale'
+  objective: str = 'throughput_per_usd'
+  budget_usd: float | None = 1e6
+  power_w: float | None = None
+  max_nodes: int = 16
+  samples: float = 1e9
+  starts: int = 64
+  steps: int = 300
+  seed: int = 0
+  sharding: str = 'table_wise'
+  presets: tuple[str, ...] = PRESETS
+  stack: str | stack_lib.Stack = 'torchrec'
+
+
+def _load_workload(workload) -> wl.Workload:
+  if isinstance(workload, wl.Workload):
+    return wl.validate(workload)
+  return config_io.workload_from_json(config_io.workload_json(str(workload)))
+
+
+def _load_stack(stack) -> stack_lib.Stack:
+  if isinstance(stack, stack_lib.Stack):
+    return stack_lib.validate(stack)
+  return config_io.stack_from_json(config_io.stack_json(str(stack)))
+
+
+def _figures(p, w, plan, stack) -> dict:
+  """The evaluate figures of a concrete design (as experiments.evaluate)."""
+  return report.to_result(
+    cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
+  )
+
+
+def within_limits(fig: dict, limits: dict) -> bool:
+  """Whether figures `fig` are feasible and within `limits` (a result's
+  `limits`: budget_usd and power_w, None for no limit)."""
+  ok = fig['feasible']
+  if limits['budget_usd']:
+    ok = ok and fig['capex_usd'] <= limits['budget_usd']
+  if limits['power_w']:
+    ok = ok and fig['power_w'] <= limits['power_w']
+  return bool(ok)
+
+
+def objective_of(fig: dict, objective: str, samples: float) -> float:
+  """The objective value of figures `fig`, in `OBJECTIVE_UNITS[objective]`."""
+  return {
+    'throughput': fig['throughput_samples_per_s'],
+    'throughput_per_usd': fig['perf_per_usd'],
+    'throughput_per_watt': fig['perf_per_watt'],
+    'time_to_train': samples / fig['throughput_samples_per_s'],
+  }[objective]
+
+
+def _limits(problem, max_nodes) -> dict:
+  return {
+    'budget_usd': problem.budget_usd,
+    'power_w': problem.power_w,
+    'max_nodes': max_nodes,
+    'samples': problem.samples,
+  }
+
+
+def _explain_infeasible(problem, result, config, max_nodes, progress, log):
+  """One sentence: which constraint no buildable platform meets, by how
+  much."""
+  g = result.best_g
+  worst = search.CONSTRAINTS[int(g.argmax())]
+  if worst in ('capex', 'power'):
+    # The cheapest (or leanest) platform that holds the tables, found by the
+    # same search without the budget.
+    free = dataclasses.replace(
+      problem, objective=worst, budget_usd=None, power_w=None
+    )
+    log(f'no feasible platform; searching the minimum {worst} ...')
+    low = search.gradient_search(free, config, progress=progress(worst))
+    if low.best_feasible:
+      if worst == 'capex':
+        limit, need = problem.budget_usd, low.best_value
+        return (
+          f'the capex budget of ${limit:,.0f} cannot be met: the cheapest '
+          f'buildable platform found that holds the tables costs '
+          f'${need:,.0f}, ${need - limit:,.0f} ({100 * (need / limit - 1):.0f}'
+          '%) over the budget'
+        )
+      limit, need = problem.power_w, low.best_value
+      return (
+        f'the power budget of {limit:,.0f} W cannot be met: the leanest '
+        f'buildable platform found that holds the tables draws {need:,.0f} '
+        f'W, {need - limit:,.0f} W ({100 * (need / limit - 1):.0f}%) over '
+        'the budget'
+      )
+  return (
+    'no buildable platform within the limits was found: '
+    + search.violation_sentence(problem, g)
+    + f' at best (max_nodes={max_nodes})'
+  )
+
+
+def run(
+  settings: Settings,
+  progress: Callable[[int, dict], None] | None = None,
+  log: Callable[[str], None] | None = None,
+) -> tuple[dict, list[dict]]:
+  """Searches the platform to build and evaluates it beside the presets.
+
+  Args:
+    settings: what to propose.
+    progress: called as progress(step, metrics) after every chunk of Adam
+      steps; metrics is the search's history row (`phase`, `step`,
+      `objective`: best feasible value so far or None, `violation_min`,
+      `violation_max`, `feasible_starts`) plus `searching`: the objective
+      of the running search (the requested one, or `capex` or `power`
+      while the minimum is searched to explain an infeasible request).
+    log: called with a sentence when a search starts.
+
+  Returns:
+    (result, metrics). result: the dict `experiments.propose` writes to
+    result.json (workload, stack, objective, objective_unit, limits,
+    proposal, continuous_optimum, presets, search), plus `proposal_json`
+    (the workload, platform, plan and stack sections of proposal.json,
+    which `experiments.evaluate` reads back) and `timing` (wall-clock
+    seconds, compile included: search_wall_s, total_wall_s). metrics: one
+    dict per Adam step (both phases), as in metrics.jsonl.
+
+  Raises:
+    InputError: bad settings, or no buildable platform meets the limits
+      (the sentence names the constraint and by how much).
+  """
+  log = log or (lambda message: None)
+  t_start = time.perf_counter()
+  w = _load_workload(settings.workload)
+  stack = _load_stack(settings.stack)
+  preset_names = tuple(settings.presets)
+  for name in preset_names:
+    presets_lib.get(name)  # an unknown name fails before the search
+  for key in ('budget_usd', 'power_w'):
+    value = getattr(settings, key)
+    if value is not None and value < 0:
+      raise InputError(f'{key} must not be negative')
+  max_nodes = int(settings.max_nodes)
+  space = design_space.make_space(
+    w, max_nodes=max_nodes, sharding=settings.sharding
+  )
+  problem = search.check_problem(
+    search.Problem(
+      space,
+      w,
+      stack,
+      settings.objective,
+      budget_usd=float(settings.budget_usd) if settings.budget_usd else None,
+      power_w=float(settings.power_w) if settings.power_w else None,
+      samples=float(settings.samples),
+    )
+  )
+  config = search.check_config(
+    search.Config(
+      starts=int(settings.starts),
+      steps=int(settings.steps),
+      seed=int(settings.seed),
+    )
+  )
+
+  def progress_of(objective):
+    if progress is None:
+      return None
+
+    def report_step(step, m):
+      progress(step, {**m, 'searching': objective})
+
+    return report_step
+
+  log(
+    f'searching {space.size:,} buildable platforms (and their plans) for '
+    f'{w.name}, objective {problem.objective}, {config.starts} starts x '
+    f'{config.steps} steps on {len(jax.devices())} device(s)'
+  )
+  res = search.gradient_search(
+    problem, config, progress=progress_of(problem.objective)
+  )
+  t_search = time.perf_counter() - t_start
+  if not res.best_feasible:
+    raise InputError(
+      _explain_infeasible(problem, res, config, max_nodes, progress_of, log)
+    )
+
+  limits = _limits(problem, max_nodes)
+
+  def objective(fig):
+    return objective_of(fig, problem.objective, problem.samples)
+
+  # The proposal as the evaluate CLI would read it back.
+  p, plan = search.buildable(problem, res.best_index, res.best_plan_z)
+  pj = config_io.platform_to_json(p)
+  plj = config_io.plan_to_json(plan)
+  wj = config_io.workload_to_json(w)
+  p_back = config_io.platform_from_json(pj)
+  plan_back = config_io.plan_from_json(plj, w)
+  fig = _figures(p_back, w, plan_back, stack)
+  # Recomputed op by op here, so the result does not depend on the devices
+  # the batched search ran on.
+  _, g_best, _ = search.assess_index(
+    problem, jnp.asarray(res.best_index), jnp.asarray(res.best_plan_z)
+  )
+  g_best = np.asarray(g_best)
+  auto_fig = _figures(p_back, w, planner.make(w, p_back, stack), stack)
+  pc, planc = search.relaxed(problem, res.continuous_z)
+  cfig = _figures(pc, w, planc, stack)
+  cj = config_io.platform_to_json(pc)
+
+  preset_rows = []
+  for name in preset_names:
+    pp = presets_lib.get(name)
+    f = _figures(pp, w, planner.make(w, pp, stack), stack)
+    preset_rows.append(
+      {
+        'name': name,
+        'plan': 'auto',
+        'objective_value': objective(f),
+        'within_limits': within_limits(f, limits),
+        **f,
+      }
+    )
+
+  t_total = time.perf_counter() - t_start
+  sj = config_io.stack_to_json(stack)
+  result = {
+    'workload': w.name,
+    'stack': stack.name,
+    'objective': problem.objective,
+    'objective_unit': OBJECTIVE_UNITS[problem.objective],
+    'limits': limits,
+    'proposal': {
+      'platform': pj,
+      'plan': plj,
+      'objective_value': objective(fig),
+      'within_limits': within_limits(fig, limits),
+      'constraint_violations': dict(
+        zip(search.CONSTRAINTS, g_best.tolist(), strict=True)
+      ),
+      'with_auto_plan': auto_fig,
+      **fig,
+    },
+    'continuous_optimum': {
+      'platform': cj,
+      'plan': config_io.plan_to_json(planc),
+      'relaxed_axes': design_space.describe_relaxed(
+        space, res.continuous_z[: space.num_hw_coords]
+      ),
+      'objective_value': objective(cfig),
+      'constraint_violations': dict(
+        zip(search.CONSTRAINTS, res.continuous_g.tolist(), strict=True)
+      ),
+      **cfig,
+    },
+    'presets': preset_rows,
+    'search': {
+      'method': 'augmented-Lagrangian Adam over the relaxation, snapping '
+      'to 2^H neighbouring roundings of the best starts, plan polish',
+      'starts': config.starts,
+      'steps': config.steps,
+      'snap_top': config.snap_top,
+      'evaluations': res.evaluations,
+      'design_space_size': space.size,
+      'seed': config.seed,
+      'wall_s': 'in timing.json (kept out so result.json is reproducible)',
+    },
+    'proposal_json': {'workload': wj, 'platform': pj, 'plan': plj, 'stack': sj},
+    'timing': {'search_wall_s': t_search, 'total_wall_s': t_total},
+  }
+  return result, res.history
+
+
+# Keys of `run`'s result that are not part of result.json.
+EXTRA_KEYS = ('proposal_json', 'timing')
+
+
+def _hw(pj: dict) -> str:
+  """The shape of a platform (JSON) in a few characters."""
+  acc = pj['accelerator']['name'].split(' ')[0]
+  if pj['name'] == 'continuous_optimum':  # a mixture: "w1 part1 + w2 part2"
+    acc = '+'.join(
+      f'{t.split()[1].split("-")[0]}:{float(t.split()[0]):.2f}'
+      for t in pj['accelerator']['name'].split(' + ')[:2]
+    )
+  if pj['trainer'] == 'accelerator':
+    return (
+      f'{pj["nodes"]:.0f}x({pj["sockets_per_node"]:.0f}S+'
+      f'{pj["accelerators_per_node"]:.0f} {acc})'
+    )
+  return f'{pj["nodes"]:.0f}x({pj["sockets_per_node"]:.0f}S CPU trainer)'
+
+
+def table(result: dict) -> str:
+  """The proposal beside the continuous optimum and the presets, with the
+  bottleneck of each, as plain text (a `run` result)."""
+  objective, limits = result['objective'], result['limits']
+
+  def row(name, pj, fig):
+    value = objective_of(fig, objective, limits['samples'])
+    ok = 'yes' if within_limits(fig, limits) else 'NO'
+    return (
+      f'{name:22s} {_hw(pj):34s} {fig["throughput_samples_per_s"]:>12,.0f} '
+      f'{fig["capex_usd"]:>12,.0f} {fig["power_w"]:>9,.0f} '
+      f'{value:>10.4g} {ok:>5s}  {fig["bottleneck"]}'
+    )
+
+  prop, cont = result['proposal'], result['continuous_optimum']
+  lines = [
+    f'{result["workload"]}: objective {objective}; limits {limits}',
+    f'{"platform":22s} {"hardware":34s} {"samples/s":>12s} '
+    f'{"capex $":>12s} {"power W":>9s} '
+    f'{result["objective_unit"]:>10s} {"ok":>5s}  bottleneck',
+    row('PROPOSAL', prop['platform'], prop),
+    row('  (auto plan)', prop['platform'], prop['with_auto_plan']),
+    row('continuous optimum', cont['platform'], cont),
+  ]
+  for r in result['presets']:
+    pj = config_io.platform_to_json(presets_lib.get(r['name']))
+    lines.append(row(r['name'], pj, r))
+  pj = prop['platform']
+  lines.append(
+    f'proposal: {pj["accelerator"]["name"]}, {pj["cpu"]["name"]}, DDR '
+    f'{pj["cpu"]["ddr_capacity_gb"]:.0f} GB/socket, {pj["nic"]["count"]:.0f}'
+    f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
+  )
+  return '\n'.join(lines)
