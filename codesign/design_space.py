@@ -29,8 +29,8 @@ Technology couplings of real parts:
 The plan is part of the design too: in `optimize` mode its continuous
 leaves (the HBM fraction of each table, the CPU lookup share and optionally
 the overlap) are search variables in [0, 1]; in `auto` mode the HBM
-fraction follows a fixed rule of the platform (`auto_hbm_fraction`), so a
-discrete design maps to one number and can be enumerated.
+fractions follow the planner's rule for the platform (`auto_hbm_fraction`),
+so a discrete design maps to one plan and can be enumerated.
 
 Coordinates: a design vector z in [0, 1]^D: the accelerator weights (A),
 the CPU weights (C), one coordinate per number axis (log-scaled between
@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from codesign import catalog, cost_model, hardware, platform_presets
+from codesign import catalog, hardware, planner, platform_presets
 from codesign import plan as plan_lib
 from codesign import workload as wl
 from codesign.errors import InputError
@@ -469,33 +469,14 @@ def decode_index(
   return p, decode_plan(space, workload, stack, p, plan_z), aux
 
 
-def table_bytes(workload: wl.Workload) -> np.ndarray:
-  """Bytes of each table with its optimizer state, shape (T,)."""
-  return np.array(
-    [
-      float(t.bytes + wl.table_state_bytes(workload, t))
-      for t in workload.tables
-    ]
-  )
-
-
 def auto_hbm_fraction(
   space: DesignSpace, workload: wl.Workload, stack: Stack, p
 ):
-  """The `auto` plan rule: the same HBM fraction for every table, as much
-  as fits in the HBM the stack allows after the dense model, counting the
-  busiest rank (table-wise: at least the largest table; 10% slack covers
-  the cost model's smooth maximum)."""
-  tb = table_bytes(workload)
-  free = (1.0 - stack.hbm_reserve) * p.accelerator.hbm_capacity
-  free = free - cost_model.dense_hbm_bytes(workload, p, stack)
-  ranks = p.nodes * p.accelerators_per_node
-  need = float(tb.sum()) / ranks
-  if space.sharding == 'table_wise':
-    need = jnp.maximum(need, float(tb.max()))
-  elif space.sharding == 'table_row_wise':
-    need = jnp.maximum(need, float(tb.max()) / p.accelerators_per_node)
-  return jnp.clip(free / (1.1 * need), 0.0, 1.0)
+  """The `auto` plan's HBM fractions (T,) on platform p (traced): the
+  planner's one HBM rule (`planner.fit_hbm_traced`: hottest bytes first,
+  as much as the busiest rank's HBM holds) for the space's sharding."""
+  sharding = (space.sharding,) * workload.num_tables
+  return planner.fit_hbm_traced(workload, p, stack, sharding)
 
 
 def decode_plan(
@@ -504,7 +485,7 @@ def decode_plan(
   """The plan for platform p from its design coordinates (shape (D-H,))."""
   t = space.num_tables
   if space.plan_mode == 'auto':
-    frac = auto_hbm_fraction(space, workload, stack, p) * jnp.ones((t,))
+    frac = auto_hbm_fraction(space, workload, stack, p)
     cpu_lookup = jnp.ones(())
     ov = jnp.asarray(space.overlap)
   else:

@@ -11,8 +11,12 @@ from concrete numbers. Two rules decide it:
   from HBM, hit(f) = 1 - (1 - f)^k per table), so small and hot tables
   stay wholly in HBM and the giant ones spill (or, with UVM caching, are
   cached). The total is the largest for which the cost model's own HBM
-  requirement of the busiest rank fits (bisection on the numpy mirror
-  `hbm_required`, which a test checks against `cost_model.evaluate`).
+  requirement of the busiest rank (`hbm_need`, its memory term) fits.
+  This is the one HBM rule of the package, in two forms: `fit_hbm` for
+  concrete platforms (bisection on the capacity, numpy) and
+  `fit_hbm_traced` for traced ones (the design space's `auto` plans:
+  bisection on the fill level with an implicit gradient); a test checks
+  that they agree on every preset.
 - Sharding (`auto`): table-wise, except for tables table-wise cannot
   balance, which are split (table-row-wise on several nodes, row-wise on
   one); the fastest feasible of four candidates by the cost model: split
@@ -21,6 +25,10 @@ from concrete numbers. Two rules decide it:
   rank's fair share; split none; every table column-wise.
 """
 
+import math
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from codesign import cost_model, hardware, terms
@@ -28,28 +36,13 @@ from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.hardware import Platform
 from codesign.plan import SHARDINGS, Plan
-from codesign.smooth import DEFAULT_P
+from codesign.smooth import safe_div
 from codesign.stack import Stack
 
 # Bisection steps of the HBM fit (2^-40 of the total table bytes).
 FIT_STEPS = 40
-
-
-def _smax(*xs, p=DEFAULT_P):
-  x = np.maximum(np.asarray(xs, dtype=np.float64), 1e-300)
-  scale = np.max(x)
-  return float(scale * np.sum((x / scale) ** p) ** (1.0 / p))
-
-
-def _ranks(p: Platform, s: Stack) -> tuple[float, float]:
-  """(table ranks, ranks per node), as `terms.setup` computes them."""
-  a = float(terms.ranks_per_node(p))
-  ranks = float(p.nodes) * a
-  if s.bottom_mlp == 'one_device' and p.trainer != 'cpu':
-    z = 8.0 * (ranks - terms.ONE_DEVICE_DEDICATED_ABOVE - 0.5)
-    dedicated = 1.0 / (1.0 + np.exp(-z))
-    return ranks - dedicated, a
-  return ranks, a
+# Bisection steps of the traced fit (2^-50 of the fill level's range).
+TRACED_FIT_STEPS = 50
 
 
 def table_bytes(w: wl.Workload) -> np.ndarray:
@@ -59,27 +52,36 @@ def table_bytes(w: wl.Workload) -> np.ndarray:
   )
 
 
-def hbm_required(w, p: Platform, s: Stack, sharding, frac) -> float:
-  """HBM bytes the busiest accelerator needs for tables at per-table
-  fractions `frac` plus the dense model (concrete form of
-  `terms.memory`, with its packing bound)."""
-  tb = table_bytes(w)
-  frac = np.asarray(frac, np.float64)
-  dp = np.array([x == 'data_parallel' for x in sharding], np.float64)
-  tw = np.array([x == 'table_wise' for x in sharding], np.float64)
-  twrw = np.array([x == 'table_row_wise' for x in sharding], np.float64)
-  table_ranks, a = _ranks(p, s)
+def _tables(w: wl.Workload, sharding) -> dict:
+  """The cost model's static per-table arrays for these shardings."""
+  return terms.table_arrays(w, (tuple(sharding), 4, 'fp32'))
+
+
+def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
+  """HBM bytes the busiest accelerator needs: its share of the tables at
+  per-table HBM fractions `frac` (T,), the data-parallel replicas and the
+  dense model. The cost model's own memory term (`terms.per_rank` over
+  the resident bytes, `terms.memory`), in jnp: `p` with array leaves
+  (`hardware.as_arrays`) and `frac` may be traced, and then the packing
+  bound sorts the loads (as the cost model does for traced fractions);
+  concrete fractions use the cost model's static order."""
+  t = _tables(w, sharding)
+  st = terms.setup(p, w, s)
+  dp = t['data_parallel']
+  tb = t['table_bytes'] * row_scale
   in_hbm = dp + (1.0 - dp) * frac
   on = in_hbm * tb * (1.0 - dp)
-  need = np.sum(on * (1.0 - tw - twrw)) / table_ranks
-  if np.any(tw):
-    # The cost model's own packing bound, in its order (load_orders).
-    order = np.argsort(-(in_hbm * tb), kind='stable')
-    need += float(terms.busiest_rank(on, tw, table_ranks, order))
-  if np.any(twrw):
-    need += _smax(np.sum(on * twrw) / table_ranks, np.max(on * twrw) / a, p=64)
-  dense = float(cost_model.dense_hbm_bytes(w, hardware.as_arrays(p), s))
-  return need + float(np.sum(dp * tb)) + dense
+  order = None
+  if not isinstance(frac, jax.core.Tracer):
+    order = np.argsort(-(np.asarray(in_hbm) * t['table_bytes']), kind='stable')
+  tables = terms.per_rank(on, t, st, order)
+  return tables + jnp.sum(dp * tb) + terms.dense_hbm_bytes(w, p, s)
+
+
+def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
+  """`hbm_need` of a concrete platform and plan, in bytes (float)."""
+  frac = np.asarray(frac, np.float64)
+  return float(hbm_need(w, hardware.as_arrays(p), s, sharding, frac, row_scale))
 
 
 def hbm_available(p: Platform, s: Stack) -> float:
@@ -134,23 +136,107 @@ def water_fill(w: wl.Workload, capacity: float, dp_mask) -> np.ndarray:
   return fill(hi)
 
 
-def fit_hbm(w, p: Platform, s: Stack, sharding) -> np.ndarray:
-  """Per-table HBM fractions: the water-filling of the largest capacity
-  whose busiest-rank requirement fits the HBM the stack allows."""
+def fit_hbm(w, p: Platform, s: Stack, sharding, row_scale=1.0) -> np.ndarray:
+  """Per-table HBM fractions (T,): the water-filling of the largest
+  capacity whose busiest-rank requirement (`hbm_need`) fits the HBM the
+  stack allows. `row_scale` multiplies every table's rows (as in
+  `cost_model.evaluate`). The concrete form of the rule; the traced form
+  is `fit_hbm_traced`."""
   dp = np.array([x == 'data_parallel' for x in sharding], np.float64)
   avail = hbm_available(p, s)
   total = float(np.sum(table_bytes(w) * (1.0 - dp)))
   frac = water_fill(w, total, dp)
-  if hbm_required(w, p, s, sharding, frac) <= avail:
+
+  def fits(f):
+    return hbm_required(w, p, s, sharding, f, row_scale) <= avail
+
+  if fits(frac):
     return frac
   lo, hi = 0.0, total
   for _ in range(FIT_STEPS):
     mid = 0.5 * (lo + hi)
-    if hbm_required(w, p, s, sharding, water_fill(w, mid, dp)) <= avail:
+    if fits(water_fill(w, mid, dp)):
       lo = mid
     else:
       hi = mid
   return water_fill(w, lo, dp)
+
+
+def fill_curve(w: wl.Workload, dp_mask, u):
+  """The water-filling fractions (T,) at fill level u in [0, 1] (0: no
+  rows in HBM, 1: every row), increasing in u, in jnp (u may be traced).
+
+  With skew k > 1 the level is the marginal hits per byte lam of
+  `water_fill`, log-linear in u between the level that holds nothing
+  (log k max density) and one 40 (k - 1) e-folds below the smallest (every
+  fraction within e^-40 of 1). With k = 1 it is the capacity, u times the
+  bytes of the tables that are not data-parallel, filled densest first.
+  Fractions do not depend on the tables' absolute size, so one curve
+  serves every `row_scale`.
+  """
+  tb = table_bytes(w)
+  pool = np.array([t.pooling for t in w.tables], np.float64)
+  k = float(w.popularity_skew)
+  free = (np.asarray(dp_mask) < 0.5).astype(np.float64)
+  density = pool / tb
+  if k <= 1.0 + 1e-9:
+    order = np.argsort(-density, kind='stable')
+    sizes = (tb * free)[order]
+    before = np.empty_like(tb)
+    before[order] = np.cumsum(sizes) - sizes
+    capacity = u * float(np.sum(tb * free))
+    return jnp.clip((capacity - before) / tb, 0.0, 1.0) * free
+  top = math.log(k * float(density.max()))
+  bottom = math.log(k * float(density.min())) - 40.0 * max(k - 1.0, 1.0)
+  log_level = top - u * (top - bottom)
+  f = 1.0 - jnp.exp((log_level - np.log(k * density)) / (k - 1.0))
+  return jnp.clip(f, 0.0, 1.0) * free
+
+
+def _bisect_level(excess):
+  """The fill level in [0, 1] where `excess` (increasing) crosses zero,
+  from below: `TRACED_FIT_STEPS` bisection steps."""
+
+  def body(_, bracket):
+    lo, hi = bracket
+    mid = 0.5 * (lo + hi)
+    over = excess(mid) > 0.0
+    return jnp.where(over, lo, mid), jnp.where(over, mid, hi)
+
+  # The first step runs outside the loop so that the carry already has the
+  # type the body returns (inside shard_map the bracket becomes varying).
+  bracket = body(0, (jnp.zeros(()), jnp.ones(())))
+  lo, _ = jax.lax.fori_loop(1, TRACED_FIT_STEPS, body, bracket)
+  return lo
+
+
+def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
+  """The rule of `fit_hbm` in jnp, for a traced platform (`p` with array
+  leaves) and row scale: the fill level u of `fill_curve` at which
+  `hbm_need` equals the HBM the stack allows, found by bisection and
+  differentiated implicitly (du/dx = -(dE/dx) /
+  (dE/du) for the excess E), so that a search sees what more HBM or more
+  ranks buy. Every row when everything fits; none when even the dense
+  model does not fit. Returns fractions (T,)."""
+  dp = _tables(w, sharding)['data_parallel']
+  avail = p.accelerator.hbm_capacity * (1.0 - s.hbm_reserve)
+
+  def excess(u):
+    frac = fill_curve(w, dp, u)
+    return hbm_need(w, p, s, sharding, frac, row_scale) - avail
+
+  # Implicit differentiation written out (`jax.lax.custom_root` does the
+  # same but fails under shard_map's varying-axes check): the value is the
+  # bisected level, the gradient -(dE/dx) / (dE/du) at that level.
+  level = jax.lax.stop_gradient(_bisect_level(excess))
+  e, slope = jax.jvp(excess, (level,), (jnp.ones_like(level),))
+  u = level - safe_div(
+    e - jax.lax.stop_gradient(e), jax.lax.stop_gradient(slope)
+  )
+  everything = excess(jnp.ones(())) <= 0.0
+  nothing = excess(jnp.zeros(())) > 0.0
+  frac = fill_curve(w, dp, u)
+  return jnp.where(everything, 1.0, jnp.where(nothing, 0.0, frac))
 
 
 def make(
@@ -160,12 +246,15 @@ def make(
   placement: str = 'auto',
   sharding: str = 'auto',
   comm_precision: str = 'fp32',
+  row_scale: float = 1.0,
 ) -> Plan:
   """A plan from named choices (see the module docstring).
 
   placement: `auto` (hottest bytes in the HBM the stack allows, the rest
   in DDR), `hbm` (every table in HBM) or `ddr` (every table in DDR).
   sharding: one of `plan.SHARDINGS` for every table, or `auto`.
+  row_scale: the plan is for `w` with every table's rows times this
+  (as `cost_model.evaluate(..., row_scale)` costs it).
   """
   if placement not in ('auto', 'hbm', 'ddr'):
     raise InputError(
@@ -178,16 +267,19 @@ def make(
     )
   t = w.num_tables
   if sharding != 'auto':
-    return _build(w, p, s, (sharding,) * t, placement, comm_precision)
+    return _build(
+      w, p, s, (sharding,) * t, placement, comm_precision, row_scale
+    )
   ranks = float(p.nodes) * float(p.accelerators_per_node)
   dense = float(cost_model.dense_hbm_bytes(w, hardware.as_arrays(p), s))
   free = hbm_available(p, s) - dense
-  share = min(1.0, max(0.0, free * ranks / float(table_bytes(w).sum())))
-  per_table = share * table_bytes(w)
+  tb = row_scale * table_bytes(w)
+  share = min(1.0, max(0.0, free * ranks / float(tb.sum())))
+  per_table = share * tb
   big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
   by_size = tuple(big if b > 0.25 * free else 'table_wise' for b in per_table)
   if p.trainer == 'cpu':
-    return _build(w, p, s, by_size, placement, comm_precision)
+    return _build(w, p, s, by_size, placement, comm_precision, row_scale)
   traffic = [tb.pooling * tb.row_bytes for tb in w.tables]  # per sample
   fair = sum(traffic) / ranks
   by_traffic = tuple(
@@ -196,7 +288,7 @@ def make(
   )
   candidates = (by_size, by_traffic, ('table_wise',) * t, ('column_wise',) * t)
   plans = [
-    _build(w, p, s, c, placement, comm_precision)
+    _build(w, p, s, c, placement, comm_precision, row_scale)
     for c in dict.fromkeys(candidates)  # distinct, in order
   ]
   if len(plans) == 1:
@@ -204,13 +296,13 @@ def make(
   hw = hardware.as_arrays(p)
 
   def rank(pl):  # feasible first, then faster
-    r = cost_model.evaluate(hw, w, pl, s)
+    r = cost_model.evaluate(hw, w, pl, s, row_scale)
     return (not bool(r.feasible), float(r.step_time))
 
   return min(plans, key=rank)
 
 
-def _build(w, p, s, shardings, placement, comm_precision) -> Plan:
+def _build(w, p, s, shardings, placement, comm_precision, row_scale) -> Plan:
   """A plan of these shardings with the placement's HBM fractions."""
   t = w.num_tables
   if placement == 'hbm' or p.trainer == 'cpu':
@@ -218,7 +310,7 @@ def _build(w, p, s, shardings, placement, comm_precision) -> Plan:
   elif placement == 'ddr':
     frac = np.zeros(t)
   else:
-    frac = fit_hbm(w, p, s, shardings)
+    frac = fit_hbm(w, p, s, shardings, row_scale)
   return Plan(
     hbm_fraction=frac,
     cpu_lookup_fraction=1.0,

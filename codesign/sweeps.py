@@ -27,8 +27,6 @@ from codesign.hardware import Platform
 from codesign.plan import Plan
 from codesign.stack import Stack
 
-# Bisection steps when fitting a plan into HBM: 2^-30 of the HBM fraction.
-FIT_STEPS = 30
 # Batched evaluations are padded to a multiple of this many points, so that
 # sweeps and their refinements reuse one compiled function per sharding.
 CHUNK = 32
@@ -123,64 +121,38 @@ def _as_numpy(tree) -> dict:
   return jax.tree.map(np.asarray, tree)
 
 
-def _fit_hbm(platform, workload, stack, plan, row_scale, out):
-  """Shrinks the HBM fraction of points whose tables overflow HBM.
-
-  `plan.make` spills what does not fit 95% of the free HBM on average over
-  ranks; the cost model charges the busiest rank (table-wise shards do not
-  split), so an auto plan can still overflow. For such points the HBM
-  fraction is multiplied by the largest factor in [0, 1] (bisection) that
-  makes the cost model's own HBM need fit. Other points keep their plan.
-  """
-  over = out['hbm_required'] > out['hbm_available']
-  if platform.trainer == 'cpu' or not np.any(over):
-    return plan.hbm_fraction, np.ones(len(row_scale))
-  frac0 = np.asarray(plan.hbm_fraction)
-  lo = np.where(over, 0.0, 1.0)
-  hi = np.ones(len(row_scale))
-  for _ in range(FIT_STEPS):
-    mid = np.where(over, 0.5 * (lo + hi), 1.0)
-    trial = dataclasses.replace(plan, hbm_fraction=frac0 * mid[:, None])
-    o = _eval_points(platform, workload, stack, trial, row_scale)
-    fits = np.asarray(o['hbm_required'] <= o['hbm_available'])
-    lo = np.where(over & fits, mid, lo)
-    hi = np.where(over & ~fits, mid, hi)
-  return frac0 * lo[:, None], lo
-
-
 def size_sweep(
   platform: Platform,
   base: wl.Workload,
   stack: Stack,
   sizes_bytes,
-  *,
-  fit: bool = True,
 ) -> dict:
   """The auto plan's cost on `platform` as the base workload's tables grow.
 
   Every table's rows are scaled by the same factor so that the embedding
   bytes (tables with optimizer state) equal each of `sizes_bytes`. The plan
-  at each size is `plan.make(..., 'auto')` on the scaled workload, then (if
-  `fit`) its HBM fraction is lowered where the cost model says the tables
-  still overflow HBM (`_fit_hbm`). One compile per distinct sharding.
+  at each size is `planner.make(..., row_scale=factor)`: its HBM
+  fractions fit the busiest rank's HBM by the cost model's own memory
+  term. One compile per distinct sharding.
 
   Args:
     platform: the hardware.
     base: the workload whose tables are scaled.
+    stack: the software stack.
     sizes_bytes: shape (N,), target embedding bytes.
-    fit: whether to fit overflowing auto plans into HBM.
 
   Returns:
     A dict of numpy arrays of leading length N: the `_report_fields` keys
     (SI units, `breakdown` of shape (N, len(COMPONENTS))) plus
-    `row_scale`, `hbm_fraction` (mean over tables of the plan used),
-    `auto_hbm_fraction` (before fitting), `fit_factor` and `spilling`
-    (an accelerator trainer with part of the tables in DDR).
+    `row_scale`, `hbm_fraction` (mean over tables of the plan used) and
+    `spilling` (an accelerator trainer with part of the tables in DDR).
   """
   sizes = np.asarray(sizes_bytes, dtype=np.float64)
   scales = sizes / wl.embedding_bytes(base)
   p = hardware.as_arrays(platform)
-  plans = [planner.make(scale_rows(base, x), platform, stack) for x in scales]
+  plans = [
+    planner.make(base, platform, stack, row_scale=float(x)) for x in scales
+  ]
   groups: dict[tuple, list[int]] = {}
   for i, pl in enumerate(plans):
     groups.setdefault(pl.sharding, []).append(i)
@@ -194,20 +166,12 @@ def size_sweep(
     )
     rs = scales[idx + pad]
     out = _as_numpy(_eval_points(p, base, stack, stacked, rs))
-    auto = np.asarray(stacked.hbm_fraction)
-    factor = np.ones(len(rs))
-    if fit:
-      frac, factor = _fit_hbm(p, base, stack, stacked, rs, out)
-      stacked = dataclasses.replace(stacked, hbm_fraction=frac)
-      out = _as_numpy(_eval_points(p, base, stack, stacked, rs))
     for j, i in enumerate(idx):
       row = {k: v[j] for k, v in out.items()}
       row['row_scale'] = scales[i]
-      row['auto_hbm_fraction'] = float(np.mean(auto[j]))
       row['hbm_fraction'] = float(np.mean(stacked.hbm_fraction[j]))
-      row['fit_factor'] = float(factor[j])
       if platform.trainer == 'cpu':
-        row['hbm_fraction'] = row['auto_hbm_fraction'] = 0.0
+        row['hbm_fraction'] = 0.0
       # A CPU trainer keeps every table in DDR by design: not a spill.
       row['spilling'] = platform.trainer != 'cpu' and row['hbm_fraction'] < 1
       rows[i] = row
@@ -294,34 +258,6 @@ def refine(predicate, lo: float, hi: float, rounds: int) -> tuple[float, float]:
 # ---- sensitivity -------------------------------------------------------
 
 
-def fit_plan(
-  platform: Platform, workload: wl.Workload, stack: Stack, plan: Plan
-):
-  """`plan` with its HBM fraction lowered until the tables fit HBM.
-
-  The one-design form of the fit in `size_sweep`: a plan whose tables
-  overflow HBM in the cost model's accounting gets its HBM fraction
-  multiplied by the largest factor in [0, 1] that fits. Returns (plan,
-  factor); factor is 1 where nothing changed.
-  """
-  p = hardware.as_arrays(platform)
-  frac = np.asarray(plan.hbm_fraction, dtype=np.float64)
-  stacked = dataclasses.replace(
-    plan, hbm_fraction=np.repeat(frac[None], CHUNK, axis=0)
-  )
-  rs = np.ones(CHUNK)
-  out = _as_numpy(_eval_points(p, workload, stack, stacked, rs))
-  new, factor = _fit_hbm(p, workload, stack, stacked, rs, out)
-  return dataclasses.replace(plan, hbm_fraction=new[0]), float(factor[0])
-
-
-def _free_hbm_slots(p, workload: wl.Workload, stack: Stack):
-  """Free HBM of all ranks, as `planner.make` counts it (bytes)."""
-  free = (1.0 - stack.hbm_reserve) * p.accelerator.hbm_capacity
-  free = free - cost_model.dense_hbm_bytes(workload, p, stack)
-  return free * p.nodes * p.accelerators_per_node
-
-
 def replan_applies(platform: Platform, plan: Plan) -> bool:
   """Whether `log_metrics` can re-derive this plan's HBM fractions: an
   accelerator trainer with a table that spills (0 < HBM fraction < 1). A
@@ -336,24 +272,22 @@ def log_metrics(
   workload: wl.Workload,
   stack: Stack,
   plan: Plan,
-  anchor: Platform | None = None,
+  replan: bool = False,
 ) -> jax.Array:
   """[log throughput, log perf per USD] of one design, shape (2,).
 
   Args:
     platform: the hardware (may be traced).
     workload: static.
-    plan: the plan at `anchor` (or at `platform` if no anchor).
-    anchor: if given (only where `replan_applies`), the HBM fraction is
-      re-derived as the platform moves away from `anchor`: it scales with
-      the free HBM of all ranks, as the auto rule's does, so HBM capacity,
-      accelerator count and dense-model size count in the derivative.
+    plan: the plan.
+    replan: (only where `replan_applies`) the HBM fractions follow the
+      planner's rule as the platform moves (`planner.fit_hbm_traced`, for
+      the plan's sharding), so HBM capacity, accelerator count and the
+      dense model's size count in the derivative. At the platform the
+      plan was made for, an auto plan's fractions are the rule's.
   """
-  if anchor is not None:
-    ratio = _free_hbm_slots(platform, workload, stack) / _free_hbm_slots(
-      anchor, workload, stack
-    )
-    frac = jnp.clip(plan.hbm_fraction * ratio, 0.0, 1.0)
+  if replan:
+    frac = planner.fit_hbm_traced(workload, platform, stack, plan.sharding)
     plan = dataclasses.replace(plan, hbm_fraction=frac)
   r = cost_model.evaluate(platform, workload, plan, stack)
   return jnp.stack([jnp.log(r.throughput), jnp.log(r.perf_per_usd)])
@@ -361,10 +295,8 @@ def log_metrics(
 
 @functools.partial(jax.jit, static_argnames=('workload', 'replan'))
 def _elasticity_fn(platform, workload, stack, plan, replan):
-  anchor = jax.lax.stop_gradient(platform) if replan else None
-
   def f(p):
-    return log_metrics(p, workload, stack, plan, anchor)
+    return log_metrics(p, workload, stack, plan, replan)
 
   jac = jax.jacrev(f)(platform)  # a Platform of (2,) leaves
   return f(platform), jax.tree.map(lambda g, x: g * x, jac, platform)
@@ -403,9 +335,10 @@ def elasticities(
 
 
 @functools.partial(jax.jit, static_argnames=('workload', 'replan'))
-def _metrics_batch(platforms, anchor, workload, stack, plan, replan):
-  a = anchor if replan else None
-  return jax.vmap(lambda p: log_metrics(p, workload, stack, plan, a))(platforms)
+def _metrics_batch(platforms, workload, stack, plan, replan):
+  return jax.vmap(lambda p: log_metrics(p, workload, stack, plan, replan))(
+    platforms
+  )
 
 
 def finite_difference(
@@ -433,7 +366,7 @@ def finite_difference(
         hardware.with_value(base, k, jnp.float64(x * math.exp(sign * rel_step)))
       )
   stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *designs)
-  out = np.asarray(_metrics_batch(stacked, base, workload, stack, plan, replan))
+  out = np.asarray(_metrics_batch(stacked, workload, stack, plan, replan))
   out = out.reshape(len(paths), 2, 2)  # (field, +/-, metric)
   return ((out[:, 0] - out[:, 1]) / (2.0 * rel_step)).T
 

@@ -7,9 +7,8 @@ r"""Which platform trains a DLRM best as its embedding tables grow?
 Scales every table of a base workload by one factor so that the embedding
 bytes (tables plus optimizer state) sweep log-spaced from --min_size_gb to
 --max_size_gb, and evaluates each platform with the auto plan
-(`plan.make`: the tables spill to host DDR what HBM cannot hold; with
---fit_hbm, plans that still overflow HBM in the cost model's accounting get
-a lower HBM fraction). For each platform it reports throughput, perf per
+(`planner.make`: the hottest rows in the HBM the busiest rank has, the
+rest spilled to host DDR). For each platform it reports throughput, perf per
 dollar and perf per watt, where it starts spilling and where it becomes
 infeasible (between which grid points; --refine_steps narrows these
 brackets by re-evaluating the model), and which platform leads each
@@ -59,13 +58,6 @@ flags.DEFINE_float(
 )
 flags.DEFINE_integer(
   'points', 16, 'Log-spaced sizes in the sweep, ends included (>= 2).'
-)
-flags.DEFINE_bool(
-  'fit_hbm',
-  True,
-  'Lower the HBM fraction of auto plans that still overflow HBM in the '
-  "cost model's accounting (busiest rank), instead of reporting them "
-  'infeasible.',
 )
 flags.DEFINE_integer(
   'refine_steps',
@@ -132,7 +124,7 @@ def _sweep_all(platforms, base, stack, sizes):
   from codesign import sweeps
 
   return {
-    name: sweeps.size_sweep(p, base, stack, sizes, fit=FLAGS.fit_hbm)
+    name: sweeps.size_sweep(p, base, stack, sizes)
     for name, p in platforms.items()
   }
 
@@ -166,7 +158,7 @@ def _thresholds(platforms, base, stack, sizes, data, steps):
         continue
 
       def pred(s, p=p, key=key):
-        r = sweeps.size_sweep(p, base, stack, s, fit=FLAGS.fit_hbm)
+        r = sweeps.size_sweep(p, base, stack, s)
         return r['spilling'] if key == 'spill_onset' else ~r['feasible']
 
       found[key] = list(sweeps.refine(pred, sizes[j - 1], sizes[j], steps))
@@ -347,7 +339,6 @@ def main():
       'feasible': d['feasible'],
       'spilling': d['spilling'],
       'hbm_fraction': d['hbm_fraction'],
-      'auto_hbm_fraction': d['auto_hbm_fraction'],
       'bottleneck': [cost_model.COMPONENTS[i] for i in d['bottleneck_index']],
       'capex_usd': float(d['capex'][0]),
       'power_w': float(d['power'][0]),

@@ -182,11 +182,8 @@ def main():
 
   points, lines = {}, []
   for n, p in presets.items():
-    # The same sharding as the searched designs; an auto plan that still
-    # overflows HBM gets its HBM fraction lowered (as in compare_platforms).
-    plan, _ = sweeps.fit_plan(
-      p, w, stack, planner.make(w, p, stack, sharding=FLAGS.sharding)
-    )
+    # The same sharding as the searched designs.
+    plan = planner.make(w, p, stack, sharding=FLAGS.sharding)
     r = cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
     row = {
       'throughput_samples_per_s': float(r.throughput),

@@ -72,12 +72,6 @@ flags.DEFINE_enum(
 flags.DEFINE_integer(
   'rounds', 3, 'Rounds of 32-fold multisection in log bandwidth (>= 1).'
 )
-flags.DEFINE_bool(
-  'fit_hbm',
-  True,
-  'Lower the HBM fraction of an auto plan whose tables still overflow HBM '
-  "in the cost model's accounting.",
-)
 flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
 flags.DEFINE_integer(
   'seed', 0, 'Recorded in env.json; the study itself uses no randomness.'
@@ -159,8 +153,6 @@ def main():
   for n in counts:
     p, w = sweeps.with_nodes(p0, w0, n, weak=weak)
     plan = planner.make(w, p, stack, sharding=FLAGS.sharding)
-    if FLAGS.fit_hbm:
-      plan, _ = sweeps.fit_plan(p, w, stack, plan)
     own = sweeps.nic_sweep(p, w, stack, plan, [own_bw])
     own = {k: v[0] for k, v in own.items()}
     if single is None:

@@ -14,8 +14,9 @@ one), and the top --check_top are checked against central finite
 differences in log space.
 
 With --replan (default) a plan that spills tables to DDR re-derives its HBM
-fraction as the platform changes (more free HBM holds more rows), so HBM
-capacity shows its worth; without it the plan is frozen.
+fractions by the planner's rule as the platform changes (more free HBM
+holds more rows; `planner.fit_hbm_traced`), so HBM capacity shows its
+worth; without it the plan is frozen.
 
 Writes to --workdir: config.json, env.json, result.json and
 elasticities.png (bars of the largest elasticities, throughput and perf per
@@ -35,12 +36,6 @@ flags.DEFINE_bool(
   True,
   'Re-derive a spilling plan as the platform changes (HBM capacity then '
   'counts); False freezes the plan.',
-)
-flags.DEFINE_bool(
-  'fit_hbm',
-  True,
-  'Lower the HBM fraction of an auto plan whose tables still overflow HBM '
-  "in the cost model's accounting.",
 )
 flags.DEFINE_integer(
   'check_top',
@@ -138,8 +133,6 @@ def main():
     FLAGS.stack,
   )
   _check_flags(len(hardware.leaf_paths(p)))
-  if FLAGS.fit_hbm and FLAGS.plan == 'auto':
-    plan, _ = sweeps.fit_plan(p, w, stack, plan)
   workdir = results.make_workdir('sensitivity', FLAGS.workdir)
   paths, values, e = sweeps.elasticities(p, w, stack, plan, replan=FLAGS.replan)
   top = list(np.argsort(-np.abs(e[0]), kind='stable')[: FLAGS.check_top])

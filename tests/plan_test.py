@@ -4,6 +4,8 @@ bytes, fitted to the HBM the stack allows."""
 
 import dataclasses
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -119,3 +121,89 @@ def test_torchrec_reserves_15_percent_of_hbm():
   p = platform_presets.get('dgx_a100_80gb')
   avail = planner.hbm_available(p, stack_presets.get('torchrec'))
   assert avail == pytest.approx(0.85 * 80e9)
+
+
+def _spilling_platforms():
+  # Every accelerator preset, and each with HBM cut to an eighth (so the
+  # larger workloads spill and the fit has work to do).
+  for name in platform_presets.PLATFORMS:
+    p = platform_presets.get(name)
+    if p.trainer == 'cpu':
+      continue
+    yield name, p
+    cap = p.accelerator.hbm_capacity / 8.0
+    yield f'{name}/8', hardware.with_value(p, 'accelerator.hbm_capacity', cap)
+
+
+@pytest.mark.parametrize('sharding', ['table_wise', 'row_wise'])
+def test_traced_hbm_fit_agrees_with_the_concrete_fit_on_every_preset(sharding):
+  # The one HBM rule in its two forms: numpy bisection on the capacity
+  # (planner.make) and jnp bisection on the fill level (design space,
+  # sensitivity). They agree to 1e-9 on every workload and accelerator
+  # preset, with HBM as shipped and cut to an eighth.
+  s = STACK
+  worst, spilled = 0.0, 0
+  for wname in presets.WORKLOADS:
+    w = presets.get(wname)
+    shard = (sharding,) * w.num_tables
+    traced = jax.jit(
+      lambda p, w=w, shard=shard: planner.fit_hbm_traced(w, p, s, shard)
+    )
+    for _, p in _spilling_platforms():
+      concrete = planner.fit_hbm(w, p, s, shard)
+      got = np.asarray(traced(hardware.as_arrays(p)))
+      worst = max(worst, float(np.max(np.abs(got - concrete))))
+      spilled += bool(np.any(concrete < 1.0))
+  assert worst < 1e-9
+  assert spilled >= 10  # the agreement is tested where it matters
+
+
+def test_traced_hbm_fit_gradient_matches_finite_differences():
+  # d(bytes in HBM)/d(HBM capacity, nodes) by the implicit gradient of
+  # the traced fit against central differences, on a spilling design.
+  w = presets.get('zion_scale')
+  p = hardware.as_arrays(platform_presets.get('big_basin'))
+  shard = ('table_wise',) * w.num_tables
+  tb = planner.table_bytes(w)
+
+  def held(cap, nodes):
+    q = hardware.with_value(p, 'accelerator.hbm_capacity', cap)
+    q = hardware.with_value(q, 'nodes', nodes)
+    return jnp.sum(planner.fit_hbm_traced(w, q, STACK, shard) * tb)
+
+  cap, nodes = p.accelerator.hbm_capacity, p.nodes
+  g_cap, g_nodes = jax.grad(held, argnums=(0, 1))(cap, nodes)
+  h = 1e-4 * float(cap)
+  fd_cap = (held(cap + h, nodes) - held(cap - h, nodes)) / (2 * h)
+  fd_nodes = (held(cap, nodes + 1e-4) - held(cap, nodes - 1e-4)) / 2e-4
+  assert float(held(cap, nodes)) < float(np.sum(tb))  # spilling
+  assert float(g_cap) == pytest.approx(float(fd_cap), rel=1e-5)
+  assert float(g_nodes) == pytest.approx(float(fd_nodes), rel=1e-5)
+  # Everything in HBM, or nothing: the fractions are flat, the gradient 0.
+  assert float(jax.grad(held)(100.0 * cap, nodes)) == 0.0
+  assert float(jax.grad(held)(1e-3 * cap, nodes)) == 0.0
+
+
+def test_a_plan_costs_the_same_traced_and_concrete():
+  # With traced HBM fractions (a batch of plans, a search) the packing
+  # bounds sort the loads; with concrete ones they use the static order.
+  # Both read the same tables, so the step and the memory agree.
+  w = presets.get('zion_scale')
+  p = platform_presets.get('big_basin')
+  pl = planner.make(w, p, STACK, sharding='table_wise')
+  assert np.any(pl.hbm_fraction < 1.0)
+  hw = hardware.as_arrays(p)
+  concrete = cost_model.evaluate(hw, w, pl, STACK)
+
+  @jax.jit
+  def traced(frac):
+    return cost_model.evaluate(
+      hw, w, dataclasses.replace(pl, hbm_fraction=frac), STACK
+    )
+
+  r = traced(jnp.asarray(pl.hbm_fraction))
+  for a, b in (
+    (r.step_time, concrete.step_time),
+    (r.memory_required['hbm'], concrete.memory_required['hbm']),
+  ):
+    assert float(a) == pytest.approx(float(b), rel=1e-9)

@@ -163,7 +163,9 @@ def busiest_rank(load, whole, ranks, order):
   saturate smoothly (softplus) and read zero. The order is static, not a
   sort of the traced loads (a sort per design halved the batched model's
   speed): `load_orders` derives it from the plan's HBM fractions when
-  they are concrete and from the tables' static sizes otherwise.
+  they are concrete and from the tables' static sizes otherwise. `order`
+  None sorts the loads instead (the traced HBM fit of
+  `codesign.planner`, whose fractions move the order).
   """
   whole = np.asarray(whole) > 0.5
   idx = np.flatnonzero(whole)
@@ -172,7 +174,9 @@ def busiest_rank(load, whole, ranks, order):
   total = jnp.sum(x, axis=-1) / ranks
   bounds = [total[..., None], jnp.max(x, axis=-1)[..., None]]
   j = np.arange(1, min(t, _MAX_PACKING_BOUNDS), dtype=np.float64)
-  if len(j):
+  if len(j) and order is None:
+    ordered = -jnp.sort(-x, axis=-1)  # traced loads, sorted where they are
+  elif len(j):
     # The order of the whole tables alone, as positions within `idx`.
     where = np.full(len(whole), -1)
     where[idx] = np.arange(t)
@@ -180,6 +184,7 @@ def busiest_rank(load, whole, ranks, order):
     kept = where[order]
     kept = kept[kept >= 0].reshape(order.shape[:-1] + (t,))
     ordered = jnp.take_along_axis(x, kept, axis=-1)
+  if len(j):
     zeros = jnp.zeros(x.shape[:-1] + (3,), x.dtype)
     # Padded: the largest once before position 0, zeros after the last.
     padded = jnp.concatenate([ordered[..., :1], ordered, zeros], axis=-1)
@@ -207,8 +212,9 @@ def per_rank(load, t: dict, st: Setup, orders):
 
   Whole tables (table-wise) pack by `busiest_rank` over the ranks that
   hold tables, in the static `orders` ((..., T) or (T,); see
-  `load_orders`); table-row-wise tables split over one node's ranks (at
-  least the largest / ranks per node); other shardings spread evenly.
+  `load_orders`; None sorts the loads); table-row-wise tables split
+  over one node's ranks (at least the largest / ranks per node); other
+  shardings spread evenly.
   Positively homogeneous in `load`, so per-table seconds and per-table
   bytes over a common rate give the same answer.
   """
@@ -240,16 +246,18 @@ def _distinct_np(rows, lookups, skew: float, frac):
   return rows * np.sum(wt * touched, axis=-1) * frac
 
 
-def load_orders(w: wl.Workload, plan: Plan, s: Stack, t: dict) -> dict:
+def load_orders(w: wl.Workload, plan: Plan, s: Stack, t: dict) -> dict | None:
   """Static orders of the tables, largest first, for `busiest_rank`:
   `gather` (lookups served from HBM x bytes each), `update` (the bytes
   `update_bytes` moves on the stack's update path), `cast` (pooled bytes)
-  and `bytes` (bytes in HBM). The plan's HBM fractions enter when they
-  are concrete (a plan made by `codesign.planner`); traced fractions (a
-  search) order by the tables' sizes with every row in HBM."""
+  and `bytes` (bytes in HBM), from the plan's concrete HBM fractions.
+  None when the fractions are traced (a search, a batch of plans): the
+  loads are then sorted where they are computed, so that a plan costs
+  the same traced as concrete (a fixed order would read the packing
+  bounds at the wrong tables once the fractions reorder them)."""
   frac = plan.hbm_fraction
   if isinstance(frac, jax.core.Tracer):
-    frac = np.ones(len(w.tables))
+    return None
   frac = np.asarray(frac, np.float64)
   frac = t['data_parallel'] + (1.0 - t['data_parallel']) * frac
   hit = 1.0 - (1.0 - frac) ** w.popularity_skew
@@ -401,7 +409,9 @@ def busiest_loads(loads: dict, t: dict, st: Setup) -> dict:
   """The busiest rank's share of each per-table load (`hbm_loads`), all
   packed in one `per_rank` call (each in its own order)."""
   names = list(loads)
-  orders = np.stack([t['orders'][ORDER_OF[k]] for k in names])
+  orders = t['orders']
+  if orders is not None:
+    orders = np.stack([orders[ORDER_OF[k]] for k in names])
   packed = per_rank(jnp.stack([loads[k] for k in names]), t, st, orders)
   return {k: packed[i] for i, k in enumerate(names)}
 
