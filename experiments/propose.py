@@ -175,11 +175,18 @@ def _explain_infeasible(problem, result, config, make_progress) -> str:
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import config_io, design_space, planner, results, search
+  from codesign import (
+    design_space,
+    inputs,
+    planner,
+    results,
+    schema,
+    search,
+  )
   from codesign import platform_presets as presets
 
   t_start = time.perf_counter()
-  w = config_io.workload_from_json(config_io.workload_json(FLAGS.workload))
+  w = inputs.load_workload(FLAGS.workload)
   stack = common.load_stack()
   for name in FLAGS.presets:
     presets.get(name)  # an unknown name fails before the search
@@ -241,11 +248,11 @@ def main():
 
   # The proposal as the evaluate CLI would read it back.
   p, plan = search.buildable(problem, res.best_index, res.best_plan_z)
-  pj = config_io.platform_to_json(p)
-  plj = config_io.plan_to_json(plan)
-  wj = config_io.workload_to_json(w)
-  p_back = config_io.platform_from_json(pj)
-  plan_back = config_io.plan_from_json(plj, w)
+  pj = schema.platform_to_json(p)
+  plj = schema.plan_to_json(plan)
+  wj = schema.workload_to_json(w)
+  p_back = schema.platform_from_json(pj)
+  plan_back = schema.plan_from_json(plj, w)
   fig = _figures(p_back, w, plan_back, stack)
   # Recomputed op by op here, so the file does not depend on the devices
   # the batched search ran on.
@@ -256,7 +263,7 @@ def main():
   auto_fig = _figures(p_back, w, planner.make(w, p_back, stack), stack)
   pc, planc = search.relaxed(problem, res.continuous_z)
   cfig = _figures(pc, w, planc, stack)
-  cj = config_io.platform_to_json(pc)
+  cj = schema.platform_to_json(pc)
 
   preset_rows = []
   for name in FLAGS.presets:
@@ -297,7 +304,7 @@ def main():
     },
     'continuous_optimum': {
       'platform': cj,
-      'plan': config_io.plan_to_json(planc),
+      'plan': schema.plan_to_json(planc),
       'relaxed_axes': design_space.describe_relaxed(
         space, res.continuous_z[: space.num_hw_coords]
       ),
@@ -324,7 +331,7 @@ def main():
   config_json = {
     'flags': common.flag_values(),
     'workload': wj,
-    'stack': config_io.stack_to_json(stack),
+    'stack': schema.stack_to_json(stack),
   }
   results.write_run(
     workdir, config_json, result, metrics=res.history, seed=FLAGS.seed
@@ -335,7 +342,7 @@ def main():
       'workload': wj,
       'platform': pj,
       'plan': plj,
-      'stack': config_io.stack_to_json(stack),
+      'stack': schema.stack_to_json(stack),
     },
   )
   results.write_json(
