@@ -8,6 +8,10 @@ Prints a breakdown table; writes config.json (flags and the fully resolved
 workload, platform and plan), env.json and result.json to --workdir.
 `--workload`, `--platform` and `--plan` pointed at that config.json
 reproduce the result exactly.
+
+  python -m experiments.evaluate --dump_schema
+
+prints every key of the JSON inputs with its type, unit, default and doc.
 """
 
 import jax
@@ -17,10 +21,22 @@ from experiments import common
 
 common.define_input_flags()
 flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
+flags.DEFINE_bool(
+  'dump_schema',
+  False,
+  'Print the JSON schema of workload, platform, plan and stack (one line '
+  'per key: type, unit, default, doc, valid values) and exit; writes '
+  'nothing.',
+)
 FLAGS = flags.FLAGS
 
 
 def main():
+  if FLAGS.dump_schema:
+    from codesign import schema
+
+    print(schema.schema_text())
+    return
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import cost_model, hardware, inputs, report, results, schema
 
