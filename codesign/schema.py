@@ -201,7 +201,10 @@ def _number(value, where: str, problems: list[str]):
   if isinstance(value, bool) or not isinstance(value, int | float):
     problems.append(f'{where} must be a number, got {_show(value)}')
     return None
-  x = float(value)
+  try:
+    x = float(value)
+  except OverflowError:  # an integer beyond float range
+    x = float('inf')
   if not np.isfinite(x):
     problems.append(f'{where} must be finite, got {_show(value)}')
     return None
@@ -219,8 +222,7 @@ def _scalar(tp, f, value, where: str, problems: list[str]):
     if (
       isinstance(value, bool)
       or not isinstance(value, int | float)
-      or not np.isfinite(value)
-      or float(value) != int(value)
+      or (isinstance(value, float) and not value.is_integer())
     ):
       problems.append(f'{where} must be an integer, got {_show(value)}')
       return None
