@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import jax
 
-from codesign import config_io, cost_model, hardware, planner, report
+from codesign import cost_model, hardware, inputs, planner, report, schema
 from codesign import plan as plan_lib
 from codesign import stack as stack_lib
 from codesign import workload as wl
@@ -63,8 +63,8 @@ def load_workload(name_or_path: NameOrPath) -> wl.Workload:
   Raises:
     InputError: unknown preset, missing or malformed file, bad values.
   """
-  d = _json(name_or_path, config_io.workload_json, 'workload')
-  return config_io.workload_from_json(d)
+  d = _json(name_or_path, inputs.workload_json, 'workload')
+  return schema.workload_from_json(d)
 
 
 def load_platform(name_or_path: NameOrPath) -> hardware.Platform:
@@ -85,8 +85,8 @@ def load_platform(name_or_path: NameOrPath) -> hardware.Platform:
   Raises:
     InputError: unknown preset, missing or malformed file, bad values.
   """
-  d = _json(name_or_path, config_io.platform_json, 'platform')
-  return config_io.platform_from_json(d)
+  d = _json(name_or_path, inputs.platform_json, 'platform')
+  return schema.platform_from_json(d)
 
 
 def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
@@ -106,8 +106,8 @@ def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
   Raises:
     InputError: unknown preset, missing or malformed file, bad values.
   """
-  d = _json(name_or_path, config_io.stack_json, 'stack')
-  return config_io.stack_from_json(d)
+  d = _json(name_or_path, inputs.stack_json, 'stack')
+  return schema.stack_from_json(d)
 
 
 def _workload(w) -> wl.Workload:
@@ -116,7 +116,7 @@ def _workload(w) -> wl.Workload:
 
 def _platform(p) -> hardware.Platform:
   if isinstance(p, hardware.Platform):
-    return config_io.validate_platform(p)
+    return schema.validate_platform(p)
   return load_platform(p)
 
 
@@ -169,7 +169,7 @@ def _plan(plan, w, p, s) -> plan_lib.Plan:
   if isinstance(plan, dict):
     d = _section(plan, 'plan')
   elif isinstance(plan, str | os.PathLike):
-    d = config_io.read_json(os.fspath(plan), 'plan')
+    d = inputs.read_json(os.fspath(plan), 'plan')
     if isinstance(d, dict):
       d = _section(d, 'plan')
   else:
@@ -177,7 +177,7 @@ def _plan(plan, w, p, s) -> plan_lib.Plan:
       'plan must be auto, hbm, ddr, a Plan, a plan JSON file or a dict, '
       f'got {type(plan).__name__}'
     )
-  return config_io.plan_from_json(d, w)
+  return schema.plan_from_json(d, w)
 
 
 def evaluate(

@@ -184,10 +184,10 @@ def apply_to_json(platform_json: dict, profile: dict) -> dict:
 
 def apply(platform: hardware.Platform, profile: dict) -> hardware.Platform:
   """`apply_to_json` for a `Platform` object."""
-  from codesign import config_io
+  from codesign import schema
 
-  pj = apply_to_json(config_io.platform_to_json(platform), profile)
-  return config_io.platform_from_json(pj)
+  pj = apply_to_json(schema.platform_to_json(platform), profile)
+  return schema.platform_from_json(pj)
 
 
 # ---- the local device as a platform ----------------------------------------

@@ -7,7 +7,7 @@ static. `codesign.planner` builds named plans from the cost model.
 import numpy as np
 
 from codesign import workload as wl
-from codesign.errors import InputError
+from codesign.errors import raise_problems
 from codesign.pytree import dataclass, field
 
 # table_wise: each table whole on one rank; row_wise: every table's rows
@@ -51,36 +51,54 @@ class Plan:
   comm_precision: str = field(static=True, doc='payload precision')
 
 
-def validate(plan: Plan, w: wl.Workload) -> Plan:
-  """Raises `InputError` with one sentence if `plan` does not fit `w`."""
+def problems(plan: Plan, w: wl.Workload) -> list[str]:
+  """Every reason `plan` does not fit `w`, one sentence each. Fields that
+  are None (unreadable in a JSON file, reported there) are skipped."""
+  out = []
   t = w.num_tables
-  frac = np.asarray(plan.hbm_fraction)
-  if frac.shape != (t,):
-    raise InputError(
-      f'plan.hbm_fraction needs one value per table ({t}), got shape '
-      f'{frac.shape}'
-    )
-  if len(plan.sharding) != t:
-    raise InputError(
-      f'plan.sharding needs one entry per table ({t}), got {len(plan.sharding)}'
-    )
-  for i, s in enumerate(plan.sharding):
-    if s not in SHARDINGS:
-      raise InputError(
-        f'unknown sharding {s!r} for table {i}; valid choices: '
-        + ', '.join(SHARDINGS)
+  if plan.hbm_fraction is not None:
+    frac = np.asarray(plan.hbm_fraction)
+    if frac.shape != (t,):
+      out.append(
+        f'plan.hbm_fraction needs one value per table ({t}), got shape '
+        f'{frac.shape}'
       )
-  if plan.comm_precision not in COMM_PRECISIONS:
-    raise InputError(
-      f'unknown comm precision {plan.comm_precision!r}; valid choices: '
+    if np.any(frac < 0) or np.any(frac > 1):
+      out.append('plan.hbm_fraction values must lie in [0, 1]')
+  if plan.sharding is not None:
+    if len(plan.sharding) != t:
+      out.append(
+        f'plan.sharding needs one entry per table ({t}), got '
+        f'{len(plan.sharding)}'
+      )
+    for i, s in enumerate(plan.sharding):
+      if s not in SHARDINGS:
+        out.append(
+          f'unknown sharding {s!r} for table {i} (valid choices: '
+          + ', '.join(SHARDINGS)
+          + ')'
+        )
+  if plan.comm_precision is not None and (
+    plan.comm_precision not in COMM_PRECISIONS
+  ):
+    out.append(
+      f'unknown comm precision {plan.comm_precision!r} (valid choices: '
       + ', '.join(COMM_PRECISIONS)
+      + ')'
     )
-  if np.any(frac < 0) or np.any(frac > 1):
-    raise InputError('plan.hbm_fraction values must lie in [0, 1]')
   for key in ('cpu_lookup_fraction', 'overlap'):
+    if getattr(plan, key) is None:
+      continue
     v = float(getattr(plan, key))
     if not 0.0 <= v <= 1.0:
-      raise InputError(f'plan.{key} must lie in [0, 1], got {v}')
-  if plan.column_shards < 1:
-    raise InputError('plan.column_shards must be at least 1')
+      out.append(f'plan.{key} must lie in [0, 1], got {v}')
+  if plan.column_shards is not None and plan.column_shards < 1:
+    out.append('plan.column_shards must be at least 1')
+  return out
+
+
+def validate(plan: Plan, w: wl.Workload) -> Plan:
+  """Raises `InputError` naming every problem if `plan` does not fit `w`
+  (`problems`); returns `plan`."""
+  raise_problems(problems(plan, w), what='plan')
   return plan

@@ -12,7 +12,7 @@ result.json, with the history of the search. A request no buildable
 platform meets raises `InputError` with one sentence naming the constraint
 and by how much.
 
-Units are those of the JSON schema (`codesign.config_io`): USD, W,
+Units are those of the JSON schema (`codesign.schema`): USD, W,
 samples/s, seconds; figures are `codesign.report.to_result` dicts.
 """
 
@@ -25,12 +25,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign import (
-  config_io,
   cost_model,
   design_space,
   hardware,
+  inputs,
   planner,
   report,
+  schema,
   search,
 )
 from codesign import platform_presets as presets_lib
@@ -103,13 +104,13 @@ class Settings:
 def _load_workload(workload) -> wl.Workload:
   if isinstance(workload, wl.Workload):
     return wl.validate(workload)
-  return config_io.workload_from_json(config_io.workload_json(str(workload)))
+  return schema.workload_from_json(inputs.workload_json(str(workload)))
 
 
 def _load_stack(stack) -> stack_lib.Stack:
   if isinstance(stack, stack_lib.Stack):
     return stack_lib.validate(stack)
-  return config_io.stack_from_json(config_io.stack_json(str(stack)))
+  return schema.stack_from_json(inputs.stack_json(str(stack)))
 
 
 def _figures(p, w, plan, stack) -> dict:
@@ -279,11 +280,11 @@ def run(
 
   # The proposal as the evaluate CLI would read it back.
   p, plan = search.buildable(problem, res.best_index, res.best_plan_z)
-  pj = config_io.platform_to_json(p)
-  plj = config_io.plan_to_json(plan)
-  wj = config_io.workload_to_json(w)
-  p_back = config_io.platform_from_json(pj)
-  plan_back = config_io.plan_from_json(plj, w)
+  pj = schema.platform_to_json(p)
+  plj = schema.plan_to_json(plan)
+  wj = schema.workload_to_json(w)
+  p_back = schema.platform_from_json(pj)
+  plan_back = schema.plan_from_json(plj, w)
   fig = _figures(p_back, w, plan_back, stack)
   # Recomputed op by op here, so the result does not depend on the devices
   # the batched search ran on.
@@ -294,7 +295,7 @@ def run(
   auto_fig = _figures(p_back, w, planner.make(w, p_back, stack), stack)
   pc, planc = search.relaxed(problem, res.continuous_z)
   cfig = _figures(pc, w, planc, stack)
-  cj = config_io.platform_to_json(pc)
+  cj = schema.platform_to_json(pc)
 
   preset_rows = []
   for name in preset_names:
@@ -311,7 +312,7 @@ def run(
     )
 
   t_total = time.perf_counter() - t_start
-  sj = config_io.stack_to_json(stack)
+  sj = schema.stack_to_json(stack)
   result = {
     'workload': w.name,
     'stack': stack.name,
@@ -331,7 +332,7 @@ def run(
     },
     'continuous_optimum': {
       'platform': cj,
-      'plan': config_io.plan_to_json(planc),
+      'plan': schema.plan_to_json(planc),
       'relaxed_axes': design_space.describe_relaxed(
         space, res.continuous_z[: space.num_hw_coords]
       ),
@@ -404,7 +405,7 @@ def table(result: dict) -> str:
     row('continuous optimum', cont['platform'], cont),
   ]
   for r in result['presets']:
-    pj = config_io.platform_to_json(presets_lib.get(r['name']))
+    pj = schema.platform_to_json(presets_lib.get(r['name']))
     lines.append(row(r['name'], pj, r))
   pj = prop['platform']
   lines.append(

@@ -57,7 +57,7 @@ reason in `FIT_RANGE_WHY`.
 
 import dataclasses
 
-from codesign.errors import InputError
+from codesign.errors import raise_problems
 from codesign.pytree import dataclass, field
 
 GRAPH_SCOPES = ('none', 'forward_backward', 'step')
@@ -66,6 +66,7 @@ EMBEDDING_KERNELS = ('fused', 'per_table')
 MLP_FUSIONS = ('none', 'elementwise', 'epilogue')
 UPDATE_PATHS = ('fused', 'sparse_grad', 'scatter')
 PAYLOAD_PRECISIONS = ('dense', 'fp32', 'bf16', 'fp16', 'fp8')
+ID_BYTES = (4, 8)
 
 # One kernel per table runs at half the bytes/s of a fused kernel for all
 # tables: TorchRec planner constants.py kernel_bw_lookup, cuda DENSE =
@@ -226,14 +227,23 @@ def gemm_precision(s: Stack, dense_precision: str) -> str:
   return dense_precision
 
 
-def validate(s: Stack) -> Stack:
-  """Raises `InputError` with one sentence if `s` is not a valid stack."""
+def problems(s: Stack) -> list[str]:
+  """Every reason `s` is not a valid stack, one sentence each. Fields
+  that are None (unreadable in a JSON file, reported there) are skipped."""
+  out = []
 
   def choice(value, choices, what):
-    if value not in choices:
-      raise InputError(
-        f'unknown stack {what} {value!r}; valid choices: ' + ', '.join(choices)
+    if value is not None and value not in choices:
+      out.append(
+        f'unknown stack {what} {value!r} (valid choices: '
+        + ', '.join(choices)
+        + ')'
       )
+
+  def within(key, lo, hi, what):
+    value = getattr(s, key)
+    if value is not None and not lo <= value <= hi:
+      out.append(f'stack.{key} must {what}, got {value}')
 
   choice(s.graph_scope, GRAPH_SCOPES, 'graph_scope')
   choice(s.bottom_mlp, BOTTOM_MLP_PLACEMENTS, 'bottom_mlp')
@@ -241,34 +251,33 @@ def validate(s: Stack) -> Stack:
   choice(s.mlp_fusion, MLP_FUSIONS, 'mlp_fusion')
   choice(s.update_path, UPDATE_PATHS, 'update_path')
   choice(s.payload_precision, PAYLOAD_PRECISIONS, 'payload_precision')
-  for key in ('fused_interaction', 'fused_dense_optimizer', 'pooled_cast'):
-    if not isinstance(getattr(s, key), bool):
-      raise InputError(f'stack.{key} must be true or false')
-  for key in ('uvm_caching', 'tf32'):
-    if not isinstance(getattr(s, key), bool):
-      raise InputError(f'stack.{key} must be true or false')
-  if not 1 <= s.per_table_kernels <= 1000:
-    raise InputError(
-      'stack.per_table_kernels must be an integer in [1, 1000], got '
-      f'{s.per_table_kernels}'
-    )
-  if s.id_bytes not in (4, 8):
-    raise InputError(f'stack.id_bytes must be 4 or 8, got {s.id_bytes}')
-  if not 0 <= s.input_dist_collectives <= 16:
-    raise InputError(
-      'stack.input_dist_collectives must be an integer in [0, 16], got '
-      f'{s.input_dist_collectives}'
-    )
-  if not 1e6 <= s.allreduce_bucket_bytes <= 1e10:
-    raise InputError(
-      'stack.allreduce_bucket_bytes must lie in [1e6, 1e10], got '
-      f'{s.allreduce_bucket_bytes}'
-    )
+  for key in (
+    'fused_interaction',
+    'fused_dense_optimizer',
+    'pooled_cast',
+    'uvm_caching',
+    'tf32',
+  ):
+    value = getattr(s, key)
+    if value is not None and not isinstance(value, bool):
+      out.append(f'stack.{key} must be true or false')
+  within('per_table_kernels', 1, 1000, 'be an integer in [1, 1000]')
+  if s.id_bytes is not None and s.id_bytes not in ID_BYTES:
+    out.append(f'stack.id_bytes must be 4 or 8, got {s.id_bytes}')
+  within('input_dist_collectives', 0, 16, 'be an integer in [0, 16]')
+  within('allreduce_bucket_bytes', 1e6, 1e10, 'lie in [1e6, 1e10]')
   for path in leaf_paths(s):
     lo, hi = BOUNDS[path]
+    if getattr(s, path) is None:
+      continue
     x = float(getattr(s, path))
     if not lo <= x <= hi:
-      raise InputError(
-        f'stack.{path} must lie in [{lo:g}, {hi:g}] (SI), got {x:g}'
-      )
+      out.append(f'stack.{path} must lie in [{lo:g}, {hi:g}] (SI), got {x:g}')
+  return out
+
+
+def validate(s: Stack) -> Stack:
+  """Raises `InputError` naming every problem if `s` is not a valid stack
+  (`problems`); returns `s`."""
+  raise_problems(problems(s), what='stack')
   return s

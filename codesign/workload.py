@@ -272,54 +272,72 @@ def summary(w: Workload) -> dict:
   }
 
 
-def _choice(value, choices, what):
-  from codesign.errors import InputError
+def problems(w: Workload) -> list[str]:
+  """Every reason `w` is not a valid workload, one sentence each. Fields
+  that are None (unreadable in a JSON file, reported there) are skipped."""
+  out = []
 
-  if value not in choices:
-    raise InputError(
-      f'unknown {what} {value!r}; valid choices: {", ".join(choices)}'
-    )
+  def choice(value, choices, what):
+    if value is not None and value not in choices:
+      out.append(
+        f'unknown {what} {value!r} (valid choices: {", ".join(choices)})'
+      )
 
+  def positive(value, where):
+    if value is not None and not value > 0:
+      out.append(f'{where} must be positive, got {value}')
 
-def validate(w: Workload) -> Workload:
-  """Raises `InputError` with one sentence if `w` is not a valid workload."""
-  from codesign.errors import InputError
-
-  _choice(w.interaction, INTERACTIONS, 'interaction')
-  _choice(w.optimizer, OPTIMIZERS, 'optimizer')
-  _choice(w.dense_precision, DENSE_PRECISIONS, 'dense precision')
-  if not w.tables:
-    raise InputError('workload has no embedding tables')
-  for i, t in enumerate(w.tables):
-    _choice(t.precision, TABLE_PRECISIONS, f'precision of table {i}')
+  choice(w.interaction, INTERACTIONS, 'interaction')
+  choice(w.optimizer, OPTIMIZERS, 'optimizer')
+  choice(w.dense_precision, DENSE_PRECISIONS, 'dense precision')
+  tables = [] if w.tables is None else w.tables
+  if w.tables is not None and not w.tables:
+    out.append('workload has no embedding tables')
+  for i, t in enumerate(tables):
+    if t is None:
+      continue
+    choice(t.precision, TABLE_PRECISIONS, f'precision of table {i}')
     for key in ('rows', 'dim', 'pooling'):
-      if not getattr(t, key) > 0:
-        raise InputError(
-          f'workload.tables.{i}.{key} must be positive, got {getattr(t, key)}'
-        )
-  for key in ('num_dense', 'global_batch', 'popularity_skew'):
-    if not getattr(w, key) > 0:
-      raise InputError(
-        f'workload.{key} must be positive, got {getattr(w, key)}'
-      )
-  for key in ('bottom_mlp', 'top_mlp'):
-    widths = getattr(w, key)
-    if not widths or any(not x > 0 for x in widths):
-      raise InputError(f'workload.{key} needs positive widths, got {widths}')
-  if w.interaction in ('dot', 'dcnv2'):
-    d = w.bottom_mlp[-1]
-    bad = [i for i, t in enumerate(w.tables) if t.dim != d]
-    if bad:
-      raise InputError(
-        f'{w.interaction} interaction needs every table dim equal to the '
-        f'last bottom_mlp width {d}; table {bad[0]} has dim '
-        f'{w.tables[bad[0]].dim}'
-      )
-  if w.interaction == 'dcnv2' and not (w.dcn_layers > 0 and w.dcn_rank > 0):
-    raise InputError('dcnv2 interaction needs dcn_layers > 0 and dcn_rank > 0')
-  if w.popularity_skew < 1.0:
-    raise InputError(
+      positive(getattr(t, key), f'workload.tables.{i}.{key}')
+  for key in ('num_dense', 'global_batch'):
+    positive(getattr(w, key), f'workload.{key}')
+  if w.popularity_skew is not None and not w.popularity_skew >= 1.0:
+    out.append(
       f'workload.popularity_skew must be >= 1 (1 is uniform), got '
       f'{w.popularity_skew}'
     )
+  for key in ('bottom_mlp', 'top_mlp'):
+    widths = getattr(w, key)
+    if widths is not None and (not widths or any(not x > 0 for x in widths)):
+      out.append(f'workload.{key} needs positive widths, got {widths}')
+  if w.interaction in ('dot', 'dcnv2') and w.bottom_mlp:
+    d = w.bottom_mlp[-1]
+    bad = [
+      i
+      for i, t in enumerate(tables)
+      if t is not None and t.dim is not None and t.dim != d
+    ]
+    if bad:
+      out.append(
+        f'{w.interaction} interaction needs every table dim equal to the '
+        f'last bottom_mlp width {d} (table {bad[0]} has dim '
+        f'{tables[bad[0]].dim})'
+      )
+  layers, rank = w.dcn_layers, w.dcn_rank
+  if (
+    w.interaction == 'dcnv2'
+    and layers is not None
+    and rank is not None
+    and not (layers > 0 and rank > 0)
+  ):
+    out.append('dcnv2 interaction needs dcn_layers > 0 and dcn_rank > 0')
+  return out
+
+
+def validate(w: Workload) -> Workload:
+  """Raises `InputError` naming every problem if `w` is not a valid
+  workload (`problems`); returns `w`."""
+  from codesign.errors import raise_problems
+
+  raise_problems(problems(w), what='workload')
   return w

@@ -73,15 +73,15 @@ def _time(fn, *args, min_time_s: float) -> float:
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import config_io, cost_model, hardware, results
+  from codesign import cost_model, hardware, inputs, results
 
-  w, p, plan, stack = config_io.resolve(
+  w, p, plan, stack = inputs.resolve(
     FLAGS.workload,
     FLAGS.platform,
     FLAGS.plan,
     FLAGS.override,
-    None,
-    FLAGS.stack,
+    device_profile=FLAGS.device_profile,
+    stack=FLAGS.stack,
   )
   dtype = jnp.float64 if FLAGS.x64 else jnp.float32
   plan = jax.tree.map(lambda x: jnp.asarray(x, dtype), plan)

@@ -29,12 +29,9 @@ _NOT_REPLAYED = ('from_config', 'workdir')
 
 def load_stack(overrides: list[str] | None = None):
   """The stack of --stack with any `stack.` overrides applied."""
-  from codesign import config_io
+  from codesign import inputs
 
-  sj = config_io.stack_json(flags.FLAGS.stack)
-  for path, value in config_io.split_overrides(overrides)['stack']:
-    config_io.apply_override(sj, path, value, 'stack')
-  return config_io.stack_from_json(sj)
+  return inputs.load_stack(flags.FLAGS.stack, overrides)
 
 
 def define_input_flags(workload='criteo_kaggle', platform='big_basin'):
@@ -123,10 +120,10 @@ def run_main(main_fn):
       if flags.FLAGS.from_config:
         apply_config(flags.FLAGS.from_config)
       if 'device_profile' in flags.FLAGS and flags.FLAGS.device_profile:
-        from codesign import config_io, device_profile
+        from codesign import device_profile
 
-        device_profile.load(flags.FLAGS.device_profile)  # fail early
-        config_io.set_default_device_profile(flags.FLAGS.device_profile)
+        # Fail early; each script passes the profile to `inputs.resolve`.
+        device_profile.load(flags.FLAGS.device_profile)
       return main_fn()
     except InputError as e:
       exit_with(e)
@@ -162,7 +159,7 @@ def apply_config(path: str) -> None:
     InputError: the file is missing or malformed, or records a flag this
       script does not have, or a value the flag rejects.
   """
-  from codesign.config_io import read_json
+  from codesign.inputs import read_json
 
   config = read_json(path, 'config')
   recorded = config.get('flags') if isinstance(config, dict) else None

@@ -111,11 +111,11 @@ def _check_flags():
 
 
 def _load_platforms():
-  from codesign import config_io
+  from codesign import inputs
 
   out = {}
   for name in FLAGS.platforms:
-    p = config_io.platform_from_json(config_io.platform_json(name))
+    p = inputs.load_platform(name)
     out[name] = p
   return out
 
@@ -304,16 +304,17 @@ def _gb(bracket):
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import (
-    config_io,
     cost_model,
+    inputs,
     plotting,
     results,
+    schema,
     sweeps,
   )
   from codesign import workload as wl
 
   _check_flags()
-  base = config_io.workload_from_json(config_io.workload_json(FLAGS.workload))
+  base = inputs.load_workload(FLAGS.workload)
   platforms = _load_platforms()
   workdir = results.make_workdir('compare_platforms', FLAGS.workdir)
   sizes = sweeps.log_space(
@@ -368,11 +369,9 @@ def main():
     metrics.append(row)
   config = {
     'flags': common.flag_values(),
-    'workload': config_io.workload_to_json(base),
-    'stack': config_io.stack_to_json(stack),
-    'platforms': {
-      n: config_io.platform_to_json(p) for n, p in platforms.items()
-    },
+    'workload': schema.workload_to_json(base),
+    'stack': schema.stack_to_json(stack),
+    'platforms': {n: schema.platform_to_json(p) for n, p in platforms.items()},
   }
   results.write_run(workdir, config, result, metrics, seed=FLAGS.seed)
   plotting.platform_curves(

@@ -8,6 +8,10 @@ Prints a breakdown table; writes config.json (flags and the fully resolved
 workload, platform and plan), env.json and result.json to --workdir.
 `--workload`, `--platform` and `--plan` pointed at that config.json
 reproduce the result exactly.
+
+  python -m experiments.evaluate --dump_schema
+
+prints every key of the JSON inputs with its type, unit, default and doc.
 """
 
 import jax
@@ -17,20 +21,32 @@ from experiments import common
 
 common.define_input_flags()
 flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
+flags.DEFINE_bool(
+  'dump_schema',
+  False,
+  'Print the JSON schema of workload, platform, plan and stack (one line '
+  'per key: type, unit, default, doc, valid values) and exit; writes '
+  'nothing.',
+)
 FLAGS = flags.FLAGS
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import config_io, cost_model, hardware, report, results
+  if FLAGS.dump_schema:
+    from codesign import schema
 
-  w, p, plan, s = config_io.resolve(
+    print(schema.schema_text())
+    return
+  jax.config.update('jax_enable_x64', FLAGS.x64)
+  from codesign import cost_model, hardware, inputs, report, results, schema
+
+  w, p, plan, s = inputs.resolve(
     FLAGS.workload,
     FLAGS.platform,
     FLAGS.plan,
     FLAGS.override,
-    None,
-    FLAGS.stack,
+    device_profile=FLAGS.device_profile,
+    stack=FLAGS.stack,
   )
   workdir = results.make_workdir('evaluate', FLAGS.workdir)
   r = cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
@@ -40,10 +56,10 @@ def main():
   result['stack'] = s.name
   config = {
     'flags': common.flag_values(),
-    'workload': config_io.workload_to_json(w),
-    'platform': config_io.platform_to_json(p),
-    'plan': config_io.plan_to_json(plan),
-    'stack': config_io.stack_to_json(s),
+    'workload': schema.workload_to_json(w),
+    'platform': schema.platform_to_json(p),
+    'plan': schema.plan_to_json(plan),
+    'stack': schema.stack_to_json(s),
   }
   results.write_run(workdir, config, result)
   print(report.table(result, f'{w.name} on {p.name} with {s.name}'))

@@ -88,20 +88,21 @@ def _check_flags():
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
+  from codesign import design_space as ds
   from codesign import (
-    config_io,
+    inputs,
     multi_search,
     plotting,
     results,
+    schema,
     search,
     sweeps,
   )
-  from codesign import design_space as ds
   from codesign import workload as wl
 
   factors = _factors()
   _check_flags()
-  w0 = config_io.workload_from_json(config_io.workload_json(FLAGS.workload))
+  w0 = inputs.load_workload(FLAGS.workload)
   grown = tuple(sweeps.grow(w0, f) for f in factors)
   space = ds.make_space(
     w0, max_nodes=FLAGS.max_nodes, plan_mode='auto', sharding=FLAGS.sharding
@@ -221,8 +222,8 @@ def main():
   )
   config_out = {
     'flags': common.flag_values(),
-    'workload': config_io.workload_to_json(w0),
-    'stack': config_io.stack_to_json(stack),
+    'workload': schema.workload_to_json(w0),
+    'stack': schema.stack_to_json(stack),
   }
   results.write_run(workdir, config_out, result, metrics, seed=FLAGS.seed)
 

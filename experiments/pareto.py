@@ -98,25 +98,23 @@ def frontier(cost: np.ndarray, value: np.ndarray, ok: np.ndarray) -> list:
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import (
-    config_io,
     cost_model,
     hardware,
+    inputs,
     multi_search,
     planner,
     plotting,
     results,
+    schema,
     search,
     sweeps,
   )
   from codesign import design_space as ds
 
   _check_flags()
-  w = config_io.workload_from_json(config_io.workload_json(FLAGS.workload))
+  w = inputs.load_workload(FLAGS.workload)
   stack = common.load_stack()
-  presets = {
-    n: config_io.platform_from_json(config_io.platform_json(n))
-    for n in FLAGS.presets
-  }
+  presets = {n: inputs.load_platform(n) for n in FLAGS.presets}
   space = ds.make_space(
     w, max_nodes=FLAGS.max_nodes, plan_mode='auto', sharding=FLAGS.sharding
   )
@@ -239,9 +237,9 @@ def main():
   )
   config_out = {
     'flags': common.flag_values(),
-    'workload': config_io.workload_to_json(w),
-    'stack': config_io.stack_to_json(stack),
-    'presets': {n: config_io.platform_to_json(p) for n, p in presets.items()},
+    'workload': schema.workload_to_json(w),
+    'stack': schema.stack_to_json(stack),
+    'presets': {n: schema.platform_to_json(p) for n, p in presets.items()},
   }
   results.write_run(workdir, config_out, result, metrics, seed=FLAGS.seed)
 

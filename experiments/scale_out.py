@@ -117,11 +117,12 @@ def _check_flags():
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import (
-    config_io,
     cost_model,
+    inputs,
     planner,
     plotting,
     results,
+    schema,
     sweeps,
   )
   from codesign.errors import InputError
@@ -132,8 +133,13 @@ def main():
     raise InputError(
       '--plan must be auto here: each node count gets its own auto plan'
     )
-  w0, p0, _, stack = config_io.resolve(
-    FLAGS.workload, FLAGS.platform, 'auto', FLAGS.override, None, FLAGS.stack
+  w0, p0, _, stack = inputs.resolve(
+    FLAGS.workload,
+    FLAGS.platform,
+    'auto',
+    FLAGS.override,
+    device_profile=FLAGS.device_profile,
+    stack=FLAGS.stack,
   )
   if p0.trainer == 'cpu':
     raise InputError(
@@ -235,9 +241,9 @@ def main():
   ]
   config = {
     'flags': common.flag_values(),
-    'workload': config_io.workload_to_json(w0),
-    'platform': config_io.platform_to_json(p0),
-    'stack': config_io.stack_to_json(stack),
+    'workload': schema.workload_to_json(w0),
+    'platform': schema.platform_to_json(p0),
+    'stack': schema.stack_to_json(stack),
   }
   results.write_run(workdir, config, result, metrics, seed=FLAGS.seed)
 

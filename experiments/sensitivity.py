@@ -115,22 +115,23 @@ def _rank(paths, values, e, row: int, limit: int) -> list[dict]:
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import (
-    config_io,
     cost_model,
     hardware,
+    inputs,
     plotting,
     report,
     results,
+    schema,
     sweeps,
   )
 
-  w, p, plan, stack = config_io.resolve(
+  w, p, plan, stack = inputs.resolve(
     FLAGS.workload,
     FLAGS.platform,
     FLAGS.plan,
     FLAGS.override,
-    None,
-    FLAGS.stack,
+    device_profile=FLAGS.device_profile,
+    stack=FLAGS.stack,
   )
   _check_flags(len(hardware.leaf_paths(p)))
   workdir = results.make_workdir('sensitivity', FLAGS.workdir)
@@ -187,10 +188,10 @@ def main():
   }
   config = {
     'flags': common.flag_values(),
-    'workload': config_io.workload_to_json(w),
-    'platform': config_io.platform_to_json(p),
-    'plan': config_io.plan_to_json(plan),
-    'stack': config_io.stack_to_json(stack),
+    'workload': schema.workload_to_json(w),
+    'platform': schema.platform_to_json(p),
+    'plan': schema.plan_to_json(plan),
+    'stack': schema.stack_to_json(stack),
   }
   results.write_run(workdir, config, result, seed=FLAGS.seed)
   shown = list(np.argsort(-np.abs(e[0]), kind='stable')[: FLAGS.show])

@@ -78,9 +78,9 @@ def test_bad_input_is_one_sentence(tmp_path):
   # One test (not one per case) so that pytest-xdist does not start the
   # subprocesses twice; all of them run side by side.
   (tmp_path / 'broken.json').write_text('{"name": "criteo_kaggle", "tables": [')
-  from codesign import config_io, stack_presets
+  from codesign import schema, stack_presets
 
-  stack = config_io.stack_to_json(stack_presets.get('torchrec'))
+  stack = schema.stack_to_json(stack_presets.get('torchrec'))
   missing = {k: v for k, v in stack.items() if k != 'op_host_time_us'}
   (tmp_path / 'stack_missing.json').write_text(json.dumps(missing))
   (tmp_path / 'stack_range.json').write_text(

@@ -140,9 +140,9 @@ def test_api_matches_the_scripts_inputs():
     'big_basin',
     'torchrec',
   )
-  from codesign import config_io
+  from codesign import schema
 
-  assert codesign.load_platform(config_io.platform_to_json(p)) == p
+  assert codesign.load_platform(schema.platform_to_json(p)) == p
   try:
     codesign.load_workload('no_such_workload')
   except codesign.InputError as e:

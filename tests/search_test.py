@@ -17,9 +17,9 @@ import numpy as np
 
 from codesign import (
   baselines,
-  config_io,
   cost_model,
   hardware,
+  inputs,
   report,
   search,
   stack_presets,
@@ -215,7 +215,7 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
   assert {'method', 'starts', 'steps', 'evaluations'} <= set(result['search'])
   # What experiments.evaluate does with --platform/--plan=proposal.json.
   path = str(tmp_path / 'one' / 'proposal.json')
-  w, p, plan, s = config_io.resolve(path, path, path, stack=path)
+  w, p, plan, s = inputs.resolve(path, path, path, stack=path)
   back = report.to_result(
     cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
   )
