@@ -4,8 +4,9 @@ r"""Evaluate one design: a workload on a platform under an execution plan.
   python -m experiments.evaluate --workload=criteo_kaggle \
       --platform=big_basin --override=workload.global_batch=8192
 
-Prints a breakdown table; writes config.json (flags and the fully resolved
-workload, platform and plan), env.json and result.json to --workdir.
+Prints a breakdown table and a per-rank table (`codesign.rank_stats`);
+writes config.json (flags and the fully resolved workload, platform and
+plan), env.json, result.json and ranks.json to --workdir.
 `--workload`, `--platform` and `--plan` pointed at that config.json
 reproduce the result exactly.
 
@@ -38,7 +39,15 @@ def main():
     print(schema.schema_text())
     return
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import cost_model, hardware, inputs, report, results, schema
+  from codesign import (
+    cost_model,
+    hardware,
+    inputs,
+    rank_stats,
+    report,
+    results,
+    schema,
+  )
 
   w, p, plan, s = inputs.resolve(
     FLAGS.workload,
@@ -61,8 +70,11 @@ def main():
     'plan': schema.plan_to_json(plan),
     'stack': schema.stack_to_json(s),
   }
+  ranks = rank_stats.compute(w, p, plan, s, result['breakdown_s'])
   results.write_run(workdir, config, result)
+  results.write_json(workdir / 'ranks.json', ranks)
   print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
+  print(rank_stats.table(ranks))
   print(f'wrote {workdir}')
 
 

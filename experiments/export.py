@@ -1,0 +1,91 @@
+r"""Export a run's design to the tools people train with.
+
+  python -m experiments.export --to=torchrec RUN
+
+RUN is a run directory of `experiments.propose` (its proposal.json) or
+`experiments.evaluate` (its config.json): the workload, platform, plan and
+stack in it become TorchRec sharding-planner inputs (`Topology`,
+`ParameterConstraints` per table, the batch size per rank), written
+atomically to RUN/torchrec_planner.json (see `codesign.export`). Bad input
+ends in one sentence on stderr, exit status 2 and no file.
+"""
+
+import logging
+import pathlib
+
+import jax
+from absl import app, flags
+
+from codesign.errors import InputError, exit_with
+
+flags.DEFINE_enum(
+  'to',
+  'torchrec',
+  ['torchrec'],
+  'Tool to export to: torchrec (sharding-planner inputs).',
+)
+FLAGS = flags.FLAGS
+SECTIONS = ('workload', 'platform', 'plan', 'stack')
+
+
+def load_run(run: str):
+  """(workload, platform, plan, stack, file) of a run directory."""
+  from codesign import api, inputs, schema
+
+  path = pathlib.Path(run)
+  if not path.is_dir():
+    raise InputError(f'run directory {run!r} does not exist')
+  file = path / 'proposal.json'
+  file = file if file.is_file() else path / 'config.json'
+  if not file.is_file():
+    raise InputError(
+      f'run directory {run!r} has no config.json (nor proposal.json); '
+      'export reads runs of experiments.evaluate or experiments.propose'
+    )
+  d = inputs.read_json(str(file), 'run')
+  missing = [k for k in SECTIONS if not isinstance(d, dict) or k not in d]
+  if missing:
+    raise InputError(
+      f'{file} lacks the {", ".join(missing)} section(s); export reads '
+      'runs of experiments.evaluate or experiments.propose'
+    )
+  w = api.load_workload(d)
+  plan = schema.plan_from_json(d['plan'], w)
+  return w, api.load_platform(d), plan, api.load_stack(d), file
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+  """absl's flag parsing, with a bad flag value ending in one sentence."""
+  try:
+    return FLAGS(argv)
+  except flags.Error as e:
+    exit_with(InputError(' '.join(str(e).split())))
+
+
+def main(argv):
+  logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
+  jax.config.update('jax_enable_x64', True)
+  from codesign import __version__, export, results
+
+  try:
+    if len(argv) != 2:
+      raise InputError('give one run directory: export --to=torchrec RUN')
+    w, p, plan, s, file = load_run(argv[1])
+    env = results.env_info()
+    source = {
+      'source_run': str(file.parent),
+      'source_file': file.name,
+      'codesign_version': __version__,
+      'git_sha': env['git_sha'],
+      'git_dirty': env['git_dirty'],
+    }
+    out = export.EXPORTERS[FLAGS.to](w, p, plan, s, source)
+  except InputError as e:
+    exit_with(e)
+  target = file.parent / f'{FLAGS.to}_planner.json'
+  results.write_json(target, out)
+  print(f'wrote {target}')
+
+
+if __name__ == '__main__':
+  app.run(main, flags_parser=parse_flags)
