@@ -24,7 +24,13 @@ from absl import flags
 
 from experiments import common
 
-common.define_input_flags(workload='criteo_kaggle', platform='dgx_a100_80gb')
+common.define_input_flags(
+  workload='criteo_kaggle',
+  platform='dgx_a100_80gb',
+  plan=True,
+  override='workload,platform,plan,stack',
+  device_profile=True,
+)
 flags.DEFINE_list(
   'batches', ['1', '1000', '100000'], 'Design batch sizes to time.'
 )
@@ -37,8 +43,13 @@ flags.DEFINE_integer(
 flags.DEFINE_float(
   'min_time_s', 1.0, 'Repeat each timed call until this much time has passed.'
 )
-flags.DEFINE_bool('x64', False, 'Benchmark in float64 instead of float32.')
-flags.DEFINE_integer('seed', 0, 'Seed of the random designs.')
+common.define_run_flags(
+  'benchmark',
+  x64=False,
+  x64_help='Benchmark in float64 instead of float32.',
+  seed_help='Seed of the random designs.',
+)
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 

@@ -59,18 +59,12 @@ flags.DEFINE_string(
   'Measured device profile JSON to use instead of measuring one (e.g. '
   'codesign/data/profiles/local_cpu.json).',
 )
-flags.DEFINE_string(
-  'workdir',
-  None,
-  'Run directory; default results/calibrate/<UTC timestamp>/.',
-)
 flags.DEFINE_bool(
   'smoke',
   False,
   'Tiny run for tests: 2 local configurations and 2 checks (not a '
   'calibration; combine with --device_profile to skip measuring).',
 )
-flags.DEFINE_integer('seed', 0, 'Seed of parameters, data and benchmarks.')
 flags.DEFINE_integer('fit_steps', 1500, 'Adam steps of the profile fit.')
 flags.DEFINE_bool(
   'single_thread',
@@ -78,6 +72,12 @@ flags.DEFINE_bool(
   'Hold XLA CPU to one thread per op (set before JAX starts; no effect on '
   'accelerators), so that process CPU time measures the work.',
 )
+common.define_run_flags(
+  'calibrate',
+  x64=None,
+  seed_help='Seed of parameters, data and benchmarks.',
+)
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 

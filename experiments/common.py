@@ -27,52 +27,116 @@ flags.DEFINE_string(
 _NOT_REPLAYED = ('from_config', 'workdir')
 
 
-def load_stack(overrides: list[str] | None = None):
-  """The stack of --stack with any `stack.` overrides applied."""
+def _overrides() -> list[str]:
+  return flags.FLAGS.override if 'override' in flags.FLAGS else []
+
+
+def load_stack():
+  """The stack of --stack with the `stack.` overrides applied."""
   from codesign import inputs
 
-  return inputs.load_stack(flags.FLAGS.stack, overrides)
+  return inputs.load_stack(flags.FLAGS.stack, _overrides())
 
 
-def define_input_flags(workload='criteo_kaggle', platform='big_basin'):
-  flags.DEFINE_string(
-    'workload',
-    workload,
-    'Workload preset name (see codesign/workload_presets.py) or a JSON '
-    "file in the dumped schema (a run's config.json also works).",
-  )
-  flags.DEFINE_string(
-    'platform',
-    platform,
-    'Platform preset name (see codesign/platform_presets.py) or a JSON '
-    "file in the dumped schema (a run's config.json also works).",
-  )
-  flags.DEFINE_string(
-    'plan',
-    'auto',
-    'Execution plan: auto (spill to DDR only what HBM cannot hold), hbm, '
-    'ddr, or a plan JSON file.',
-  )
-  flags.DEFINE_multi_string(
-    'override',
-    [],
-    'key=value with a dotted path into workload., platform., plan. or '
-    'stack., in the units of the JSON key, e.g. workload.global_batch=4096, '
-    'platform.nodes=4, platform.accelerator.hbm_capacity_gb=80, '
-    'plan.hbm_fraction=0.5, stack.step_floor_us=500. Repeatable.',
-  )
+def load_workload():
+  """The workload of --workload with the `workload.` overrides applied."""
+  from codesign import inputs
+
+  return inputs.load_workload(flags.FLAGS.workload, _overrides())
+
+
+def _names(mapping) -> str:
+  return ', '.join(sorted(mapping))
+
+
+def define_run_flags(
+  experiment: str,
+  x64: bool | None = True,
+  x64_help: str = 'Evaluate in float64.',
+  seed_help: str = 'Recorded in env.json; this study uses no randomness.',
+) -> None:
+  """--workdir, --seed and --x64, with the default run directory of
+  `experiment`. A script calls `flags.adopt_module_key_flags(common)`
+  after its definitions so that these show in its --help."""
   flags.DEFINE_string(
     'workdir',
     None,
-    'Run directory; default results/<experiment>/<UTC timestamp>/.',
+    f'Run directory; default results/{experiment}/<UTC timestamp>/.',
   )
-  flags.DEFINE_string(
-    'device_profile',
-    None,
-    'Device profile JSON (codesign/data/profiles/ or one written by '
-    'experiments.calibrate): its efficiency fields replace those of the '
-    "platform's accelerator (or CPU for a CPU trainer) before overrides.",
-  )
+  flags.DEFINE_integer('seed', 0, seed_help)
+  if x64 is not None:  # None: the script computes in one precision
+    flags.DEFINE_bool('x64', x64, x64_help)
+
+
+def define_input_flags(
+  workload: str | None = None,
+  platform: str | None = None,
+  plan: bool = False,
+  override: str = '',
+  device_profile: bool = False,
+  workload_help: str = '',
+  platform_help: str = '',
+) -> None:
+  """The input flags a script takes: --workload and --platform (with these
+  defaults; None: the script has no such flag), --plan, --override (the
+  sections it may override, e.g. 'workload,platform,plan,stack') and
+  --device_profile. Help texts list the preset names."""
+  from codesign import platform_presets, workload_presets
+
+  if workload is not None:
+    flags.DEFINE_string(
+      'workload',
+      workload,
+      f'Workload: a preset ({_names(workload_presets.WORKLOADS)}) or a '
+      "JSON file in the dumped schema (a run's config.json also works). "
+      + workload_help,
+    )
+  if platform is not None:
+    flags.DEFINE_string(
+      'platform',
+      platform,
+      f'Platform: a preset ({_names(platform_presets.PLATFORMS)}) or a '
+      "JSON file in the dumped schema (a run's config.json also works). "
+      + platform_help,
+    )
+  if plan:
+    flags.DEFINE_string(
+      'plan',
+      'auto',
+      'Execution plan: auto (the hottest rows in the HBM the stack allows, '
+      'the rest in DDR; the fastest sharding), hbm, ddr, or a plan JSON '
+      'file.',
+    )
+  if override:
+    sections = override.split(',')
+    flags.DEFINE_multi_string(
+      'override',
+      [],
+      'key=value with a dotted path into '
+      + ', '.join(f'{x}.' for x in sections)
+      + ' in the units of the JSON key (see evaluate --dump_schema), e.g. '
+      'workload.global_batch=4096, workload.popularity_skew=1.2'
+      + (', platform.nodes=4' if 'platform' in sections else '')
+      + (', stack.step_floor_us=500' if 'stack' in sections else '')
+      + '. Repeatable.',
+    )
+    flags.register_validator(
+      'override',
+      lambda items: all(
+        x.split('=', 1)[0].split('.', 1)[0] in sections for x in items
+      ),
+      message='this script takes overrides of '
+      + ', '.join(f'{x}.' for x in sections)
+      + ' only',
+    )
+  if device_profile:
+    flags.DEFINE_string(
+      'device_profile',
+      None,
+      'Device profile JSON (codesign/data/profiles/ or one written by '
+      'experiments.calibrate): its efficiency fields replace those of the '
+      "platform's accelerator (or CPU for a CPU trainer) before overrides.",
+    )
 
 
 def define_sharding_flag(what: str) -> None:

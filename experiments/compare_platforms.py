@@ -27,12 +27,6 @@ from absl import flags
 
 from experiments import common
 
-flags.DEFINE_string(
-  'workload',
-  'zion_scale',
-  'Base workload: a preset name or a JSON file (a past config.json works); '
-  'its tables are scaled to each size of the sweep.',
-)
 flags.DEFINE_list(
   'platforms',
   ['cpu_2s', 'big_basin', 'zion', 'zionex', 'dgx_a100_80gb', 'dgx_h100'],
@@ -66,15 +60,15 @@ flags.DEFINE_integer(
   'limits between grid points (0: grid points only; each round divides '
   'the log-interval by 32, at the cost of compiling the plans met there).',
 )
-flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
-flags.DEFINE_integer(
-  'seed', 0, 'Recorded in env.json; the sweep itself uses no randomness.'
+common.define_input_flags(
+  workload='zion_scale',
+  override='workload,stack',
+  workload_help='Its tables are scaled to each size of the sweep.',
 )
-flags.DEFINE_string(
-  'workdir',
-  None,
-  'Run directory; default results/compare_platforms/<UTC timestamp>/.',
+common.define_run_flags(
+  'compare_platforms',
 )
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 METRICS = (
@@ -305,7 +299,6 @@ def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import (
     cost_model,
-    inputs,
     plotting,
     results,
     schema,
@@ -314,7 +307,7 @@ def main():
   from codesign import workload as wl
 
   _check_flags()
-  base = inputs.load_workload(FLAGS.workload)
+  base = common.load_workload()
   platforms = _load_platforms()
   workdir = results.make_workdir('compare_platforms', FLAGS.workdir)
   sizes = sweeps.log_space(

@@ -20,8 +20,14 @@ from absl import flags
 
 from experiments import common
 
-common.define_input_flags()
-flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
+common.define_input_flags(
+  workload='criteo_kaggle',
+  platform='big_basin',
+  plan=True,
+  override='workload,platform,plan,stack',
+  device_profile=True,
+)
+common.define_run_flags('evaluate')
 flags.DEFINE_bool(
   'dump_schema',
   False,
@@ -29,6 +35,7 @@ flags.DEFINE_bool(
   'per key: type, unit, default, doc, valid values) and exit; writes '
   'nothing.',
 )
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 

@@ -32,11 +32,6 @@ from absl import flags
 
 from experiments import common
 
-flags.DEFINE_string(
-  'workload',
-  'zion_scale',
-  "Today's workload: a preset name or a JSON file (a past config.json works).",
-)
 flags.DEFINE_list(
   'factors',
   ['1', '2', '4', '8'],
@@ -50,11 +45,17 @@ flags.DEFINE_integer('steps', 150, 'Adam steps per search (>= 1).')
 flags.DEFINE_integer(
   'snap_top', 4, 'Best starts per search whose roundings are evaluated.'
 )
-flags.DEFINE_integer('seed', 0, 'Seed of the uniform starts.')
-flags.DEFINE_bool('x64', True, 'Search in float64.')
-flags.DEFINE_string(
-  'workdir', None, 'Run directory; default results/growth/<UTC timestamp>/.'
+common.define_input_flags(
+  workload='zion_scale',
+  override='workload,stack',
+  workload_help="Today's workload; its tables grow by --factors.",
 )
+common.define_run_flags(
+  'growth',
+  x64_help='Search in float64.',
+  seed_help='Seed of the uniform starts.',
+)
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
@@ -90,7 +91,6 @@ def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
   from codesign import design_space as ds
   from codesign import (
-    inputs,
     multi_search,
     plotting,
     results,
@@ -102,7 +102,7 @@ def main():
 
   factors = _factors()
   _check_flags()
-  w0 = inputs.load_workload(FLAGS.workload)
+  w0 = common.load_workload()
   grown = tuple(sweeps.grow(w0, f) for f in factors)
   space = ds.make_space(
     w0, max_nodes=FLAGS.max_nodes, plan_mode='auto', sharding=FLAGS.sharding

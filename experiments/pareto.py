@@ -30,11 +30,6 @@ from absl import flags
 
 from experiments import common
 
-flags.DEFINE_string(
-  'workload',
-  'zion_scale',
-  'Workload preset name or a JSON file (a past config.json works).',
-)
 flags.DEFINE_integer('max_nodes', 16, 'Largest node count of the space.')
 common.define_sharding_flag('searched designs')
 flags.DEFINE_float('min_budget_usd', 1e5, 'Smallest capex limit, USD.')
@@ -54,11 +49,16 @@ flags.DEFINE_list(
   ['cpu_2s', 'big_basin', 'zion', 'zionex', 'dgx_a100_80gb', 'dgx_h100'],
   'Platform presets drawn against the frontier (may be empty).',
 )
-flags.DEFINE_integer('seed', 0, 'Seed of the uniform starts.')
-flags.DEFINE_bool('x64', True, 'Search in float64.')
-flags.DEFINE_string(
-  'workdir', None, 'Run directory; default results/pareto/<UTC timestamp>/.'
+common.define_input_flags(
+  workload='zion_scale',
+  override='workload,stack',
 )
+common.define_run_flags(
+  'pareto',
+  x64_help='Search in float64.',
+  seed_help='Seed of the uniform starts.',
+)
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
@@ -112,7 +112,7 @@ def main():
   from codesign import design_space as ds
 
   _check_flags()
-  w = inputs.load_workload(FLAGS.workload)
+  w = common.load_workload()
   stack = common.load_stack()
   presets = {n: inputs.load_platform(n) for n in FLAGS.presets}
   space = ds.make_space(

@@ -31,12 +31,6 @@ from absl import flags
 from codesign.errors import InputError
 from experiments import common
 
-flags.DEFINE_string(
-  'workload',
-  'zion_scale',
-  'Workload preset name (see codesign/workload_presets.py) or a JSON file '
-  "in the dumped schema (a run's config.json also works).",
-)
 flags.DEFINE_enum(
   'objective',
   'throughput_per_usd',
@@ -55,7 +49,6 @@ flags.DEFINE_float(
 )
 flags.DEFINE_integer('starts', 64, 'Starts run at once.')
 flags.DEFINE_integer('steps', 300, 'Adam steps per phase.')
-flags.DEFINE_integer('seed', 0, 'Random seed of the starts.')
 common.define_sharding_flag('searched plans')
 flags.DEFINE_list(
   'presets',
@@ -75,10 +68,16 @@ flags.DEFINE_list(
   ],
   'Platform presets evaluated beside the proposal (auto plan).',
 )
-flags.DEFINE_string(
-  'workdir', None, 'Run directory; default results/propose/<UTC timestamp>/.'
+common.define_input_flags(
+  workload='zion_scale',
+  override='workload,stack',
 )
-flags.DEFINE_bool('x64', True, 'Search in float64.')
+common.define_run_flags(
+  'propose',
+  x64_help='Search in float64.',
+  seed_help='Random seed of the starts.',
+)
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
@@ -91,7 +90,7 @@ def main():
     if getattr(FLAGS, key) < 0:
       raise InputError(f'--{key} must not be negative')
   settings = proposal.Settings(
-    workload=FLAGS.workload,
+    workload=common.load_workload(),
     objective=FLAGS.objective,
     budget_usd=FLAGS.budget_usd,
     power_w=FLAGS.power_w,
@@ -102,7 +101,7 @@ def main():
     seed=FLAGS.seed,
     sharding=FLAGS.sharding,
     presets=tuple(FLAGS.presets),
-    stack=FLAGS.stack,
+    stack=common.load_stack(),
   )
 
   def progress(step, m):

@@ -28,7 +28,13 @@ from absl import flags
 
 from experiments import common
 
-common.define_input_flags(workload='zion_scale', platform='zionex')
+common.define_input_flags(
+  workload='zion_scale',
+  platform='zionex',
+  plan=True,
+  override='workload,platform,plan,stack',
+  device_profile=True,
+)
 flags.DEFINE_list(
   'nodes',
   ['1', '2', '4', '8', '16', '32', '64'],
@@ -72,10 +78,8 @@ flags.DEFINE_enum(
 flags.DEFINE_integer(
   'rounds', 3, 'Rounds of 32-fold multisection in log bandwidth (>= 1).'
 )
-flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
-flags.DEFINE_integer(
-  'seed', 0, 'Recorded in env.json; the study itself uses no randomness.'
-)
+common.define_run_flags('scale_out')
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 

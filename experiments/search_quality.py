@@ -49,14 +49,12 @@ flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.')
 flags.DEFINE_integer('starts', 64, 'Gradient search starts.')
 flags.DEFINE_integer('steps', 200, 'Gradient search Adam steps.')
 flags.DEFINE_integer('population', 32, 'CMA-ES population.')
-flags.DEFINE_integer('seed', 0, 'Seed of every method.')
 flags.DEFINE_integer('exhaustive_chunk', 65536, 'Designs per batch.')
-flags.DEFINE_string(
-  'workdir',
-  None,
-  'Run directory; default results/search_quality/<UTC timestamp>/.',
+common.define_run_flags(
+  'search_quality',
+  seed_help='Seed of every method.',
 )
-flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 

@@ -30,7 +30,13 @@ from absl import flags
 
 from experiments import common
 
-common.define_input_flags(workload='zion_scale', platform='zion')
+common.define_input_flags(
+  workload='zion_scale',
+  platform='zion',
+  plan=True,
+  override='workload,platform,plan,stack',
+  device_profile=True,
+)
 flags.DEFINE_bool(
   'replan',
   True,
@@ -54,10 +60,8 @@ flags.DEFINE_float(
   'Largest accepted relative gap between autodiff and finite differences.',
 )
 flags.DEFINE_integer('show', 20, 'Fields drawn in the bar plot.')
-flags.DEFINE_bool('x64', True, 'Evaluate in float64.')
-flags.DEFINE_integer(
-  'seed', 0, 'Recorded in env.json; the study itself uses no randomness.'
-)
+common.define_run_flags('sensitivity')
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
