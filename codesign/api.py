@@ -243,7 +243,8 @@ def propose(
 ) -> dict:
   """Proposes the platform to build for a workload, under limits.
 
-  What `python3 -m experiments.propose` computes (`codesign.proposal.run`),
+  What `python3 -m experiments.propose` computes
+  (`codesign.studies.proposal.run`),
   without writing files: a gradient search over buildable platforms
   (catalog parts and counts) and their plans, the best buildable design
   evaluated, beside the continuous optimum and the platform presets.
@@ -262,11 +263,11 @@ def propose(
     steps: Adam steps per phase (continuous search, then plan polish).
     seed: random seed of the starts.
     progress: called as progress(step, metrics) between chunks of steps
-      (see `codesign.proposal.run`).
+      (see `codesign.studies.proposal.run`).
     samples: samples to train, for `time_to_train`.
     sharding: sharding of every table in the searched plans.
     presets: platform preset names evaluated beside the proposal (None:
-      `codesign.proposal.PRESETS`, from Zion and ZionEX to DGX and CPU
+      `codesign.studies.proposal.PRESETS`, from Zion and ZionEX to DGX and CPU
       nodes).
     x64: search in float64 (as the script does by default).
 
@@ -286,7 +287,7 @@ def propose(
   """
   # Imported here: the search (and Optax) load only when a proposal is
   # asked for, so `import codesign` stays quick.
-  from codesign import proposal
+  from codesign.studies import proposal
 
   settings = proposal.Settings(
     workload=workload,

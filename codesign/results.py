@@ -7,13 +7,16 @@
                  apart from the reproducible files);
   metrics.jsonl  one JSON object per step, where there are steps;
   result.json    the answer;
+  <name>.csv     the study's main table, one row per line (`write_csv`);
   *.png          plots.
 Files are written atomically (temporary file, then rename), so a killed run
 never leaves a truncated file. JSON is written with sorted keys and a fixed
 float format, so the same inputs give byte-identical files.
 """
 
+import csv
 import datetime
+import io
 import json
 import os
 import pathlib
@@ -87,6 +90,21 @@ def write_jsonl(path: pathlib.Path, rows: list[dict]) -> None:
     for r in rows
   )
   write_text_atomic(path, text)
+
+
+def write_csv(path: pathlib.Path, header: list[str], rows: list) -> None:
+  """Writes a table as CSV (atomically): `header` names the columns, with
+  units in the names (`throughput_samples_per_s`); each row is a sequence
+  of values in that order. Floats are written with repr, so the file is
+  as reproducible as result.json."""
+  buf = io.StringIO()
+  out = csv.writer(buf, lineterminator='\n')
+  out.writerow(header)
+  for row in rows:
+    if len(row) != len(header):
+      raise ValueError(f'row {row!r} has {len(row)} values, not {len(header)}')
+    out.writerow(['' if x is None else x for x in row])
+  write_text_atomic(path, buf.getvalue())
 
 
 def _git(*args) -> str:

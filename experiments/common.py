@@ -156,6 +156,21 @@ def define_sharding_flag(what: str) -> None:
   )
 
 
+def progress_printer():
+  """A `progress` callable for the studies: prints each line to stderr
+  with the seconds since this call, so that a long phase is never silent
+  and stdout keeps only the tables."""
+  import time
+
+  start = time.perf_counter()
+
+  def progress(line: str) -> None:
+    print(f'[{time.perf_counter() - start:6.1f} s] {line}', file=sys.stderr)
+    sys.stderr.flush()
+
+  return progress
+
+
 def parse_flags(argv: list[str]) -> list[str]:
   """absl's flag parsing, with a bad flag value ending in one sentence."""
   try:

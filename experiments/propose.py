@@ -4,7 +4,7 @@ r"""Propose the platform to build for a DLRM, under the buyer's limits.
   python -m experiments.propose --objective=throughput --budget_usd=2e6 \
       --power_w=40000 --max_nodes=8
 
-Parses the flags and runs `codesign.proposal.run` (which runs
+Parses the flags and runs `codesign.studies.proposal.run` (which runs
 `codesign.search.gradient_search`: augmented-Lagrangian Adam over a
 relaxation of catalog parts and counts, then snapping to buildable
 platforms); prints the proposal beside the platform presets on the same
@@ -52,7 +52,7 @@ flags.DEFINE_integer('steps', 300, 'Adam steps per phase.')
 common.define_sharding_flag('searched plans')
 flags.DEFINE_list(
   'presets',
-  # codesign.proposal.PRESETS (spelled out: flags load before the library)
+  # codesign.studies.proposal.PRESETS (spelled out: flags load first)
   [
     'zion',
     'zionex',
@@ -83,7 +83,8 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import proposal, results
+  from codesign import results
+  from codesign.studies import proposal
 
   t_start = time.perf_counter()
   for key in ('budget_usd', 'power_w'):
