@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign import catalog, hardware, planner, platform_presets
+from codesign import part_tables as pt
 from codesign import plan as plan_lib
 from codesign import workload as wl
 from codesign.errors import InputError
@@ -249,52 +250,6 @@ def make_space(
   )
 
 
-# ---- part tables -----------------------------------------------------------
-
-_ACC_FIELDS = tuple(
-  f.name
-  for f in dataclasses.fields(hardware.Accelerator)
-  if not f.metadata.get('static')
-)
-_CPU_FIELDS = tuple(
-  f.name
-  for f in dataclasses.fields(hardware.CpuSocket)
-  if not f.metadata.get('static') and f.name != 'ddr_capacity'
-)
-# Extra per-part numbers the platform does not hold directly.
-_ACC_AUX = ('links', 'link_bandwidth', 'pcie_bandwidth')
-_CPU_AUX = ('pcie_x16_bandwidth', 'max_sockets', 'max_ddr')
-
-
-def _acc_row(name: str) -> list[float]:
-  a = catalog.accelerator(name)
-  d = catalog.raw()['accelerators'][name]
-  aux = [
-    float(d['link_count']),
-    d['link_bw_GBps_per_direction'] * GB,
-    catalog.pcie_x16_bandwidth(d['pcie_gen']),
-  ]
-  return [float(getattr(a, f)) for f in _ACC_FIELDS] + aux
-
-
-def _cpu_row(name: str) -> list[float]:
-  c = catalog.cpu(name, 64)
-  d = catalog.raw()['cpus'][name]
-  aux = [
-    catalog.pcie_x16_bandwidth(d['pcie_gen']),
-    float(d['max_sockets']),
-    d['max_mem_per_socket_TB'] * 1e12,
-  ]
-  return [float(getattr(c, f)) for f in _CPU_FIELDS] + aux
-
-
-def part_tables(space: DesignSpace) -> tuple[np.ndarray, np.ndarray]:
-  """(accelerator table (A, F_a), CPU table (C, F_c)), SI, all positive."""
-  acc = np.array([_acc_row(n) for n in space.accelerators])
-  cpu = np.array([_cpu_row(n) for n in space.cpus])
-  return acc, cpu
-
-
 def _fabric(part: str):
   d = catalog.raw()['accelerators'][part]
   lat = catalog.raw()['links']['latency_alpha']
@@ -376,16 +331,16 @@ def _node_power(accels, sockets):
 def _assemble(space, template, acc, cpu, numbers):
   """A platform from part rows (acc, cpu) and the number-axis values."""
   nodes, sockets, accels, ddr, nics, nic_bw = numbers
-  na = len(_ACC_FIELDS)
-  nc = len(_CPU_FIELDS)
+  na = len(pt.ACC_FIELDS)
+  nc = len(pt.CPU_FIELDS)
   acc_part = replace(
     template.accelerator,
-    **{f: acc[i] for i, f in enumerate(_ACC_FIELDS)},
+    **{f: acc[i] for i, f in enumerate(pt.ACC_FIELDS)},
   )
   cpu_part = replace(
     template.cpu,
     ddr_capacity=ddr,
-    **{f: cpu[i] for i, f in enumerate(_CPU_FIELDS)},
+    **{f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)},
   )
   links, link_bw, acc_pcie = acc[na], acc[na + 1], acc[na + 2]
   cpu_pcie = cpu[nc]
@@ -408,28 +363,6 @@ def _assemble(space, template, acc, cpu, numbers):
   ), {'max_sockets': cpu[nc + 1], 'max_ddr': cpu[nc + 2]}
 
 
-# Floor of the part weights: keeps the normalization finite when every
-# weight is 0; a one-hot vector is then the part to within 1e-9.
-WEIGHT_FLOOR = 1e-10
-
-
-def part_weights(zp):
-  """Mixture weights (sum 1) from part coordinates zp in [0, 1]^n."""
-  zp = zp + WEIGHT_FLOOR
-  return zp / jnp.sum(zp, axis=-1, keepdims=True)
-
-
-def _mix_part(table: np.ndarray, zp):
-  """Weighted geometric mean of the part rows, shape (F,).
-
-  A sum of products rather than a matrix product: XLA's CPU matrix
-  products may split their sums by thread count, and the search must give
-  the same bits on any number of devices.
-  """
-  w = part_weights(zp)
-  return jnp.exp(jnp.sum(w[:, None] * jnp.log(jnp.asarray(table)), axis=0))
-
-
 def _interp_number(grid, z):
   lo, hi = math.log(grid[0]), math.log(grid[-1])
   return jnp.exp(lo + z * (hi - lo))
@@ -442,11 +375,11 @@ def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
     (platform, plan, aux): aux holds `max_sockets` and `max_ddr` (bytes
     per socket) of the (interpolated) CPU, for the coupling constraints.
   """
-  acc_t, cpu_t = part_tables(space)
+  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus)
   template = _template(space)
   a, c = len(space.accelerators), len(space.cpus)
-  acc = _mix_part(acc_t, z[:a])
-  cpu = _mix_part(cpu_t, z[a : a + c])
+  acc = pt.mix(acc_t, z[:a])
+  cpu = pt.mix(cpu_t, z[a : a + c])
   numbers = [_interp_number(g, z[a + c + i]) for i, g in enumerate(space.grids)]
   p, aux = _assemble(space, template, acc, cpu, numbers)
   plan = decode_plan(space, workload, stack, p, z[space.num_hw_coords :])
@@ -458,7 +391,7 @@ def decode_index(
 ):
   """The buildable platform at integer `index` (shape (H,)) with plan
   vector `plan_z` (shape (D - H,)); traced, matches `build` exactly."""
-  acc_t, cpu_t = part_tables(space)
+  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus)
   template = _template(space)
   acc = jnp.asarray(acc_t)[index[0]]
   cpu = jnp.asarray(cpu_t)[index[1]]
@@ -622,7 +555,7 @@ def describe_relaxed(space: DesignSpace, z_hw) -> dict:
     ('accelerator', space.accelerators, z_hw[:a]),
     ('cpu', space.cpus, z_hw[a : a + c]),
   ):
-    w = np.asarray(part_weights(jnp.asarray(zp)))
+    w = np.asarray(pt.weights(jnp.asarray(zp)))
     out[axis + '_weights'] = {
       parts[i]: float(w[i])
       for i in np.argsort(-w, kind='stable')

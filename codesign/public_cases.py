@@ -401,7 +401,9 @@ def used_parameters(case: PublicCase) -> list[str]:
   return out
 
 
-def _log_step_times(cases, z):
+def log_step_times(cases, z):
+  """log(predicted step seconds) of each case, shape (len(cases),), at fit
+  coordinates z (shape (len(FIT_PARAMETERS),), each in [0, 1])."""
   values = {
     param.name: from_coordinate(param, z[i])
     for i, param in enumerate(FIT_PARAMETERS)
@@ -440,7 +442,7 @@ def make_fitter(cases: list[PublicCase], steps: int = 200, lr: float = 0.05):
   steps_fd = jnp.concatenate(
     [jnp.zeros((1, k)), FD_STEP * jnp.eye(k), -FD_STEP * jnp.eye(k)]
   ).astype(z0.dtype)
-  batched = jax.vmap(lambda z: _log_step_times(cases, z))
+  batched = jax.vmap(lambda z: log_step_times(cases, z))
   tx = optax.adam(lr)
 
   def data_loss(err, mask):

@@ -324,10 +324,10 @@ def table(stats: dict) -> str:
     shown = sorted(rows, key=lambda x: -x['embedding_s'])[: PRINTED_RANKS // 2]
     shown = sorted(shown, key=lambda x: x['rank'])
   lines = [
-    f'per rank (greedy placement; lookups per step; emb ms: embedding '
+    f'per rank (greedy placement; lookups per step; emb us: embedding '
     f'work of the rank){"" if shown is rows else "; busiest ranks only"}',
     f'{"rank":>5s} {"node":>5s} {"HBM GB":>9s} {"DDR GB":>9s} '
-    f'{"HBM lookups":>12s} {"DDR lookups":>12s} {"emb ms":>9s} '
+    f'{"HBM lookups":>12s} {"DDR lookups":>12s} {"emb us":>9s} '
     f'{"of busiest":>10s}',
   ]
   for x in shown:
@@ -335,18 +335,18 @@ def table(stats: dict) -> str:
     lines.append(
       f'{x["rank"]:5d} {x["node"]:5d} {x["hbm_bytes"] / 1e9:9.2f} '
       f'{x["ddr_bytes"] / 1e9:9.2f} {x["hbm_lookups"]:12.4g} '
-      f'{x["ddr_lookups"]:12.4g} {x["embedding_s"] * 1e3:9.4g} '
+      f'{x["ddr_lookups"]:12.4g} {x["embedding_s"] * 1e6:9.4g} '
       f'{100 * x["of_busiest"]:9.1f}%{mark}'
     )
   s = stats['summary']
   e = s['embedding_s']
-  model = f'model bound {e["model_bound"] * 1e3:.4g} ms'
+  model = f'model bound {e["model_bound"] * 1e6:.4g} us'
   if 'model_breakdown' in e:
-    model += f', step breakdown {e["model_breakdown"] * 1e3:.4g} ms'
+    model += f', step breakdown {e["model_breakdown"] * 1e6:.4g} us'
   lines.append(
     f'imbalance (max/mean): embedding {e["imbalance"]:.3f}, HBM '
     f'{s["hbm_bytes"]["imbalance"]:.3f}, DDR '
     f'{s["ddr_bytes"]["imbalance"]:.3f}; busiest rank '
-    f'{e["greedy_max"] * 1e3:.4g} ms greedy ({model})'
+    f'{e["greedy_max"] * 1e6:.4g} us greedy ({model})'
   )
   return '\n'.join(lines)

@@ -48,6 +48,14 @@ def table(result: dict, title: str = '') -> str:
       continue
     lines.append(f'{k:24s} {v * 1e3:10.3f} {100 * v / step:9.1f}%')
   lines.append(f'{"step time":24s} {step * 1e3:10.3f}')
+  total = sum(result['breakdown_s'].values())
+  # Components that run at the same time are each counted in full, and the
+  # smooth maxima of the composition (cost_model) add a little time that
+  # no component names, so the shares need not sum to 100%.
+  lines.append(
+    f'(% of step: each component alone, before overlap; the shares sum to '
+    f'{100 * total / step:.0f}%, not 100%, as parts run at the same time)'
+  )
   lines.append(
     f'throughput {result["throughput_samples_per_s"]:,.0f} samples/s; '
     f'bottleneck {result["bottleneck"]}'

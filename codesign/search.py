@@ -497,7 +497,7 @@ def gradient_search(
   if config.polish and space.num_plan > 0:
     # Re-optimize the plan of the best distinct buildable platforms, as many
     # as there are starts, with their hardware coordinates frozen.
-    cand = _distinctbest_position(index, ev, config.starts, hardware_only=True)
+    cand = _distinct_best(index, ev, config.starts, hardware_only=True)
     zp = np.concatenate(
       [
         np.stack([ds.grid_z(space, index[k]) for k in cand]),
@@ -529,7 +529,7 @@ def gradient_search(
   return result
 
 
-def _distinctbest_position(index, ev, limit, hardware_only=False):
+def _distinct_best(index, ev, limit, hardware_only=False):
   """Positions of up to `limit` distinct platforms, best first.
 
   With `hardware_only`, the memory constraints are ignored (a new plan can

@@ -120,7 +120,7 @@ def test_step_time_is_smooth_in_the_fit_coordinates(cases):
   )
 
   def log_step(z):
-    return pc._log_step_times([c], z)[0]
+    return pc.log_step_times([c], z)[0]
 
   g = np.asarray(jax.grad(log_step)(z0))
   assert np.all(np.isfinite(g))

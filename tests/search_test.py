@@ -20,6 +20,7 @@ from codesign import (
   cost_model,
   hardware,
   inputs,
+  part_tables,
   report,
   search,
   stack_presets,
@@ -124,11 +125,11 @@ def test_part_relaxation_ties_flops_to_price():
   """A mixture of two parts costs between their prices: no free FLOP/s."""
   w = wp.get('rm1')
   space = _space(w)
-  acc, _ = ds.part_tables(space)
-  i = ds._ACC_FIELDS.index('peak_flops_bf16')
-  j = ds._ACC_FIELDS.index('price')
+  acc, _ = part_tables.tables(space.accelerators, space.cpus)
+  i = part_tables.ACC_FIELDS.index('peak_flops_bf16')
+  j = part_tables.ACC_FIELDS.index('price')
   zp = jnp.array([0.5, 0.5, 0.0, 0.0])  # half the first, half the second
-  row = np.asarray(ds._mix_part(acc, zp))
+  row = np.asarray(part_tables.mix(acc, zp))
   assert acc[0, i] < row[i] < acc[1, i]
   assert min(acc[0, j], acc[1, j]) < row[j] < max(acc[0, j], acc[1, j])
 
