@@ -350,3 +350,25 @@ def table(stats: dict) -> str:
     f'{e["greedy_max"] * 1e6:.4g} us greedy ({model})'
   )
   return '\n'.join(lines)
+
+
+RANK_COLUMNS = (
+  'rank',
+  'node',
+  'hbm_bytes',
+  'ddr_bytes',
+  'hbm_lookups',
+  'ddr_lookups',
+  'embedding_s',
+  'of_busiest',
+  'holds_tables',
+)
+
+
+def csv_table(stats: dict) -> tuple[list[str], list[list]]:
+  """(header, rows) of every rank of `compute`, for ranks.csv: bytes of
+  table rows, lookups per step, embedding seconds per step and its share
+  of the busiest rank's."""
+  return list(RANK_COLUMNS), [
+    [x[k] for k in RANK_COLUMNS] for x in stats['ranks']
+  ]

@@ -79,3 +79,14 @@ def table(result: dict, title: str = '') -> str:
     f'{result["perf_per_watt"]:.1f} samples/s/W'
   )
   return '\n'.join(lines)
+
+
+def csv_table(result: dict) -> tuple[list[str], list[list]]:
+  """(header, rows) of the step breakdown of a `to_result` dict, for
+  breakdown.csv: each component's seconds per step alone (before
+  overlap) and its share of the step."""
+  step = result['step_time_s']
+  rows = sorted(result['breakdown_s'].items(), key=lambda kv: -kv[1])
+  return ['component', 'seconds', 'share_of_step'], [
+    [k, v, v / step] for k, v in rows
+  ]

@@ -210,6 +210,22 @@ def run_main(main_fn):
   return wrapped
 
 
+def config_json(w, p=None, plan=None, s=None) -> dict:
+  """config.json of a run: this script's flags and the fully resolved
+  inputs it used (None: not an input of the script), so that --workload,
+  --platform and --plan pointed at the file reproduce the run."""
+  from codesign import schema
+
+  config = {'flags': flag_values(), 'workload': schema.workload_to_json(w)}
+  if p is not None:
+    config['platform'] = schema.platform_to_json(p)
+  if plan is not None:
+    config['plan'] = schema.plan_to_json(plan)
+  if s is not None:
+    config['stack'] = schema.stack_to_json(s)
+  return config
+
+
 def flag_values() -> dict:
   """The experiment's own flags (not absl's built-ins), for config.json."""
   fv = flags.FLAGS

@@ -6,7 +6,8 @@ r"""Evaluate one design: a workload on a platform under an execution plan.
 
 Prints a breakdown table and a per-rank table (`codesign.rank_stats`);
 writes config.json (flags and the fully resolved workload, platform and
-plan), env.json, result.json and ranks.json to --workdir.
+plan), env.json, result.json, ranks.json, breakdown.csv and ranks.csv to
+--workdir.
 `--workload`, `--platform` and `--plan` pointed at that config.json
 reproduce the result exactly.
 
@@ -46,15 +47,7 @@ def main():
     print(schema.schema_text())
     return
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import (
-    cost_model,
-    hardware,
-    inputs,
-    rank_stats,
-    report,
-    results,
-    schema,
-  )
+  from codesign import api, inputs, rank_stats, report, results
 
   w, p, plan, s = inputs.resolve(
     FLAGS.workload,
@@ -65,21 +58,12 @@ def main():
     stack=FLAGS.stack,
   )
   workdir = results.make_workdir('evaluate', FLAGS.workdir)
-  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
-  result = report.to_result(r)
-  result['workload'] = w.name
-  result['platform'] = p.name
-  result['stack'] = s.name
-  config = {
-    'flags': common.flag_values(),
-    'workload': schema.workload_to_json(w),
-    'platform': schema.platform_to_json(p),
-    'plan': schema.plan_to_json(plan),
-    'stack': schema.stack_to_json(s),
-  }
+  result = api.evaluate(w, p, s, plan, x64=FLAGS.x64)
   ranks = rank_stats.compute(w, p, plan, s, result['breakdown_s'])
-  results.write_run(workdir, config, result)
+  results.write_run(workdir, common.config_json(w, p, plan, s), result)
   results.write_json(workdir / 'ranks.json', ranks)
+  results.write_csv(workdir / 'breakdown.csv', *report.csv_table(result))
+  results.write_csv(workdir / 'ranks.csv', *rank_stats.csv_table(ranks))
   print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
   print(rank_stats.table(ranks))
   print(f'wrote {workdir}')
