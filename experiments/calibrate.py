@@ -19,7 +19,7 @@ Steps (JAX picks the backend; nothing here is CPU-specific):
    (`codesign.device_profile`), or the profile given by --device_profile.
    FITTING DATA: the microbenchmarks only. They are timed in the same
    interleaved rounds as the validation steps of 4, so that both see the
-   same machine (`device_profile.time_interleaved`).
+   same machine (`microbenchmarks.time_interleaved`).
 4. `local_cases`: real jitted train steps of the Flax DLRM on synthetic
    data for configurations that differ in batch, tables, dims, pooling,
    MLP widths and interaction, against the cost model's step time on a
@@ -343,23 +343,25 @@ def local_cases(profile: dict, configs, measured_s, log):
 
 def measure(sweep, configs, seed: int, with_microbenchmarks: bool, log):
   """Times the microbenchmarks (if asked) and the validation train steps,
-  interleaved in the same rounds (`device_profile.time_interleaved`), so
+  interleaved in the same rounds (`microbenchmarks.time_interleaved`), so
   that the fitting data and the validation data see the same spread of
   machine states.
 
   Returns:
     (microbenchmark records or None, step seconds per configuration).
   """
-  from codesign import device_profile
+  from codesign import microbenchmarks
 
-  items = device_profile.benchmarks(sweep, seed) if with_microbenchmarks else []
+  items = (
+    microbenchmarks.benchmarks(sweep, seed) if with_microbenchmarks else []
+  )
   runners = [train_step_runner(w, seed) for w in configs]
   log(
     f'timing {len(items)} microbenchmarks (fitting data) and '
     f'{len(runners)} train steps (validation data), interleaved, '
     f'{sweep.rounds} rounds ...'
   )
-  secs = device_profile.time_interleaved(
+  secs = microbenchmarks.time_interleaved(
     [run for _, run in items] + runners,
     rounds=sweep.rounds,
     min_seconds=[sweep.min_seconds] * len(items)
@@ -537,7 +539,7 @@ def main():
   import jax
   import numpy as np
 
-  from codesign import device_profile, results
+  from codesign import device_profile, microbenchmarks, profile_fit, results
 
   t_start = time.time()
   quick = FLAGS.quick or FLAGS.smoke
@@ -552,20 +554,20 @@ def main():
         f'device profile {FLAGS.device_profile!r} lacks the measured '
         f'{missing[0]!r}, so it cannot describe the local device'
       )
-  held = device_profile.hold_freed_memory()
+  held = microbenchmarks.hold_freed_memory()
   workdir = results.make_workdir('calibrate', FLAGS.workdir)
 
   def log(msg):
     print(f'[{time.time() - t_start:5.0f} s] {msg}', flush=True)
 
-  sweep = device_profile.QUICK_SWEEP if quick else device_profile.Sweep()
+  sweep = microbenchmarks.QUICK_SWEEP if quick else microbenchmarks.Sweep()
   configs = _local_configs(quick, FLAGS.smoke)
   records, step_times = measure(sweep, configs, FLAGS.seed, given is None, log)
   if given is not None:
     profile, fit_report = given, None
     log(f'device profile from {FLAGS.device_profile}')
   else:
-    profile, fit_report = device_profile.fit(records, steps=FLAGS.fit_steps)
+    profile, fit_report = profile_fit.fit(records, steps=FLAGS.fit_steps)
     profile = {
       **profile,
       **device_profile.device_description(),
@@ -621,7 +623,7 @@ def main():
   result = {
     'backend': jax.default_backend(),
     'device_kind': jax.devices()[0].device_kind,
-    'clock': device_profile.default_clock().__name__,
+    'clock': microbenchmarks.default_clock().__name__,
     'freed_memory_held': held,
     'protocol': {
       'fitting_data': 'microbenchmarks only (gemm, gather, scatter, chain; '
@@ -675,7 +677,7 @@ def _main_with_threads():
   if FLAGS.single_thread:
     xf = os.environ.get('XLA_FLAGS', '')
     if 'xla_cpu_multi_thread_eigen' not in xf:
-      from codesign.device_profile import SINGLE_THREAD_XLA_FLAGS
+      from codesign.microbenchmarks import SINGLE_THREAD_XLA_FLAGS
 
       os.environ['XLA_FLAGS'] = (xf + ' ' + SINGLE_THREAD_XLA_FLAGS).strip()
   return main()

@@ -15,7 +15,9 @@ from codesign import (
   cost_model,
   device_profile,
   hardware,
+  microbenchmarks,
   platform_presets,
+  profile_fit,
 )
 from codesign.errors import InputError
 from codesign.pytree import replace
@@ -133,10 +135,10 @@ def test_fit_through_the_cost_model_recovers_a_known_device():
   recs += [{'kind': 'chain', 'layers': n} for n in (1, 64)]
   for r in recs:
     r['seconds'] = float(
-      device_profile.predict(p, stack, r, device_profile.bench_plan(p, r))
+      profile_fit.predict(p, stack, r, profile_fit.bench_plan(p, r))
     )
   recs.append({'kind': 'stream', 'bytes': 2e8, 'seconds': 2e8 / 20e9})
-  prof, report = device_profile.fit(recs, target='cpu', steps=1500)
+  prof, report = profile_fit.fit(recs, target='cpu', steps=1500)
   assert report['loss_final'] < 1e-3 < report['loss_initial']
   assert prof['gather_efficiency'] == pytest.approx(0.3, rel=0.05)
   assert prof['update_efficiency'] == pytest.approx(0.1, rel=0.05)
@@ -168,7 +170,7 @@ def test_time_interleaved_samples_in_turn_and_keeps_the_fastest():
 
     return fn
 
-  secs = device_profile.time_interleaved(
+  secs = microbenchmarks.time_interleaved(
     [make(0), make(1)], rounds=3, min_seconds=0.0, clock=lambda: now[0]
   )
   # Two warm-up calls each (compile, then one timed call that sets one
@@ -178,7 +180,7 @@ def test_time_interleaved_samples_in_turn_and_keeps_the_fastest():
 
 
 def test_microbenchmarks_run_once_per_shape():
-  sweep = device_profile.Sweep(
+  sweep = microbenchmarks.Sweep(
     gemm_m=(8,),
     gemm_kn=((8, 16),),
     gemm_precisions=('fp32',),
@@ -194,7 +196,7 @@ def test_microbenchmarks_run_once_per_shape():
     min_seconds=0.0,
     rounds=2,
   )
-  records = device_profile.measure(sweep)
+  records = microbenchmarks.measure(sweep)
   kinds = [r['kind'] for r in records]
   assert kinds == [
     'stream',
@@ -214,7 +216,7 @@ def test_microbenchmarks_run_once_per_shape():
 def test_bag_benchmarks_of_one_shape_share_their_table():
   # Held once per (rows, dim): the pooling-2 update must change what the
   # pooling-1 gather reads.
-  bags = device_profile._bag_fns(64, 4, (1, 2), 8, 0)
+  bags = microbenchmarks.bag_fns(64, 4, (1, 2), 8, 0)
   before = np.asarray(bags[1][0]())
   bags[2][1]()
   after = np.asarray(bags[1][0]())
@@ -230,7 +232,7 @@ def test_local_platform_is_one_cpu_socket():
   assert float(p.cpu.peak_flops_fp32) == pytest.approx(
     prof['peak_flops_fp32_tflops'] * 1e12
   )
-  w = device_profile.table_workload(1000, 16, 4, 256)
+  w = microbenchmarks.table_workload(1000, 16, 4, 256)
   r = cost_model.evaluate(
     hardware.as_arrays(p),
     w,
