@@ -1,6 +1,8 @@
-"""Device profiles (load, apply, fit through the cost model) and the
-calibrate experiment end to end."""
+"""Device profiles (load, apply), microbenchmarks, the fit through the
+cost model, the calibration study and the calibrate experiment end to
+end."""
 
+import csv
 import json
 import pathlib
 import subprocess
@@ -21,6 +23,7 @@ from codesign import (
 )
 from codesign.errors import InputError
 from codesign.pytree import replace
+from codesign.studies import calibration
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LOCAL = device_profile.PROFILES_DIR / 'local_cpu.json'
@@ -267,17 +270,24 @@ def test_calibrate_bad_profile_exits_with_one_line(tmp_path):
   assert not workdir.exists()
 
 
-def test_calibrate_smoke_writes_every_result(tmp_path):
-  workdir = tmp_path / 'run'
-  out = _run('--smoke', f'--device_profile={LOCAL}', f'--workdir={workdir}')
-  assert out.returncode == 0, out.stderr[-2000:]
-  r = json.loads((workdir / 'result.json').read_text())
+def test_calibration_study_smoke_with_a_given_profile():
+  progress = []
+  r, metrics = calibration.run(
+    calibration.Settings(smoke=True, device_profile=LOCAL), progress.append
+  )
+  assert metrics == []
+  assert any('public cases' in line for line in progress)
+  # A given profile: nothing measured but the validation steps, no fit.
+  assert r['fit'] is None and r['microbenchmarks'] is None
+  assert r['device_profile'] == device_profile.load(LOCAL)
   for c in r['param_check']:
     assert c['measured'] == c['analytic'] and c['rel_error'] == 0.0
   for c in r['flops_check']:
     assert abs(c['rel_error']) < 0.05
     assert c['analytic_bytes'] > 0 and c['measured_bytes_accessed'] > 0
-  assert len(r['local_cases']) == 2 and len(r['public_cases']) == 13
+  names = [w.name for w in calibration.local_configs(quick=True, smoke=True)]
+  assert [c['name'] for c in r['local_cases']] == names
+  assert len(r['public_cases']) == 13
   for c in r['local_cases'] + r['public_cases']:
     assert c['measured'] > 0 and c['predicted'] > 0
     assert c['rel_error'] == pytest.approx(c['predicted'] / c['measured'] - 1)
@@ -300,9 +310,54 @@ def test_calibrate_smoke_writes_every_result(tmp_path):
     lo, hi = fit['range']
     assert lo <= fit['loco_min'] <= fit['value'] * 1.5
     assert fit['loco_max'] <= hi and lo <= fit['value'] <= hi, name
-  shipped = json.loads((workdir / 'stack_fit.json').read_text())
+  shipped = r['stack_fit']
   assert set(shipped['stacks']) >= {'torchrec', 'nvidia_pytorch', 'hugectr'}
   v = shipped['stacks']['torchrec']['op_host_time']['value']
   assert v == r['public_fit']['parameters']['op_host_time']['value']
+  # The main table: one row per local case, in the units of its header.
+  header, rows = calibration.csv_table(r)
+  assert header[:4] == [
+    'name',
+    'measured_step_s',
+    'predicted_step_s',
+    'rel_error',
+  ]
+  assert [row[:4] for row in rows] == [
+    [c['name'], c['measured'], c['predicted'], c['rel_error']]
+    for c in r['local_cases']
+  ]
+  text = calibration.table(r)
+  for c in r['local_cases'] + r['public_cases']:
+    assert c['name'] in text
+
+
+def test_calibration_study_rejects_an_unmeasured_profile(tmp_path):
+  path = _write(tmp_path, 'p.json', json.dumps(_good()))
+  with pytest.raises(InputError, match='lacks the measured'):
+    calibration.run(calibration.Settings(smoke=True, device_profile=path))
+
+
+def test_calibrate_smoke_writes_every_file(tmp_path):
+  workdir = tmp_path / 'run'
+  out = _run('--smoke', f'--device_profile={LOCAL}', f'--workdir={workdir}')
+  assert out.returncode == 0, out.stderr[-2000:]
+  # Tables on stdout, progress on stderr.
+  assert 'public cases C1-C9' in out.stdout and 'public cases' in out.stderr
+  r = json.loads((workdir / 'result.json').read_text())
+  assert len(r['local_cases']) == 2 and 'stack_fit' not in r
+  with open(workdir / 'calibration.csv') as f:
+    rows = list(csv.reader(f))
+  assert rows[0][:3] == ['name', 'measured_step_s', 'predicted_step_s']
+  assert [row[0] for row in rows[1:]] == [c['name'] for c in r['local_cases']]
+  assert [float(row[2]) for row in rows[1:]] == [
+    c['predicted'] for c in r['local_cases']
+  ]
+  shipped = json.loads((workdir / 'stack_fit.json').read_text())
+  v = shipped['stacks']['torchrec']['op_host_time']['value']
+  assert v == r['public_fit']['parameters']['op_host_time']['value']
+  # A given profile is not written again (only a measured one is).
+  assert not (workdir / 'device_profile.json').exists()
   assert (workdir / 'calibration.png').read_bytes()[:4] == b'\x89PNG'
   assert (workdir / 'env.json').exists() and (workdir / 'config.json').exists()
+  env = json.loads((workdir / 'env.json').read_text())
+  assert 'xla_cpu_multi_thread_eigen=false' in env['xla_flags']
