@@ -439,8 +439,8 @@ def run(
     profile = {
       **profile,
       **device_profile.device_description(),
-      'source': 'measured by experiments.calibrate (codesign.device_profile '
-      'microbenchmarks, fitted through the cost model)',
+      'source': 'measured by experiments.calibrate (codesign.microbenchmarks, '
+      'fitted through the cost model by codesign.profile_fit)',
     }
   progress('parameter and FLOP checks (compiling dense steps) ...')
   param_check, flops_check = count_checks.check(
