@@ -27,6 +27,23 @@ from codesign.studies import calibration
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LOCAL = device_profile.PROFILES_DIR / 'local_cpu.json'
+# The smallest sweep: one shape of every kind, two poolings.
+TINY_SWEEP = microbenchmarks.Sweep(
+  gemm_m=(8,),
+  gemm_kn=((8, 16),),
+  gemm_precisions=('fp32',),
+  layer_m=(8,),
+  layer_kn=((8, 16),),
+  interaction_shapes=((8, 3, 4),),
+  table_rows=(64,),
+  bag_batch=8,
+  bag_dims=(4,),
+  bag_pooling=(1, 2),
+  stream_elems=1024,
+  chain_layers=(1,),
+  min_seconds=0.0,
+  rounds=2,
+)
 
 
 def _write(tmp_path, name, text):
@@ -183,22 +200,7 @@ def test_time_interleaved_samples_in_turn_and_keeps_the_fastest():
 
 
 def test_microbenchmarks_run_once_per_shape():
-  sweep = microbenchmarks.Sweep(
-    gemm_m=(8,),
-    gemm_kn=((8, 16),),
-    gemm_precisions=('fp32',),
-    layer_m=(8,),
-    layer_kn=((8, 16),),
-    interaction_shapes=((8, 3, 4),),
-    table_rows=(64,),
-    bag_batch=8,
-    bag_dims=(4,),
-    bag_pooling=(1, 2),
-    stream_elems=1024,
-    chain_layers=(1,),
-    min_seconds=0.0,
-    rounds=2,
-  )
+  sweep = TINY_SWEEP
   records = microbenchmarks.measure(sweep)
   kinds = [r['kind'] for r in records]
   assert kinds == [
@@ -270,16 +272,28 @@ def test_calibrate_bad_profile_exits_with_one_line(tmp_path):
   assert not workdir.exists()
 
 
-def test_calibration_study_smoke_with_a_given_profile():
+def test_calibration_study_smoke_measures_and_fits(monkeypatch):
+  # The smoke run with the tiny sweep in place of the quick one: the
+  # measuring path end to end (a given profile: the launcher test).
+  monkeypatch.setattr(microbenchmarks, 'QUICK_SWEEP', TINY_SWEEP)
   progress = []
   r, metrics = calibration.run(
-    calibration.Settings(smoke=True, device_profile=LOCAL), progress.append
+    calibration.Settings(smoke=True, fit_steps=20), progress.append
   )
   assert metrics == []
+  assert any('fitting the profile' in line for line in progress)
   assert any('public cases' in line for line in progress)
-  # A given profile: nothing measured but the validation steps, no fit.
-  assert r['fit'] is None and r['microbenchmarks'] is None
-  assert r['device_profile'] == device_profile.load(LOCAL)
+  kinds = [b['kind'] for b in r['microbenchmarks']]
+  assert kinds == [b['kind'] for b, _ in microbenchmarks.benchmarks(TINY_SWEEP)]
+  assert r['fit']['steps'] == 20 and len(r['fit']['predictions']) == 8
+  prof = device_profile.validate(r['device_profile'])  # savable as is
+  assert prof['target'] == 'cpu' and prof['backend'] == 'cpu'
+  assert all(k in prof for k in device_profile.PEAK_KEYS)
+  assert prof['memory_bandwidth_gb_per_s'] == pytest.approx(
+    profile_fit.measured_peaks(r['microbenchmarks'])[
+      'memory_bandwidth_gb_per_s'
+    ]
+  )
   for c in r['param_check']:
     assert c['measured'] == c['analytic'] and c['rel_error'] == 0.0
   for c in r['flops_check']:
@@ -345,6 +359,9 @@ def test_calibrate_smoke_writes_every_file(tmp_path):
   assert 'public cases C1-C9' in out.stdout and 'public cases' in out.stderr
   r = json.loads((workdir / 'result.json').read_text())
   assert len(r['local_cases']) == 2 and 'stack_fit' not in r
+  # A given profile: nothing measured but the validation steps, no fit.
+  assert r['fit'] is None and r['microbenchmarks'] is None
+  assert r['device_profile'] == device_profile.load(LOCAL)
   with open(workdir / 'calibration.csv') as f:
     rows = list(csv.reader(f))
   assert rows[0][:3] == ['name', 'measured_step_s', 'predicted_step_s']
