@@ -54,7 +54,9 @@ def bag_slots(pooling: float) -> int:
   return max(1, int(np.ceil(pooling)))
 
 
-def _precision(dense_precision: str):
+def dot_precision(dense_precision: str):
+  """The `jax.lax.Precision` of the dense GEMMs of a workload whose
+  `dense_precision` is this ('fp32', 'tf32', 'bf16' or 'fp16')."""
   # fp32 asks for full fp32 GEMMs; tf32 lets the backend use TF32 units
   # (GPUs); 16-bit inputs run at their own precision.
   if dense_precision == 'fp32':
@@ -69,7 +71,7 @@ def _dense_init_bias(key, shape, dtype=jnp.float32):
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
-def _gram(s, precision):
+def gram(s, precision):
   """Z = S S^T per sample: (B, F, d) -> (B, F, F).
 
   The backward is written out, dS = dZ S + dZ^T S: two batched GEMMs in
@@ -81,7 +83,7 @@ def _gram(s, precision):
 
 
 def _gram_fwd(s, precision):
-  return _gram(s, precision), s
+  return gram(s, precision), s
 
 
 def _gram_bwd(precision, s, dz):
@@ -90,11 +92,11 @@ def _gram_bwd(precision, s, dz):
   return (ds + jnp.matmul(dzt, s, precision=precision),)
 
 
-_gram.defvjp(_gram_fwd, _gram_bwd)
+gram.defvjp(_gram_fwd, _gram_bwd)
 
 
 @jax.custom_vjp
-def _upper_triangle(z):
+def upper_triangle(z):
   """The strict upper triangle of each (F, F) matrix, row by row (the
   order of `np.triu_indices(F, 1)`): (B, F, F) -> (B, F (F - 1) / 2).
 
@@ -107,7 +109,7 @@ def _upper_triangle(z):
 
 
 def _upper_triangle_fwd(z):
-  return _upper_triangle(z), z.shape
+  return upper_triangle(z), z.shape
 
 
 def _upper_triangle_bwd(shape, g):
@@ -121,7 +123,7 @@ def _upper_triangle_bwd(shape, g):
   return (jnp.stack(rows, axis=1),)
 
 
-_upper_triangle.defvjp(_upper_triangle_fwd, _upper_triangle_bwd)
+upper_triangle.defvjp(_upper_triangle_fwd, _upper_triangle_bwd)
 
 
 class DLRM(nn.Module):
@@ -141,7 +143,7 @@ class DLRM(nn.Module):
   def setup(self):
     w = self.workload
     dtype = COMPUTE_DTYPES[w.dense_precision]
-    prec = _precision(w.dense_precision)
+    prec = dot_precision(w.dense_precision)
 
     def dense(n, name, bias=True):
       return nn.Dense(
@@ -212,8 +214,8 @@ class DLRM(nn.Module):
     feats = [x] + [p.astype(dtype) for p in pooled]
     if w.interaction == 'dot':
       stack = jnp.stack(feats, axis=1)  # (B, F, d)
-      z = _gram(stack, _precision(w.dense_precision))
-      y = jnp.concatenate([x, _upper_triangle(z)], axis=1)
+      z = gram(stack, dot_precision(w.dense_precision))
+      y = jnp.concatenate([x, upper_triangle(z)], axis=1)
     elif w.interaction == 'cat':
       y = jnp.concatenate(feats, axis=1)
     else:  # dcnv2: x_{l+1} = x_0 * (V (U x_l) + b) + x_l

@@ -216,3 +216,59 @@ def frontier(
       ax.legend(fontsize=8, loc='lower right')
     fig.suptitle(title)
     return _save(fig, path)
+
+
+def calibration(path, local: list[dict], public: list[dict]) -> pathlib.Path:
+  """Predicted against measured step time (s), log-log, with the identity
+  and +-30% lines: the local validation cases (dots) and the public
+  cases (squares; hollow: predicted from the priors alone).
+
+  Args:
+    local, public: case dicts with `name`, `measured` and `predicted`
+      (s); public cases also `predicted_prior` (s).
+  """
+  fig, ax = plt.subplots(figsize=(5.5, 5.0), dpi=120)
+  allv = []
+  for cases, marker, label in (
+    (local, 'o', 'local device (validation configs)'),
+    (public, 's', 'public cases C1-C9, leave-one-case-out fit'),
+  ):
+    if not cases:
+      continue
+    m = [c['measured'] for c in cases]
+    q = [c['predicted'] for c in cases]
+    allv += m + q
+    ax.scatter(m, q, marker=marker, label=label)
+    if marker == 's':  # the priors, for comparison
+      u = [c['predicted_prior'] for c in cases]
+      allv += u
+      ax.scatter(
+        m,
+        u,
+        marker='s',
+        facecolors='none',
+        edgecolors='C1',
+        label='public cases, sourced priors (no fit)',
+      )
+    for c in cases:
+      short = c['name'].split('_')[0] if marker == 'o' else c['name']
+      ax.annotate(
+        short.replace('_', ' '),
+        (c['measured'], c['predicted']),
+        fontsize=7,
+        xytext=(3, 3),
+        textcoords='offset points',
+      )
+  lo, hi = min(allv) / 1.5, max(allv) * 1.5
+  ax.plot([lo, hi], [lo, hi], 'k-', lw=1, label='identity')
+  for f in (0.7, 1.3):
+    ax.plot([lo, hi], [lo * f, hi * f], 'k:', lw=0.7)
+  ax.set_xscale('log')
+  ax.set_yscale('log')
+  ax.set_xlim(lo, hi)
+  ax.set_ylim(lo, hi)
+  ax.set_xlabel('measured step time (s)')
+  ax.set_ylabel('predicted step time (s)')
+  ax.set_title('Cost model vs measurement (dotted: +-30%)')
+  ax.legend(fontsize=7, loc='upper left')
+  return _save(fig, path)

@@ -1,6 +1,8 @@
-"""Device profiles (load, apply, fit through the cost model) and the
-calibrate experiment end to end."""
+"""Device profiles (load, apply), microbenchmarks, the fit through the
+cost model, the calibration study and the calibrate experiment end to
+end."""
 
+import csv
 import json
 import pathlib
 import subprocess
@@ -15,13 +17,33 @@ from codesign import (
   cost_model,
   device_profile,
   hardware,
+  microbenchmarks,
   platform_presets,
+  profile_fit,
 )
 from codesign.errors import InputError
 from codesign.pytree import replace
+from codesign.studies import calibration
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LOCAL = device_profile.PROFILES_DIR / 'local_cpu.json'
+# The smallest sweep: one shape of every kind, two poolings.
+TINY_SWEEP = microbenchmarks.Sweep(
+  gemm_m=(8,),
+  gemm_kn=((8, 16),),
+  gemm_precisions=('fp32',),
+  layer_m=(8,),
+  layer_kn=((8, 16),),
+  interaction_shapes=((8, 3, 4),),
+  table_rows=(64,),
+  bag_batch=8,
+  bag_dims=(4,),
+  bag_pooling=(1, 2),
+  stream_elems=1024,
+  chain_layers=(1,),
+  min_seconds=0.0,
+  rounds=2,
+)
 
 
 def _write(tmp_path, name, text):
@@ -133,10 +155,10 @@ def test_fit_through_the_cost_model_recovers_a_known_device():
   recs += [{'kind': 'chain', 'layers': n} for n in (1, 64)]
   for r in recs:
     r['seconds'] = float(
-      device_profile.predict(p, stack, r, device_profile.bench_plan(p, r))
+      profile_fit.predict(p, stack, r, profile_fit.bench_plan(p, r))
     )
   recs.append({'kind': 'stream', 'bytes': 2e8, 'seconds': 2e8 / 20e9})
-  prof, report = device_profile.fit(recs, target='cpu', steps=1500)
+  prof, report = profile_fit.fit(recs, target='cpu', steps=1500)
   assert report['loss_final'] < 1e-3 < report['loss_initial']
   assert prof['gather_efficiency'] == pytest.approx(0.3, rel=0.05)
   assert prof['update_efficiency'] == pytest.approx(0.1, rel=0.05)
@@ -168,7 +190,7 @@ def test_time_interleaved_samples_in_turn_and_keeps_the_fastest():
 
     return fn
 
-  secs = device_profile.time_interleaved(
+  secs = microbenchmarks.time_interleaved(
     [make(0), make(1)], rounds=3, min_seconds=0.0, clock=lambda: now[0]
   )
   # Two warm-up calls each (compile, then one timed call that sets one
@@ -178,23 +200,8 @@ def test_time_interleaved_samples_in_turn_and_keeps_the_fastest():
 
 
 def test_microbenchmarks_run_once_per_shape():
-  sweep = device_profile.Sweep(
-    gemm_m=(8,),
-    gemm_kn=((8, 16),),
-    gemm_precisions=('fp32',),
-    layer_m=(8,),
-    layer_kn=((8, 16),),
-    interaction_shapes=((8, 3, 4),),
-    table_rows=(64,),
-    bag_batch=8,
-    bag_dims=(4,),
-    bag_pooling=(1, 2),
-    stream_elems=1024,
-    chain_layers=(1,),
-    min_seconds=0.0,
-    rounds=2,
-  )
-  records = device_profile.measure(sweep)
+  sweep = TINY_SWEEP
+  records = microbenchmarks.measure(sweep)
   kinds = [r['kind'] for r in records]
   assert kinds == [
     'stream',
@@ -214,7 +221,7 @@ def test_microbenchmarks_run_once_per_shape():
 def test_bag_benchmarks_of_one_shape_share_their_table():
   # Held once per (rows, dim): the pooling-2 update must change what the
   # pooling-1 gather reads.
-  bags = device_profile._bag_fns(64, 4, (1, 2), 8, 0)
+  bags = microbenchmarks.bag_fns(64, 4, (1, 2), 8, 0)
   before = np.asarray(bags[1][0]())
   bags[2][1]()
   after = np.asarray(bags[1][0]())
@@ -230,7 +237,7 @@ def test_local_platform_is_one_cpu_socket():
   assert float(p.cpu.peak_flops_fp32) == pytest.approx(
     prof['peak_flops_fp32_tflops'] * 1e12
   )
-  w = device_profile.table_workload(1000, 16, 4, 256)
+  w = microbenchmarks.table_workload(1000, 16, 4, 256)
   r = cost_model.evaluate(
     hardware.as_arrays(p),
     w,
@@ -265,17 +272,36 @@ def test_calibrate_bad_profile_exits_with_one_line(tmp_path):
   assert not workdir.exists()
 
 
-def test_calibrate_smoke_writes_every_result(tmp_path):
-  workdir = tmp_path / 'run'
-  out = _run('--smoke', f'--device_profile={LOCAL}', f'--workdir={workdir}')
-  assert out.returncode == 0, out.stderr[-2000:]
-  r = json.loads((workdir / 'result.json').read_text())
+def test_calibration_study_smoke_measures_and_fits(monkeypatch):
+  # The smoke run with the tiny sweep in place of the quick one: the
+  # measuring path end to end (a given profile: the launcher test).
+  monkeypatch.setattr(microbenchmarks, 'QUICK_SWEEP', TINY_SWEEP)
+  progress = []
+  r, metrics = calibration.run(
+    calibration.Settings(smoke=True, fit_steps=20), progress.append
+  )
+  assert metrics == []
+  assert any('fitting the profile' in line for line in progress)
+  assert any('public cases' in line for line in progress)
+  kinds = [b['kind'] for b in r['microbenchmarks']]
+  assert kinds == [b['kind'] for b, _ in microbenchmarks.benchmarks(TINY_SWEEP)]
+  assert r['fit']['steps'] == 20 and len(r['fit']['predictions']) == 8
+  prof = device_profile.validate(r['device_profile'])  # savable as is
+  assert prof['target'] == 'cpu' and prof['backend'] == 'cpu'
+  assert all(k in prof for k in device_profile.PEAK_KEYS)
+  assert prof['memory_bandwidth_gb_per_s'] == pytest.approx(
+    profile_fit.measured_peaks(r['microbenchmarks'])[
+      'memory_bandwidth_gb_per_s'
+    ]
+  )
   for c in r['param_check']:
     assert c['measured'] == c['analytic'] and c['rel_error'] == 0.0
   for c in r['flops_check']:
     assert abs(c['rel_error']) < 0.05
     assert c['analytic_bytes'] > 0 and c['measured_bytes_accessed'] > 0
-  assert len(r['local_cases']) == 2 and len(r['public_cases']) == 13
+  names = [w.name for w in calibration.local_configs(quick=True, smoke=True)]
+  assert [c['name'] for c in r['local_cases']] == names
+  assert len(r['public_cases']) == 13
   for c in r['local_cases'] + r['public_cases']:
     assert c['measured'] > 0 and c['predicted'] > 0
     assert c['rel_error'] == pytest.approx(c['predicted'] / c['measured'] - 1)
@@ -298,9 +324,57 @@ def test_calibrate_smoke_writes_every_result(tmp_path):
     lo, hi = fit['range']
     assert lo <= fit['loco_min'] <= fit['value'] * 1.5
     assert fit['loco_max'] <= hi and lo <= fit['value'] <= hi, name
-  shipped = json.loads((workdir / 'stack_fit.json').read_text())
+  shipped = r['stack_fit']
   assert set(shipped['stacks']) >= {'torchrec', 'nvidia_pytorch', 'hugectr'}
   v = shipped['stacks']['torchrec']['op_host_time']['value']
   assert v == r['public_fit']['parameters']['op_host_time']['value']
+  # The main table: one row per local case, in the units of its header.
+  header, rows = calibration.csv_table(r)
+  assert header[:4] == [
+    'name',
+    'measured_step_s',
+    'predicted_step_s',
+    'rel_error',
+  ]
+  assert [row[:4] for row in rows] == [
+    [c['name'], c['measured'], c['predicted'], c['rel_error']]
+    for c in r['local_cases']
+  ]
+  text = calibration.table(r)
+  for c in r['local_cases'] + r['public_cases']:
+    assert c['name'] in text
+
+
+def test_calibration_study_rejects_an_unmeasured_profile(tmp_path):
+  path = _write(tmp_path, 'p.json', json.dumps(_good()))
+  with pytest.raises(InputError, match='lacks the measured'):
+    calibration.run(calibration.Settings(smoke=True, device_profile=path))
+
+
+def test_calibrate_smoke_writes_every_file(tmp_path):
+  workdir = tmp_path / 'run'
+  out = _run('--smoke', f'--device_profile={LOCAL}', f'--workdir={workdir}')
+  assert out.returncode == 0, out.stderr[-2000:]
+  # Tables on stdout, progress on stderr.
+  assert 'public cases C1-C9' in out.stdout and 'public cases' in out.stderr
+  r = json.loads((workdir / 'result.json').read_text())
+  assert len(r['local_cases']) == 2 and 'stack_fit' not in r
+  # A given profile: nothing measured but the validation steps, no fit.
+  assert r['fit'] is None and r['microbenchmarks'] is None
+  assert r['device_profile'] == device_profile.load(LOCAL)
+  with open(workdir / 'calibration.csv') as f:
+    rows = list(csv.reader(f))
+  assert rows[0][:3] == ['name', 'measured_step_s', 'predicted_step_s']
+  assert [row[0] for row in rows[1:]] == [c['name'] for c in r['local_cases']]
+  assert [float(row[2]) for row in rows[1:]] == [
+    c['predicted'] for c in r['local_cases']
+  ]
+  shipped = json.loads((workdir / 'stack_fit.json').read_text())
+  v = shipped['stacks']['torchrec']['op_host_time']['value']
+  assert v == r['public_fit']['parameters']['op_host_time']['value']
+  # A given profile is not written again (only a measured one is).
+  assert not (workdir / 'device_profile.json').exists()
   assert (workdir / 'calibration.png').read_bytes()[:4] == b'\x89PNG'
   assert (workdir / 'env.json').exists() and (workdir / 'config.json').exists()
+  env = json.loads((workdir / 'env.json').read_text())
+  assert 'xla_cpu_multi_thread_eigen=false' in env['xla_flags']

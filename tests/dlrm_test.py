@@ -71,7 +71,7 @@ def test_gram_and_triangle_gradients_match_autodiff():
   prec = jax.lax.Precision.HIGHEST
 
   def ours(s):
-    y = dlrm._upper_triangle(dlrm._gram(s, prec))
+    y = dlrm.upper_triangle(dlrm.gram(s, prec))
     return jnp.sum(jnp.sin(y))
 
   def reference(s):

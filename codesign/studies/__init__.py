@@ -9,5 +9,8 @@ I/O and prints nothing (phases over a few seconds are reported through
 rows of metrics.jsonl. The launchers parse flags, call `run`, write the
 run directory, the CSV of the main table and the plots, and print.
 
-  proposal   the platform to build under a budget (experiments.propose)
+  proposal     the platform to build under a budget (experiments.propose)
+  calibration  the model against this device's real DLRM train steps and
+               the published cases C1-C9 (experiments.calibrate)
+  benchmark    how fast the cost model evaluates (experiments.benchmark)
 """

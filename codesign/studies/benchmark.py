@@ -1,0 +1,244 @@
+"""How fast is the cost model? Evaluations per second, jitted and not.
+
+The library part of `experiments.benchmark`, with no file I/O and no
+printing. `run(settings)` measures, on the local JAX backend: evaluations
+per second of the jitted, vmapped cost model (the full `CostReport`) for
+each batch of designs; value-and-gradient evaluations per second (of the
+log throughput); compile time; FLOPs per evaluation from XLA's cost
+analysis; and the same model called one design at a time without jit,
+as a naive user would. Designs are the platform with every continuous
+field scaled by a random factor in [0.5, 2] (clipped to
+`hardware.BOUNDS`; `designs`).
+
+Times are wall-clock seconds, rates per second. They vary with machine
+load, so tests assert none of them; the FLOPs per evaluation and the
+designs are reproducible.
+"""
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign import cost_model, hardware, inputs
+from codesign import plan as plan_lib
+from codesign import stack as stack_lib
+from codesign import workload as wl
+from codesign.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """What to time (the flags of `experiments.benchmark`).
+
+  Attributes:
+    workload: a `Workload`, or a preset name or JSON file.
+    platform: a `Platform`, or a preset name or JSON file: the centre of
+      the random designs.
+    plan: a `Plan`, or a named plan (`auto`, `hbm`, `ddr`) or plan file.
+    stack: a `Stack`, or a preset name or stack JSON file.
+    batches: design batch sizes (designs per jitted, vmapped call).
+    grad_batch: designs per value-and-gradient call.
+    eager_designs: designs evaluated one at a time without jit.
+    min_time_s: each timed call is repeated until this many seconds have
+      passed (0: one call after the warm-up).
+    x64: evaluate in float64 (needs `jax_enable_x64`) instead of float32.
+    seed: seed of the random designs (batches use seed, value-and-gradient
+      seed + 1, eager seed + 2).
+  """
+
+  workload: str | wl.Workload = 'criteo_kaggle'
+  platform: str | hardware.Platform = 'dgx_a100_80gb'
+  plan: str | plan_lib.Plan = 'auto'
+  stack: str | stack_lib.Stack = 'torchrec'
+  batches: tuple[int, ...] = (1, 1000, 100000)
+  grad_batch: int = 100000
+  eager_designs: int = 5
+  min_time_s: float = 1.0
+  x64: bool = False
+  seed: int = 0
+
+
+def _inputs(settings: Settings):
+  """(workload, platform, plan, stack) objects; names and files load as
+  `inputs.resolve` loads them (no overrides, no device profile)."""
+  w, p, s = settings.workload, settings.platform, settings.stack
+  w = w if isinstance(w, wl.Workload) else inputs.load_workload(str(w))
+  p = p if isinstance(p, hardware.Platform) else inputs.load_platform(str(p))
+  s = s if isinstance(s, stack_lib.Stack) else inputs.load_stack(str(s))
+  plan = settings.plan
+  if not isinstance(plan, plan_lib.Plan):
+    plan = inputs.load_plan(str(plan), w, p, s)
+  return w, p, plan, s
+
+
+def designs(platform: hardware.Platform, n: int, seed: int):
+  """`n` random designs around `platform`, as one batched pytree: every
+  leaf scaled by a log-uniform factor in [0.5, 2], clipped to
+  `hardware.BOUNDS` (but for the accelerator count of a CPU trainer,
+  which is 0)."""
+  paths = hardware.leaf_paths(platform)
+  leaves, treedef = jax.tree.flatten(platform)
+  rng = np.random.default_rng(seed)
+  out = []
+  for path, leaf in zip(paths, leaves, strict=True):
+    lo, hi = hardware.BOUNDS[path]
+    x = float(leaf) * np.exp(rng.uniform(np.log(0.5), np.log(2.0), n))
+    if not (path == 'accelerators_per_node' and platform.trainer == 'cpu'):
+      x = np.clip(x, lo, hi)
+    out.append(jnp.asarray(x))
+  return jax.tree.unflatten(treedef, out)
+
+
+def _time(fn, *args, min_time_s: float) -> float:
+  """Seconds per call of `fn(*args)`, after one warm-up call."""
+  jax.block_until_ready(fn(*args))
+  calls, start = 0, time.perf_counter()
+  while True:
+    jax.block_until_ready(fn(*args))
+    calls += 1
+    elapsed = time.perf_counter() - start
+    if elapsed >= min_time_s:
+      return elapsed / calls
+
+
+def _check(settings: Settings) -> None:
+  sizes = (*settings.batches, settings.grad_batch, settings.eager_designs)
+  if not settings.batches or min(int(n) for n in sizes) < 1:
+    raise InputError('every design batch size must be a positive integer')
+  if settings.min_time_s < 0:
+    raise InputError('min_time_s must not be negative')
+  if settings.x64 and not jax.config.jax_enable_x64:
+    raise InputError('x64 needs jax_enable_x64 set before JAX computes')
+
+
+def run(
+  settings: Settings, progress: Callable[[str], None] | None = None
+) -> tuple[dict, list[dict]]:
+  """Times the cost model (see the module docstring).
+
+  Args:
+    settings: what to time.
+    progress: called with one line of text as each timing starts (the
+      compile of a large batch takes seconds).
+
+  Returns:
+    (result, metrics). result: the dict `experiments.benchmark` writes to
+    result.json: workload, platform, dtype, evals_per_s, compile_s and
+    flops_per_eval (each {batch size as a string: value}; evaluations/s,
+    s, FLOP per design), grads_per_s (value-and-gradient evaluations/s),
+    grad_batch, grad_compile_s (s), eager_evals_per_s, speedup_vs_eager
+    (the best jitted rate over the eager one). metrics: empty.
+
+  Raises:
+    InputError: bad settings or inputs.
+  """
+  progress = progress or (lambda line: None)
+  _check(settings)
+  w, p, plan, stack = _inputs(settings)
+  dtype = jnp.float64 if settings.x64 else jnp.float32
+  plan = jax.tree.map(lambda x: jnp.asarray(x, dtype), plan)
+  stack = jax.tree.map(lambda x: jnp.asarray(x, dtype), stack)
+  base = hardware.as_arrays(p, dtype)
+  seed = int(settings.seed)
+
+  def evaluate(hw):
+    return cost_model.evaluate(hw, w, plan, stack)
+
+  def log_throughput(hw):
+    return jnp.log(cost_model.evaluate(hw, w, plan, stack).throughput)
+
+  def batch_of(n, seed):
+    return jax.tree.map(lambda x: x.astype(dtype), designs(base, n, seed))
+
+  batched = jax.jit(jax.vmap(evaluate))
+  batched_grad = jax.jit(jax.vmap(jax.value_and_grad(log_throughput)))
+
+  evals_per_s, compile_s, flops = {}, {}, {}
+  for n in (int(b) for b in settings.batches):
+    progress(f'compiling and timing a batch of {n} designs ...')
+    batch = batch_of(n, seed)
+    start = time.perf_counter()
+    compiled = batched.lower(batch).compile()
+    compile_s[str(n)] = time.perf_counter() - start
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list | tuple) else cost
+    flops[str(n)] = float(cost.get('flops', float('nan'))) / n
+    sec = _time(compiled, batch, min_time_s=settings.min_time_s)
+    evals_per_s[str(n)] = n / sec
+
+  n = int(settings.grad_batch)
+  progress(f'compiling and timing value and gradient of {n} designs ...')
+  batch = batch_of(n, seed + 1)
+  start = time.perf_counter()
+  compiled_grad = batched_grad.lower(batch).compile()
+  grad_compile_s = time.perf_counter() - start
+  sec = _time(compiled_grad, batch, min_time_s=settings.min_time_s)
+  grads_per_s = n / sec
+
+  m = int(settings.eager_designs)
+  progress(f'evaluating {m} designs one at a time without jit ...')
+  singles = designs(base, m, seed + 2)
+  one = [
+    jax.tree.map(lambda x, i=i: x[i].astype(dtype), singles) for i in range(m)
+  ]
+  jax.block_until_ready(evaluate(one[0]))  # warm op caches
+  start = time.perf_counter()
+  for hw in one:
+    jax.block_until_ready(evaluate(hw))
+  eager = m / (time.perf_counter() - start)
+  best = max(evals_per_s.values())
+  result = {
+    'workload': w.name,
+    'platform': p.name,
+    'dtype': str(jnp.dtype(dtype)),
+    'evals_per_s': evals_per_s,
+    'grads_per_s': grads_per_s,
+    'grad_batch': n,
+    'eager_evals_per_s': eager,
+    'speedup_vs_eager': best / eager,
+    'compile_s': compile_s,
+    'grad_compile_s': grad_compile_s,
+    'flops_per_eval': flops,
+  }
+  return result, []
+
+
+def table(result: dict) -> str:
+  """Rates, compile times and FLOPs per evaluation, as plain text (a
+  `run` result)."""
+  lines = [f'{result["workload"]} on {result["platform"]} ({result["dtype"]})']
+  for key, rate in result['evals_per_s'].items():
+    lines.append(
+      f'batch {int(key):>7d}: {rate:14,.0f} evals/s  compile '
+      f'{result["compile_s"][key]:.2f} s  '
+      f'{result["flops_per_eval"][key]:,.0f} FLOP/eval'
+    )
+  lines.append(
+    f'value+grad batch {result["grad_batch"]}: {result["grads_per_s"]:,.0f} '
+    f'/s  compile {result["grad_compile_s"]:.2f} s'
+  )
+  lines.append(
+    f'eager, one design at a time: {result["eager_evals_per_s"]:,.1f} '
+    f'evals/s (jit+vmap is {result["speedup_vs_eager"]:,.0f}x faster)'
+  )
+  return '\n'.join(lines)
+
+
+def csv_table(result: dict) -> tuple[list[str], list[list]]:
+  """The main table, one row per design batch size: jitted, vmapped
+  evaluations per second, compile seconds, XLA FLOPs per evaluation."""
+  header = ['design_batch', 'evals_per_s', 'compile_s', 'flops_per_eval']
+  rows = [
+    [
+      int(key),
+      rate,
+      result['compile_s'][key],
+      result['flops_per_eval'][key],
+    ]
+    for key, rate in result['evals_per_s'].items()
+  ]
+  return header, rows

@@ -1,0 +1,563 @@
+"""Ground the cost model: a real Flax DLRM, XLA's counts, measured steps.
+
+The library part of `experiments.calibrate`, with no file I/O and no
+printing. `run(settings)` (JAX picks the backend; nothing here is
+CPU-specific):
+1. `param_check`: parameters of the Flax DLRM (`jax.eval_shape` of its
+   init, so preset-sized tables cost no memory) against
+   `workload.param_count`.
+2. `flops_check`: FLOPs of the compiled dense part of a train step
+   (forward, backward, Optax update) from XLA's `cost_analysis()` against
+   `workload.dense_flops_per_sample * batch`; bytes accessed beside the
+   cost model's dense bytes.
+3. The device profile: microbenchmarks of the local device
+   (`codesign.microbenchmarks`) and the efficiency fields fitted to them
+   through the cost model (`codesign.profile_fit`), or the profile given
+   in the settings. FITTING DATA: the microbenchmarks only. They are
+   timed in the same interleaved rounds as the validation steps of 4, so
+   that both see the same machine (`microbenchmarks.time_interleaved`).
+4. `local_cases`: real jitted train steps of the Flax DLRM on synthetic
+   data for configurations that differ in batch, tables, dims, pooling,
+   MLP widths and interaction, against the cost model's step time on a
+   one-device platform built from the profile. VALIDATION DATA: none of
+   these steps is used in the fit.
+5. `public_cases`: the published DLRM training throughputs C1-C9
+   (`calibration_cases.json`: NVIDIA PyTorch, HugeCTR, TorchRec, Intel
+   CPU) against the cost model with the stack each case names. The few
+   physical numbers the cases share (`public_cases.FIT_PARAMETERS`: host
+   time per eager operator, per-step floors, fused embedding efficiency,
+   GPU GEMM efficiency and tile size) are fitted with Adam through the
+   cost model; each case is predicted with the values fitted on the
+   other cases only (leave-one-case-out); the prediction from the
+   sourced priors is reported beside it.
+
+Times are in seconds (step times, `measured` and `predicted`), errors
+relative (predicted / measured - 1). Measured times vary from run to run
+(and with other load on the machine); with the same given device profile
+the predictions, checks and public cases are reproducible.
+"""
+
+import dataclasses
+import pathlib
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from codesign import (
+  cost_model,
+  count_checks,
+  device_profile,
+  dlrm,
+  hardware,
+  microbenchmarks,
+  profile_fit,
+  synthetic_data,
+  workload_presets,
+)
+from codesign import public_cases as pc
+from codesign import workload as wl
+from codesign.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """What to calibrate (the flags of `experiments.calibrate`).
+
+  Attributes:
+    quick: the small sweep (`microbenchmarks.QUICK_SWEEP`) and 6 local
+      configurations instead of 8.
+    smoke: a tiny run for tests (implies quick): 2 local configurations
+      and 2 checks; not a calibration.
+    device_profile: path of a measured device profile JSON to use instead
+      of measuring one (no microbenchmarks, no fit); None: measure.
+    fit_steps: Adam steps of the profile fit.
+    seed: seed of parameters, data and benchmarks.
+
+  XLA's threads per op (`experiments.calibrate --single_thread`) must be
+  set before JAX starts, so they are the launcher's, not a setting.
+  """
+
+  quick: bool = False
+  smoke: bool = False
+  device_profile: str | pathlib.Path | None = None
+  fit_steps: int = 1500
+  seed: int = 0
+
+
+def local_configs(quick: bool, smoke: bool = False) -> list[wl.Workload]:
+  """The validation configurations (never used in the fit): 8, 6 when
+  `quick`, 2 when `smoke`."""
+  Table = wl.Table
+
+  def w(name, batch, tables, dense, bottom, top, **kw):
+    return wl.Workload(
+      name=name,
+      tables=tuple(tables),
+      num_dense=dense,
+      bottom_mlp=bottom,
+      top_mlp=top,
+      global_batch=batch,
+      source='experiments.calibrate local configuration',
+      **kw,
+    )
+
+  out = [
+    w(
+      'L1_b512_t8_d32_p1',
+      512,
+      [Table(100_000, 32, 1)] * 8,
+      13,
+      (128, 32),
+      (256, 128, 1),
+    ),
+    w(
+      'L2_b2048_t4_d16_p8',
+      2048,
+      [Table(50_000, 16, 8)] * 4,
+      13,
+      (64, 16),
+      (128, 64, 1),
+    ),
+    w(
+      'L3_b256_t16_d64_p2',
+      256,
+      [Table(20_000, 64, 2)] * 16,
+      32,
+      (256, 64),
+      (512, 256, 1),
+    ),
+    w(
+      'L4_b1024_t6_d128_p1',
+      1024,
+      [Table(200_000, 128, 1)] * 6,
+      13,
+      (256, 128),
+      (512, 1),
+    ),
+    w(
+      'L5_b1024_t10_d32_p20_cat',
+      1024,
+      [Table(100_000, 32, 20)] * 10,
+      16,
+      (64, 32),
+      (128, 64, 1),
+      interaction='cat',
+    ),
+    w(
+      'L6_b4096_t26_d16_p1',
+      4096,
+      [Table(50_000, 16, 1)] * 26,
+      13,
+      (256, 64, 16),
+      (256, 128, 1),
+    ),
+  ]
+  if smoke:
+    return [out[0], out[4]]
+  if not quick:
+    out += [
+      w(
+        'L7_b512_t8_d32_p3_dcnv2',
+        512,
+        [Table(100_000, 32, 3)] * 8,
+        13,
+        (128, 32),
+        (256, 1),
+        interaction='dcnv2',
+        dcn_layers=2,
+        dcn_rank=64,
+      ),
+      w(
+        'L8_b8192_t3_d64_p4',
+        8192,
+        [Table(300_000, 64, 4)] * 3,
+        8,
+        (64, 64),
+        (64, 32, 1),
+      ),
+    ]
+  return out
+
+
+def check_configs(quick: bool, smoke: bool = False) -> list[wl.Workload]:
+  """Workloads for the parameter and FLOP checks (small batch)."""
+  local = local_configs(quick=True)
+  if smoke:
+    return [
+      local[0],
+      dataclasses.replace(
+        workload_presets.get('mlperf_dlrm_dcnv2'), global_batch=64
+      ),
+    ]
+  names = ['criteo_kaggle', 'mlperf_dlrm_dcnv2', 'nv_dlrm_small']
+  if not quick:
+    names += ['dlrm_benchmark', 'rm2', 'zion_scale']
+  presets = [workload_presets.get(n) for n in names]
+  # FLOP checks of presets at a batch that compiles fast; counts scale
+  # linearly with the batch.
+  presets = [dataclasses.replace(p, global_batch=512) for p in presets]
+  return local + presets
+
+
+def train_step_runner(w, seed: int):
+  """A compiled, warmed-up `run()` doing one jitted train step of the Flax
+  DLRM on synthetic data (cycling over 4 batches)."""
+  gen = synthetic_data.SyntheticCriteo(w, seed=seed)
+  batches = [jax.device_put(gen.batch(i, w.global_batch)) for i in range(4)]
+  state = dlrm.init_state(w, jax.random.PRNGKey(seed), 0.01)
+  step = jax.jit(dlrm.make_train_step(w, 0.01), donate_argnums=0)
+  holder = {'state': state, 'i': 0}
+
+  def run():
+    s, loss = step(holder['state'], batches[holder['i'] % len(batches)])
+    holder['state'], holder['i'] = s, holder['i'] + 1
+    return loss
+
+  jax.block_until_ready(run())
+  return run
+
+
+# One timing sample of a validation step: back-to-back steps lasting
+# about this long (a step takes 2-60 ms here).
+STEP_MIN_SECONDS = 0.05
+
+
+def measure(
+  sweep: microbenchmarks.Sweep,
+  configs,
+  seed: int,
+  with_microbenchmarks: bool,
+  progress: Callable[[str], None],
+):
+  """Times the microbenchmarks (if asked) and the validation train steps,
+  interleaved in the same rounds (`microbenchmarks.time_interleaved`), so
+  that the fitting data and the validation data see the same spread of
+  machine states.
+
+  Returns:
+    (microbenchmark records or None, step seconds per configuration).
+  """
+  items = (
+    microbenchmarks.benchmarks(sweep, seed) if with_microbenchmarks else []
+  )
+  runners = [train_step_runner(w, seed) for w in configs]
+  progress(
+    f'timing {len(items)} microbenchmarks (fitting data) and '
+    f'{len(runners)} train steps (validation data), interleaved, '
+    f'{sweep.rounds} rounds ...'
+  )
+  secs = microbenchmarks.time_interleaved(
+    [run for _, run in items] + runners,
+    rounds=sweep.rounds,
+    min_seconds=[sweep.min_seconds] * len(items)
+    + [STEP_MIN_SECONDS] * len(runners),
+  )
+  records = [
+    {**rec, 'seconds': t}
+    for (rec, _), t in zip(items, secs[: len(items)], strict=True)
+  ]
+  return (records or None), secs[len(items) :]
+
+
+def _breakdown(r) -> dict:
+  """The nonzero components of a `CostReport`, in seconds."""
+  return {k: float(v) for k, v in r.breakdown.items() if float(v) > 0}
+
+
+def local_cases(profile: dict, configs, measured_s) -> list[dict]:
+  """The validation cases: each configuration's measured step time
+  (`measured_s`, seconds) against the cost model under `profile`."""
+  p = device_profile.local_platform(profile)
+  s = device_profile.local_stack(profile)
+  out = []
+  for w, measured in zip(configs, measured_s, strict=True):
+    plan = device_profile.local_plan(w, p)
+    # The model on the CPU whatever device was timed: its numbers do not
+    # depend on the backend.
+    with jax.default_device(jax.devices('cpu')[0]):
+      r = cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
+    pred = float(r.step_time)
+    out.append(
+      {
+        'name': w.name,
+        'measured': measured,
+        'predicted': pred,
+        'rel_error': pred / measured - 1.0,
+        'bottleneck': r.bottleneck,
+        'breakdown_s': _breakdown(r),
+      }
+    )
+  return out
+
+
+def _public_case(c, fold: dict) -> dict:
+  """One public case predicted with the values of its fold."""
+  r = pc.predict(c, fold['values'])
+  prior = float(pc.predict(c).step_time)
+  pred = float(r.step_time)
+  w = c.workload
+  return {
+    'name': c.name,
+    'case_id': c.case_id,
+    'stack': c.stack.name,
+    'hardware': c.hardware,
+    'workload': w.name,
+    'global_batch': w.global_batch,
+    'dense_precision': w.dense_precision,
+    'measured': c.measured,
+    'predicted': pred,
+    'rel_error': pred / c.measured - 1.0,
+    'predicted_prior': prior,
+    'rel_error_prior': prior / c.measured - 1.0,
+    'fitted_on': fold['fitted_on'],
+    'fitted_values': {k: fold['values'][k] for k in pc.used_parameters(c)},
+    'measured_records_per_s': w.global_batch / c.measured,
+    'predicted_records_per_s': w.global_batch / pred,
+    'bottleneck': r.bottleneck,
+    'breakdown_s': _breakdown(r),
+    'notes': list(c.notes),
+  }
+
+
+def public_cases():
+  """The published cases C1-C9, each predicted out of sample: with the
+  stack and GPU numbers fitted on the OTHER cases only (leave-one-case-
+  out, `codesign.public_cases`), and with the priors beside it. Returns
+  (cases, per-parameter fit report, stack_fit.json dict)."""
+  with jax.default_device(jax.devices('cpu')[0]):
+    cases = pc.load()
+    loco = pc.leave_one_case_out(cases)
+    out = [_public_case(c, loco['folds'][c.case_id]) for c in cases]
+  fit = {}
+  for param in pc.FIT_PARAMETERS:
+    folds = [f['values'][param.name] for f in loco['folds'].values()]
+    value = loco['all']['values'][param.name]
+    fit[param.name] = {
+      'value': value,
+      'loco_min': float(np.min(folds)),
+      'loco_max': float(np.max(folds)),
+      'prior': param.prior,
+      'range': [param.lo, param.hi],
+      'range_why': param.why,
+      'at_bound': pc.at_bound(param.name, value),
+      'applies_to': [f'{who}.{field}' for who, field in param.targets],
+    }
+  spread = {k: (v['loco_min'], v['loco_max']) for k, v in fit.items()}
+  shipped = pc.stack_fit_json(
+    loco['all']['values'], loco['all']['fitted_on'], spread
+  )
+  report = {
+    'parameters': fit,
+    'prior_weight': pc.PRIOR_WEIGHT,
+    'fit_loss_all': loco['all']['fit_loss'],
+    'folds': loco['folds'],
+  }
+  return out, report, shipped
+
+
+PROTOCOL = {
+  'fitting_data': 'microbenchmarks only (gemm, gather, scatter, chain; '
+  'stream and the fastest GEMM give bandwidth and peaks)',
+  'validation_data': 'local_cases: full jitted DLRM train steps of '
+  'configurations absent from the fit',
+  'timing': 'wall clock; microbenchmarks and validation steps sampled '
+  'in turn in the same rounds, each keeping its fastest sample',
+  'public_cases': 'published DLRM training throughputs C1-C9 (NVIDIA '
+  'PyTorch, HugeCTR, TorchRec, Intel CPU) against the catalog parts '
+  'and the stack each case names; the few physical numbers in '
+  'codesign.public_cases.FIT_PARAMETERS are fitted with Adam through '
+  'the cost model, and every case is predicted with the values fitted '
+  'on the OTHER cases (leave-one-case-out, `fitted_on`). '
+  '`predicted_prior` uses the sourced priors instead.',
+}
+# Keys of `run`'s result that are not part of result.json.
+EXTRA_KEYS = ('stack_fit',)
+
+
+def _given_profile(path) -> dict:
+  """A measured profile from a file; raises `InputError` unless it holds
+  the measured peaks a local platform needs."""
+  given = device_profile.load(path)
+  missing = [k for k in device_profile.PEAK_KEYS if k not in given]
+  if missing:
+    raise InputError(
+      f'device profile {str(path)!r} lacks the measured {missing[0]!r}, '
+      'so it cannot describe the local device'
+    )
+  return given
+
+
+def _abs_errors(cases, key='rel_error'):
+  return np.abs([c[key] for c in cases])
+
+
+def run(
+  settings: Settings, progress: Callable[[str], None] | None = None
+) -> tuple[dict, list[dict]]:
+  """Calibrates the cost model against the local device and the public
+  cases.
+
+  Args:
+    settings: what to calibrate.
+    progress: called with one line of text as each phase starts (timing,
+      fit, XLA checks, public cases: each takes 5 s to minutes).
+
+  Returns:
+    (result, metrics). result: the dict `experiments.calibrate` writes to
+    result.json (device_profile, fit (None for a given profile),
+    microbenchmarks (records with measured seconds, or None),
+    param_check, flops_check, local_cases, public_cases, public_fit,
+    error medians and maxima, ...) plus `stack_fit` (the stack_fit.json
+    dict: the values fitted on every public case, with provenance).
+    metrics: empty (there are no steps).
+
+  Raises:
+    InputError: a given profile that is not a measured one.
+  """
+  progress = progress or (lambda line: None)
+  quick = settings.quick or settings.smoke
+  given = None
+  if settings.device_profile:  # bad input fails before any measurement
+    given = _given_profile(settings.device_profile)
+  held = microbenchmarks.hold_freed_memory()
+  sweep = microbenchmarks.QUICK_SWEEP if quick else microbenchmarks.Sweep()
+  configs = local_configs(quick, settings.smoke)
+  progress(
+    f'compiling {len(configs)} train steps'
+    + ('' if given else ' and the microbenchmarks')
+    + ' ...'
+  )
+  records, step_times = measure(
+    sweep, configs, settings.seed, given is None, progress
+  )
+  if given is not None:
+    profile, fit_report = given, None
+  else:
+    progress(f'fitting the profile to {len(records)} microbenchmarks ...')
+    profile, fit_report = profile_fit.fit(records, steps=settings.fit_steps)
+    profile = {
+      **profile,
+      **device_profile.device_description(),
+      'source': 'measured by experiments.calibrate (codesign.microbenchmarks, '
+      'fitted through the cost model by codesign.profile_fit)',
+    }
+  progress('parameter and FLOP checks (compiling dense steps) ...')
+  param_check, flops_check = count_checks.check(
+    check_configs(quick, settings.smoke), settings.seed
+  )
+  local = local_cases(profile, configs, step_times)
+  progress(
+    'public cases C1-C9 (stack and GPU numbers fitted leave-one-case-out) ...'
+  )
+  public, public_fit, stack_fit = public_cases()
+  local_err, public_err = _abs_errors(local), _abs_errors(public)
+  result = {
+    'backend': jax.default_backend(),
+    'device_kind': jax.devices()[0].device_kind,
+    'clock': microbenchmarks.default_clock().__name__,
+    'freed_memory_held': held,
+    'protocol': {**PROTOCOL, 'rounds': sweep.rounds},
+    'device_profile': profile,
+    'fit': fit_report,
+    'microbenchmarks': records,
+    'param_check': param_check,
+    'flops_check': flops_check,
+    'flops_note': count_checks.FLOPS_NOTE,
+    'bytes_note': count_checks.BYTES_NOTE,
+    'max_abs_rel_error_flops': float(np.max(_abs_errors(flops_check))),
+    'local_cases': local,
+    'public_cases': public,
+    'public_fit': public_fit,
+    'median_abs_rel_error_local': float(np.median(local_err)),
+    'max_abs_rel_error_local': float(np.max(local_err)),
+    'median_abs_rel_error_public': float(np.median(public_err)),
+    'max_abs_rel_error_public': float(np.max(public_err)),
+    'median_abs_rel_error_public_prior': float(
+      np.median(_abs_errors(public, 'rel_error_prior'))
+    ),
+    'stack_fit': stack_fit,
+  }
+  return result, []
+
+
+def table(result: dict) -> str:
+  """The profile, the checks, the local and the public cases (measured
+  and predicted step times in ms, relative errors) and the public fit, as
+  plain text (a `run` result)."""
+  profile, fit = result['device_profile'], result['fit']
+  keys = (
+    *device_profile.PEAK_KEYS,
+    *device_profile.EFFICIENCY_KEYS,
+    'step_overhead_us',
+  )
+  lines = [
+    'profile: '
+    + ', '.join(f'{k}={profile[k]:.4g}' for k in keys if k in profile)
+  ]
+  if fit is not None:
+    lines.append(
+      f'fit: loss {fit["loss_initial"]:.3f} -> {fit["loss_final"]:.3f}; '
+      + ', '.join(
+        f'{k} median {v["median_abs_rel_error"]:.0%}'
+        for k, v in fit['per_kind'].items()
+      )
+    )
+  lines.append('parameter and FLOP checks (XLA / analytic):')
+  for p, c in zip(result['param_check'], result['flops_check'], strict=True):
+    lines.append(
+      f'  {c["name"]:28s} params {p["measured"] / p["analytic"]:.4f}  '
+      f'FLOPs {c["measured"] / c["analytic"]:.4f}  '
+      f'bytes {c["bytes_ratio"]:.2f}'
+    )
+  lines.append('local train steps (validation, not fitted):')
+  for c in result['local_cases']:
+    lines.append(
+      f'  {c["name"]:28s} measured {c["measured"] * 1e3:8.2f} ms  predicted '
+      f'{c["predicted"] * 1e3:8.2f} ms  {c["rel_error"]:+.1%}  '
+      f'({c["bottleneck"]})'
+    )
+  lines.append(
+    'public cases C1-C9 (stack and GPU numbers fitted leave-one-case-out):'
+  )
+  for c in result['public_cases']:
+    lines.append(
+      f'  {c["name"]:8s} {c["stack"]:14s} measured '
+      f'{c["measured"] * 1e3:7.2f} ms predicted '
+      f'{c["predicted"] * 1e3:7.2f} ms {c["rel_error"]:+7.1%} (priors '
+      f'{c["rel_error_prior"]:+7.1%}) limited by {c["bottleneck"]}'
+    )
+  for name, f in result['public_fit']['parameters'].items():
+    bound = f' AT ITS {f["at_bound"].upper()} BOUND' if f['at_bound'] else ''
+    lines.append(
+      f'  {name:28s} {f["value"]:.4g} (folds {f["loco_min"]:.4g}-'
+      f'{f["loco_max"]:.4g}; prior {f["prior"]:.4g}){bound}'
+    )
+  r = result
+  lines.append(
+    f'local: median |error| {r["median_abs_rel_error_local"]:.1%}, worst '
+    f'{r["max_abs_rel_error_local"]:.1%}; public: median '
+    f'{r["median_abs_rel_error_public"]:.1%}, worst '
+    f'{r["max_abs_rel_error_public"]:.1%} (priors median '
+    f'{r["median_abs_rel_error_public_prior"]:.1%})'
+  )
+  return '\n'.join(lines)
+
+
+CSV_HEADER = [
+  'name',
+  'measured_step_s',
+  'predicted_step_s',
+  'rel_error',
+  'bottleneck',
+]
+
+
+def csv_table(result: dict) -> tuple[list[str], list[list]]:
+  """The main table, one row per local validation case: measured and
+  predicted step time (s), relative error, the model's bottleneck."""
+  rows = [
+    [c['name'], c['measured'], c['predicted'], c['rel_error'], c['bottleneck']]
+    for c in result['local_cases']
+  ]
+  return list(CSV_HEADER), rows
