@@ -26,7 +26,7 @@ Method (`gradient_search`):
    that meet the hardware constraints (budget, power, sockets, DDR per
    socket; memory is the plan's job) keep their hardware, and the plan is
    re-optimized by the same continuous phase with the hardware
-   coordinates frozen; the plans are snapped to `PLAN_STEP` and every
+   coordinates frozen; the plans are snapped to `snapping.PLAN_STEP` and every
    constraint is checked again. This repairs plans whose tables no longer
    fit after rounding.
 
@@ -36,7 +36,7 @@ and gradient 2.
 
 Reproducibility: the same flags on the same number of devices give the
 same bits. Across device counts the buildable result (parts, counts and
-the plan, snapped to `PLAN_STEP`) is the same, and the continuous phase
+the plan, snapped to `snapping.PLAN_STEP`) is the same, and the continuous phase
 agrees to about 1e-8: any N >= 2 devices give identical bits, but XLA
 compiles a single-device program without the SPMD partitioner and its
 simplifier then rewrites some divisions of the backward pass as
@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from codesign import batching, constrained, cost_model
+from codesign import batching, constrained, cost_model, snapping
 from codesign import design_space as ds
 from codesign import workload as wl
 from codesign.errors import InputError
@@ -75,8 +75,7 @@ CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'sockets', 'ddr_per_socket')
 FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
 # Constraints a plan cannot change.
 HARDWARE_CONSTRAINTS = ('capex', 'power', 'sockets', 'ddr_per_socket')
-# Granularity of a written plan's fractions (0.01% of a table's rows).
-PLAN_STEP = 1e-4
+HARDWARE_COLUMNS = tuple(CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -489,7 +488,10 @@ def gradient_search(
   index = np.concatenate([ds.neighbour_indices(space, z[i, :hc]) for i in top])
   per = index.shape[0] // len(top)
   plan_z = np.concatenate(
-    [np.repeat(snap_plan(space, z[i, hc:])[None], per, axis=0) for i in top]
+    [
+      np.repeat(snapping.snap_plan(space, z[i, hc:])[None], per, axis=0)
+      for i in top
+    ]
   )
   ev = evaluate_indices(problem, index, plan_z, config.eval_chunk, mesh)
   evaluations += index.shape[0]
@@ -497,7 +499,9 @@ def gradient_search(
   if config.polish and space.num_plan > 0:
     # Re-optimize the plan of the best distinct buildable platforms, as many
     # as there are starts, with their hardware coordinates frozen.
-    cand = _distinct_best(index, ev, config.starts, hardware_only=True)
+    cand = snapping.distinct_best(
+      index, ev, config.starts, hardware=HARDWARE_COLUMNS
+    )
     zp = np.concatenate(
       [
         np.stack([ds.grid_z(space, index[k]) for k in cand]),
@@ -512,7 +516,7 @@ def gradient_search(
     result.history = history + hist2
     evaluations += len(cand) * (2 * config.steps + 1)
     pidx = index[cand]
-    ppz = np.stack([snap_plan(space, x) for x in zpol[:, hc:]])
+    ppz = np.stack([snapping.snap_plan(space, x) for x in zpol[:, hc:]])
     ev2 = evaluate_indices(problem, pidx, ppz, config.eval_chunk, mesh)
     evaluations += len(cand)
     index = np.concatenate([index, pidx])
@@ -527,49 +531,6 @@ def gradient_search(
   result.best_g = ev['g'][b]
   result.evaluations = int(evaluations)
   return result
-
-
-def _distinct_best(index, ev, limit, hardware_only=False):
-  """Positions of up to `limit` distinct platforms, best first.
-
-  With `hardware_only`, the memory constraints are ignored (a new plan can
-  make the tables fit) and platforms that break a hardware constraint
-  (budget, power, sockets, DDR per socket) are left out.
-  """
-  g = ev['g']
-  if hardware_only:
-    hw = [CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS]
-    ok = np.all(g[:, hw] <= 0.0, axis=1) & np.isfinite(ev['loss'])
-    key = np.where(ok, ev['loss'], np.inf)
-  else:
-    viol = np.max(np.maximum(g, 0.0), axis=1)
-    key = np.where(ev['feasible'], ev['loss'], 1e200 + viol)
-  order = np.argsort(key, kind='stable')
-  seen, out = set(), []
-  for k in order:
-    if not np.isfinite(key[k]):
-      break
-    t = tuple(int(x) for x in index[k])
-    if t in seen:
-      continue
-    seen.add(t)
-    out.append(int(k))
-    if len(out) == limit:
-      break
-  return out or [int(order[0])]
-
-
-def snap_plan(space: ds.DesignSpace, plan_z: np.ndarray) -> np.ndarray:
-  """A plan vector (P,) at the granularity a plan is written in:
-  fractions in steps of PLAN_STEP; HBM fractions round down (never
-  overfilling HBM)."""
-  plan_z = np.asarray(plan_z, dtype=np.float64)
-  if plan_z.size == 0:
-    return plan_z
-  t = space.num_tables
-  out = np.rint(plan_z / PLAN_STEP) * PLAN_STEP
-  out[:t] = np.floor(plan_z[:t] / PLAN_STEP + 1e-6) * PLAN_STEP
-  return np.clip(out, 0.0, 1.0)
 
 
 # ---- reading results ---------------------------------------------------------
@@ -615,12 +576,15 @@ def violation_sentence(problem: Problem, g) -> str:
   i = int(np.argmax(g))
   name = CONSTRAINTS[i]
   pct = 100.0 * float(g[i])
-  what = {
-    'capex': f'the capex budget of ${problem.budget_usd:,.0f}',
-    'power': f'the power budget of {problem.power_w:,.0f} W',
-    'hbm': 'the HBM capacity',
-    'ddr': 'the DDR capacity',
-    'sockets': "the CPU's maximum sockets",
-    'ddr_per_socket': "the CPU's maximum DDR per socket",
-  }[name]
+  if name == 'capex':
+    what = f'the capex budget of ${problem.budget_usd:,.0f}'
+  elif name == 'power':
+    what = f'the power budget of {problem.power_w:,.0f} W'
+  else:
+    what = {
+      'hbm': 'the HBM capacity',
+      'ddr': 'the DDR capacity',
+      'sockets': "the CPU's maximum sockets",
+      'ddr_per_socket': "the CPU's maximum DDR per socket",
+    }[name]
   return f'{what} is exceeded by {pct:.1f}%'

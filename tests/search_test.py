@@ -235,3 +235,19 @@ def test_propose_infeasible_budget_is_one_sentence(tmp_path):
   assert len(lines) == 1 and 'capex budget of $5,000' in lines[0], lines
   assert 'Traceback' not in out.stderr
   assert not (tmp_path / 'poor').exists()
+
+
+def test_violation_sentence_without_a_power_limit():
+  """No power limit (None) and the tables do not fit: the sentence names
+  HBM (it used to format the absent power limit and raise TypeError)."""
+  w = wp.get('rm1')
+  problem = search.Problem(_space(w), w, STACK, 'throughput', budget_usd=1e5)
+  g = np.zeros(len(search.CONSTRAINTS))
+  g[search.CONSTRAINTS.index('hbm')] = 0.5
+  assert search.violation_sentence(problem, g) == (
+    'the HBM capacity is exceeded by 50.0%'
+  )
+  g[search.CONSTRAINTS.index('capex')] = 2.0
+  assert search.violation_sentence(problem, g) == (
+    'the capex budget of $100,000 is exceeded by 200.0%'
+  )

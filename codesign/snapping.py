@@ -1,0 +1,59 @@
+"""From relaxed search results to buildable designs: which distinct
+platforms to keep, and the plan at the granularity a plan is written in.
+
+Used by `codesign.search` after the continuous phase: the best starts are
+rounded to grid neighbours, evaluated, and the distinct best platforms
+polished and snapped.
+"""
+
+import numpy as np
+
+from codesign import design_space as ds
+
+# Granularity of a written plan's fractions.
+PLAN_STEP = 1e-4
+
+
+def distinct_best(index, ev, limit: int, hardware=None) -> list[int]:
+  """Positions of up to `limit` distinct platforms, best first.
+
+  index: (N, H) grid indices of evaluated designs; ev: their `loss` (N,),
+  constraint values `g` (N, C) (<= 0 holds) and `feasible` (N,). With
+  `hardware` (the columns of g that are hardware constraints: budget,
+  power, sockets, DDR per socket), the other (memory) constraints are
+  ignored, as a new plan can make the tables fit, and platforms that break
+  a hardware constraint are left out.
+  """
+  g = ev['g']
+  if hardware is not None:
+    ok = np.all(g[:, list(hardware)] <= 0.0, axis=1) & np.isfinite(ev['loss'])
+    key = np.where(ok, ev['loss'], np.inf)
+  else:
+    viol = np.max(np.maximum(g, 0.0), axis=1)
+    key = np.where(ev['feasible'], ev['loss'], 1e200 + viol)
+  order = np.argsort(key, kind='stable')
+  seen, out = set(), []
+  for k in order:
+    if not np.isfinite(key[k]):
+      break
+    t = tuple(int(x) for x in index[k])
+    if t in seen:
+      continue
+    seen.add(t)
+    out.append(int(k))
+    if len(out) == limit:
+      break
+  return out or [int(order[0])]
+
+
+def snap_plan(space: ds.DesignSpace, plan_z: np.ndarray) -> np.ndarray:
+  """A plan vector (P,) at the granularity a plan is written in:
+  fractions in steps of PLAN_STEP; HBM fractions round down (never
+  overfilling HBM)."""
+  plan_z = np.asarray(plan_z, dtype=np.float64)
+  if plan_z.size == 0:
+    return plan_z
+  t = space.num_tables
+  out = np.rint(plan_z / PLAN_STEP) * PLAN_STEP
+  out[:t] = np.floor(plan_z[:t] / PLAN_STEP + 1e-6) * PLAN_STEP
+  return np.clip(out, 0.0, 1.0)
