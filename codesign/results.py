@@ -9,9 +9,14 @@
   result.json    the answer;
   <name>.csv     the study's main table, one row per line (`write_csv`);
   *.png          plots.
-Files are written atomically (temporary file, then rename), so a killed run
-never leaves a truncated file. JSON is written with sorted keys and a fixed
-float format, so the same inputs give byte-identical files.
+A run is written into a hidden staging sibling of its directory
+(`.<name>.partial-<pid>`) and renamed into place when it completes
+(`reserve_workdir`, `make_workdir`, `finish_runs`; `experiments.common`
+calls them), so a reader sees either no run or a whole one; a workdir that
+holds files is refused unless --overwrite is given. Files are written
+atomically (temporary file, then rename) with the umask's mode. JSON is
+written with sorted keys and a fixed float format, so the same inputs give
+byte-identical files.
 """
 
 import csv
@@ -21,6 +26,7 @@ import json
 import os
 import pathlib
 import platform as py_platform
+import shutil
 import subprocess
 import tempfile
 from importlib import metadata
@@ -30,15 +36,135 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+# Staging directories of the runs of this process: staging -> (final,
+# overwrite). A run writes into a hidden sibling of its directory and is
+# renamed into place when it completes (`finish_runs`), so a reader sees
+# either no run or a whole one.
+_STAGED: dict[pathlib.Path, tuple[pathlib.Path, bool]] = {}
+STAGING_MARK = '.partial-'
+
+
+def _writable_root() -> pathlib.Path:
+  """Where default run directories go: results/ in the checkout, or a
+  per-user directory when the checkout cannot be written."""
+  checkout = ROOT / 'results'
+  try:
+    checkout.mkdir(exist_ok=True)
+    probe = tempfile.NamedTemporaryFile(dir=checkout, prefix='.probe')
+    probe.close()
+    return checkout
+  except OSError:
+    state = os.environ.get('XDG_STATE_HOME') or (
+      pathlib.Path.home() / '.local' / 'state'
+    )
+    return pathlib.Path(state) / 'codesign' / 'results'
+
+
 def default_workdir(experiment: str) -> pathlib.Path:
   stamp = datetime.datetime.now(datetime.UTC).strftime('%Y%m%d-%H%M%S-%f')
-  return ROOT / 'results' / experiment / stamp
+  return _writable_root() / experiment / stamp
+
+
+def _staging_path(final: pathlib.Path) -> pathlib.Path:
+  return final.parent / f'.{final.name}{STAGING_MARK}{os.getpid()}'
+
+
+def _remove_stale_staging(final: pathlib.Path) -> None:
+  """Removes staging directories of `final` left by killed processes."""
+  for old in final.parent.glob(f'.{final.name}{STAGING_MARK}*'):
+    pid = old.name.rpartition(STAGING_MARK)[2]
+    try:
+      os.kill(int(pid), 0)
+      continue  # that process still runs
+    except (ValueError, ProcessLookupError):
+      shutil.rmtree(old, ignore_errors=True)
+    except PermissionError:
+      continue
+
+
+def reserve_workdir(
+  experiment: str, workdir: str | None, overwrite: bool = False
+) -> pathlib.Path:
+  """Checks, before any work, that the run directory can be written and
+  holds no other run, and creates its staging directory. Returns the final
+  path (the default `results/<experiment>/<UTC timestamp>/` when
+  `workdir` is empty).
+
+  Raises:
+    InputError: the path is a file, lies under a file, cannot be written,
+      or holds files and `overwrite` is false.
+  """
+  from codesign.errors import InputError
+
+  final = (
+    pathlib.Path(workdir).absolute() if workdir else default_workdir(experiment)
+  )
+  if final.exists() and not final.is_dir():
+    raise InputError(f'--workdir {str(final)!r} is a file, not a directory')
+  if final.is_dir() and any(final.iterdir()) and not overwrite:
+    raise InputError(
+      f'--workdir {str(final)!r} already holds files (another run?); pass '
+      '--overwrite to replace them or choose another directory'
+    )
+  try:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(final)
+    staging = _staging_path(final)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+  except OSError as e:
+    raise InputError(
+      f'--workdir {str(final)!r} cannot be written ({e.strerror or e})'
+    ) from None
+  _STAGED[staging] = (final, overwrite)
+  return final
 
 
 def make_workdir(experiment: str, workdir: str | None) -> pathlib.Path:
-  path = pathlib.Path(workdir) if workdir else default_workdir(experiment)
-  path.mkdir(parents=True, exist_ok=True)
-  return path
+  """The directory a run writes its files into: the staging directory of
+  `workdir` (reserved by `reserve_workdir`, which this calls if needed).
+  `final_path` gives where it will be once `finish_runs` renames it."""
+  final = (
+    pathlib.Path(workdir).absolute() if workdir else default_workdir(experiment)
+  )
+  for staging, (f, _) in _STAGED.items():
+    if f == final:
+      return staging
+  reserve_workdir(experiment, str(final))
+  return _staging_path(final)
+
+
+def final_path(workdir: pathlib.Path) -> pathlib.Path:
+  """Where the run written into `workdir` (a staging directory) ends up."""
+  workdir = pathlib.Path(workdir)
+  return _STAGED[workdir][0] if workdir in _STAGED else workdir
+
+
+def finish_runs() -> list[pathlib.Path]:
+  """Renames every staged run of this process into place (replacing the
+  old directory where --overwrite allowed it). Returns the final paths."""
+  done = []
+  for staging, (final, overwrite) in list(_STAGED.items()):
+    old = None
+    if final.exists():
+      if any(final.iterdir()) and not overwrite:
+        raise OSError(f'{final} was filled by another run meanwhile')
+      old = final.parent / f'.{final.name}.old-{os.getpid()}'
+      os.replace(final, old)
+    os.replace(staging, final)
+    if old is not None:
+      shutil.rmtree(old, ignore_errors=True)
+    del _STAGED[staging]
+    done.append(final)
+  return done
+
+
+def abandon_runs() -> None:
+  """Removes the staging directories of this process (a failed run leaves
+  no directory behind)."""
+  for staging in list(_STAGED):
+    shutil.rmtree(staging, ignore_errors=True)
+    del _STAGED[staging]
 
 
 def jsonable(obj):
@@ -73,11 +199,19 @@ def write_text_atomic(path: pathlib.Path, text: str) -> None:
   try:
     with os.fdopen(fd, 'w') as f:
       f.write(text)
+    # mkstemp creates 0600; the file gets the mode the umask gives others.
+    os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
   except BaseException:
     if os.path.exists(tmp):
       os.unlink(tmp)
     raise
+
+
+def _umask() -> int:
+  mask = os.umask(0)
+  os.umask(mask)
+  return mask
 
 
 def write_json(path: pathlib.Path, obj) -> None:

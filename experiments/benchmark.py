@@ -87,7 +87,6 @@ def main():
   config = {'flags': common.flag_values()}
   results.write_run(workdir, config, result, seed=FLAGS.seed)
   print(benchmark.table(result))
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':

@@ -125,7 +125,7 @@ def main():
   config = {'flags': common.flag_values()}
   results.write_run(workdir, config, result, seed=FLAGS.seed)
   print(calibration.table(result))
-  print(f'{time.perf_counter() - t_start:.0f} s; wrote {workdir}')
+  print(f'{time.perf_counter() - t_start:.0f} s')
 
 
 if __name__ == '__main__':

@@ -1,6 +1,7 @@
 """What every experiment script shares: input flags and error handling."""
 
 import logging
+import pathlib
 import sys
 
 from absl import flags
@@ -24,7 +25,7 @@ flags.DEFINE_string(
   'depending on it.',
 )
 # Flags that say where and how to re-run, never what to compute.
-_NOT_REPLAYED = ('from_config', 'workdir')
+_NOT_REPLAYED = ('from_config', 'workdir', 'overwrite')
 
 
 def _overrides() -> list[str]:
@@ -62,6 +63,12 @@ def define_run_flags(
     'workdir',
     None,
     f'Run directory; default results/{experiment}/<UTC timestamp>/.',
+  )
+  flags.DEFINE_bool(
+    'overwrite',
+    False,
+    'Replace the files of a past run in --workdir (without it, a workdir '
+    'that holds files is refused before any work).',
   )
   flags.DEFINE_integer('seed', 0, seed_help)
   if x64 is not None:  # None: the script computes in one precision
@@ -195,17 +202,34 @@ def run_main(main_fn):
     logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
     if len(argv) > 1:
       exit_with(InputError(f'unexpected arguments: {" ".join(argv[1:])}'))
+    from codesign import results
+
+    fv = flags.FLAGS
     try:
-      if flags.FLAGS.from_config:
-        apply_config(flags.FLAGS.from_config)
-      if 'device_profile' in flags.FLAGS and flags.FLAGS.device_profile:
+      if fv.from_config:
+        apply_config(fv.from_config)
+      if 'device_profile' in fv and fv.device_profile:
         from codesign import device_profile
 
         # Fail early; each script passes the profile to `inputs.resolve`.
-        device_profile.load(flags.FLAGS.device_profile)
-      return main_fn()
+        device_profile.load(fv.device_profile)
+      if 'workdir' in fv:
+        # Before any work: the directory must be writable and hold no
+        # other run; the script writes into its staging sibling.
+        experiment = pathlib.Path(sys.argv[0]).stem
+        fv.workdir = str(
+          results.reserve_workdir(experiment, fv.workdir, fv.overwrite)
+        )
+      out = main_fn()
+      for path in results.finish_runs():
+        print(f'wrote {path}')
+      return out
     except InputError as e:
+      results.abandon_runs()
       exit_with(e)
+    except BaseException:
+      results.abandon_runs()
+      raise
 
   return wrapped
 

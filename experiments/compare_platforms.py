@@ -376,7 +376,6 @@ def main():
     f'{base.name} with its tables scaled, auto plan per platform',
   )
   print('\n'.join(summary))
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':

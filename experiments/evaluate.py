@@ -66,7 +66,6 @@ def main():
   results.write_csv(workdir / 'ranks.csv', *rank_stats.csv_table(ranks))
   print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
   print(rank_stats.table(ranks))
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':

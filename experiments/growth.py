@@ -253,7 +253,6 @@ def main():
     logy=True,
   )
   print('\n'.join(summary))
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':

@@ -271,7 +271,6 @@ def main():
     f'({FLAGS.sharding}, up to {FLAGS.max_nodes} nodes)',
   )
   print('\n'.join(lines))
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':

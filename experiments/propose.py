@@ -141,7 +141,6 @@ def main():
     f'{timing["search_wall_s"]:.1f} s (compile included); total '
     f'{timing["total_wall_s"]:.1f} s'
   )
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':

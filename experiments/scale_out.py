@@ -299,7 +299,6 @@ def main():
     'nodes',
   )
   print('\n'.join(summary))
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':

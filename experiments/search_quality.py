@@ -228,7 +228,6 @@ def main():
       f'{100 * v["gradient_eval_fraction"]:8.3f}%'
     )
   print(summary)
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':

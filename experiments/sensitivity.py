@@ -229,7 +229,6 @@ def main():
       f'finite difference {c["finite_difference"]:+.6f}, gap '
       f'{100 * c["relative_gap"]:.4f}%'
     )
-  print(f'wrote {workdir}')
 
 
 if __name__ == '__main__':
