@@ -200,7 +200,9 @@ def lines(
   x = np.asarray(x, dtype=float)
   with plt.rc_context(_STYLE):
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    drawn = hline is not None and (not logy or hline > 0)
+    # The values on the y axis; a log axis takes its limits from them (a
+    # reference line alone does not set matplotlib's data limits).
+    shown = [hline] if hline is not None and (not logy or hline > 0) else []
     for name, y in series.items():
       y = np.asarray(y, dtype=float)
       good = _drawable(y, logy) & _drawable(x, logx)
@@ -211,13 +213,17 @@ def lines(
         notes.append(f'{other} not drawn: not positive and finite')
       label = name + (f' ({"; ".join(notes)})' if notes else '')
       ax.plot(x, np.where(good, y, np.nan), 'o-', ms=4, label=label)
-      drawn = drawn or bool(good.any())
+      shown.extend(y[good].tolist())
     if hline is not None:
       ax.axhline(hline, color='black', lw=0.8, ls=':', label=hline_label)
-    if logx:
+    xs = x[_drawable(x, logx)]
+    if logx and xs.size:
       ax.set_xscale('log', base=2)
-    if logy and drawn:  # a log axis with nothing on it cannot place ticks
+      # Limits from x itself: series with no point left set none.
+      ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
+    if logy and shown:  # a log axis with nothing on it cannot place ticks
       ax.set_yscale('log')
+      ax.set_ylim(min(shown) / 1.5, max(shown) * 1.5)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -258,6 +264,7 @@ def step_breakdown(
   seconds: dict[str, np.ndarray],
   title: str,
   xlabel: str,
+  step_s: np.ndarray | None = None,
 ) -> pathlib.Path:
   """Stacked step components over categorical x: in ms, and as shares.
 
@@ -268,6 +275,8 @@ def step_breakdown(
       (`component_colors`).
     title: figure title.
     xlabel: what x is.
+    step_s: shape (N,), the step time in seconds (after overlap), marked
+      on the ms panel; None: not marked.
 
   The left panel stacks milliseconds, so its column heights are the sum of
   the components (more than the step time wherever they overlap); the
@@ -294,10 +303,29 @@ def step_breakdown(
         bottom = bottom + h
       ax.set_xticks(pos, [str(v) for v in x])
       ax.set_xlabel(xlabel)
+    if step_s is not None:
+      axes[0].plot(
+        pos,
+        np.asarray(step_s, dtype=float) * 1e3,
+        '_',
+        color='black',
+        ms=40,
+        mew=2,
+        label='step time (after overlap)',
+      )
+      axes[0].legend(fontsize=7, loc='upper right')
     axes[0].set_ylabel('ms per step, components summed before overlap')
     axes[1].set_ylim(0.0, 1.0)
     axes[1].set_ylabel('share of the summed step components')
-    axes[1].legend(fontsize=7, loc='center left', bbox_to_anchor=(1.0, 0.5))
+    # Top of the stack first, as the bars read.
+    handles, labels = axes[1].get_legend_handles_labels()
+    axes[1].legend(
+      handles[::-1],
+      labels[::-1],
+      fontsize=7,
+      loc='center left',
+      bbox_to_anchor=(1.0, 0.5),
+    )
     note = _skipped_note(bad, len(x) * len(names), 'negative or not finite')
     fig.suptitle(title + (f'\n{note} (drawn as 0)' if note else ''))
     return _save(fig, path)
