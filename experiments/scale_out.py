@@ -28,6 +28,8 @@ component per node count in ms, stacked, and as a share of their sum;
 components are summed before overlap).
 """
 
+import dataclasses
+
 import jax
 import numpy as np
 from absl import flags
@@ -177,19 +179,20 @@ def main():
   from codesign import results, schema
   from codesign.studies import scale_out as study
 
-  counts = _node_counts()
-  w0, p0, stack = _inputs()
+  # Checked before the inputs load (the auto plan costs seconds); the
+  # names are replaced by the resolved inputs below.
   settings = study.Settings(
-    workload=w0,
-    platform=p0,
-    stack=stack,
-    nodes=counts,
+    nodes=_node_counts(),
     scaling=FLAGS.scaling,
     target=FLAGS.target,
     min_nic_gbit_per_s=FLAGS.min_nic_gbit_per_s,
     max_nic_gbit_per_s=FLAGS.max_nic_gbit_per_s,
     sharding=FLAGS.sharding,
     rounds=FLAGS.rounds,
+  )
+  w0, p0, stack = _inputs()
+  settings = dataclasses.replace(
+    settings, workload=w0, platform=p0, stack=stack
   )
   result, metrics = study.run(settings, progress=common.progress_printer())
   workdir = results.make_workdir('scale_out', FLAGS.workdir)

@@ -27,6 +27,8 @@ throughput and perf per USD side by side: a bar of +0.5 means 1% more of
 that field gives 0.5% more of the metric).
 """
 
+import dataclasses
+
 import jax
 from absl import flags
 
@@ -92,21 +94,22 @@ def main():
   from codesign.errors import InputError
   from codesign.studies import sensitivity as study
 
-  w, p, plan, stack = inputs.resolve(
-    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override,
-    device_profile=FLAGS.device_profile, stack=FLAGS.stack,
-  )  # fmt: skip
-  if FLAGS.show < 1:  # only the plot uses it
-    raise InputError(f'--show must be at least 1, got {FLAGS.show}')
+  # Checked before the inputs load (an auto plan costs seconds); the names
+  # are replaced by the resolved inputs below.
   settings = study.Settings(
-    workload=w,
-    platform=p,
-    plan=plan,
-    stack=stack,
     replan=FLAGS.replan,
     check_top=FLAGS.check_top,
     fd_rel_step=FLAGS.fd_rel_step,
     fd_tolerance=FLAGS.fd_tolerance,
+  )
+  if FLAGS.show < 1:  # only the plot uses it
+    raise InputError(f'--show must be at least 1, got {FLAGS.show}')
+  w, p, plan, stack = inputs.resolve(
+    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override,
+    device_profile=FLAGS.device_profile, stack=FLAGS.stack,
+  )  # fmt: skip
+  settings = dataclasses.replace(
+    settings, workload=w, platform=p, plan=plan, stack=stack
   )
   result, _ = study.run(settings, progress=common.progress_printer())
   workdir = results.make_workdir('sensitivity', FLAGS.workdir)
