@@ -89,7 +89,7 @@ def platform_curves(
   skipped = total = 0
   with plt.rc_context(_STYLE):
     fig, axes = plt.subplots(
-      1, len(panels), figsize=(5.0 * len(panels), 4.2), squeeze=False
+      1, len(panels), figsize=(5.0 * len(panels) + 1.8, 4.2), squeeze=False
     )
     for ax, (ylabel, series) in zip(axes[0], panels, strict=True):
       drawn = False
@@ -116,7 +116,20 @@ def platform_curves(
         ax.set_yscale('log')
       ax.set_xlabel('embedding tables with optimizer state (GB)')
       ax.set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=8, loc='lower left')
+    # The platforms, then what the line and marker styles mean (grey).
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for style, kw, label in (
+      ('o-', {}, 'all tables in HBM'),
+      ('o--', {'mfc': 'white'}, 'spilling to host DDR'),
+      ('x', {'alpha': 0.35}, 'infeasible (for reference)'),
+    ):
+      (h,) = axes[0][0].plot([], [], style, color='0.4', ms=5, **kw)
+      handles.append(h)
+      labels.append(label)
+    # Beside the last panel, where it hides no curve.
+    axes[0][-1].legend(
+      handles, labels, fontsize=8, loc='center left', bbox_to_anchor=(1.0, 0.5)
+    )
     note = _skipped_note(skipped, total, 'zero, negative or not finite')
     fig.suptitle(
       title + '\nsolid/filled: in HBM; dashed/hollow: spilling to DDR; '
@@ -221,6 +234,9 @@ def lines(
       ax.set_xscale('log', base=2)
       # Limits from x itself: series with no point left set none.
       ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
+      # Ticks at the x values, written plainly (node counts, not 2^k).
+      ax.set_xticks(xs, [f'{v:g}' for v in xs])
+      ax.minorticks_off()
     if logy and shown:  # a log axis with nothing on it cannot place ticks
       ax.set_yscale('log')
       ax.set_ylim(min(shown) / 1.5, max(shown) * 1.5)

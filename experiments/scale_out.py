@@ -135,10 +135,14 @@ def _plots(workdir, result, study):
     f'({result["scaling"]} scaling)'
   )
   need = [r['required_nic_gbit_per_s_per_accelerator'] for r in rows]
+  label = f'needed for {target:.0%} efficiency'
+  if any(r['required_status'] == 'below_range' for r in rows[1:]):
+    # Such a point sits at the lowest rate searched: an upper bound.
+    label += '; at the lowest rate searched: any NIC is enough'
   plotting.lines(
     workdir / 'nic_required.png',
     x[1:],
-    {f'needed for {target:.0%} efficiency': np.array(need[1:], dtype=float)},
+    {label: np.array(need[1:], dtype=float)},
     title,
     'nodes',
     'NIC Gb/s per accelerator',
