@@ -47,6 +47,19 @@ def _save(fig, path) -> pathlib.Path:
   return path
 
 
+def _drawable(y, log: bool) -> np.ndarray:
+  """Which points a (log) axis can show: finite, and positive on a log
+  axis (matplotlib cannot place zero or negative values there, and an
+  axis with none left fails to draw)."""
+  y = np.asarray(y, dtype=float)
+  ok = np.isfinite(y)
+  return ok & (y > 0) if log else ok
+
+
+def _skipped_note(skipped: int, total: int, why: str) -> str:
+  return f'{skipped} of {total} points not drawn: {why}' if skipped else ''
+
+
 def platform_curves(
   path,
   sizes_gb: np.ndarray,
@@ -60,7 +73,8 @@ def platform_curves(
   Args:
     path: the PNG to write.
     sizes_gb: shape (N,), embedding size of each point in GB (x axis, log).
-    panels: (y label, {platform: values of shape (N,)}) per panel (log y).
+    panels: (y label with its unit, {platform: values of shape (N,)}) per
+      panel (log y).
     spilling: platform -> (N,) booleans, tables partly in DDR.
     feasible: platform -> (N,) booleans, every memory tier fits.
     title: figure title.
@@ -68,32 +82,58 @@ def platform_curves(
   A solid line with filled dots: all tables in HBM. Dashed with hollow
   dots: spilling to host DDR. Grey crosses: infeasible (drawn for
   reference at the value the model computes, not a real operating point).
+  Zero, negative and non-finite values cannot sit on the log axes: they
+  are left out and counted in the title.
   """
+  sizes_gb = np.asarray(sizes_gb, dtype=float)
+  skipped = total = 0
   with plt.rc_context(_STYLE):
     fig, axes = plt.subplots(
-      1, len(panels), figsize=(5.0 * len(panels), 4.2), squeeze=False
+      1, len(panels), figsize=(5.0 * len(panels) + 1.8, 4.2), squeeze=False
     )
     for ax, (ylabel, series) in zip(axes[0], panels, strict=True):
+      drawn = False
       for k, (name, y) in enumerate(series.items()):
         color = f'C{k % 10}'
-        ok = feasible[name]
-        sp = spilling[name] & ok
-        fit = ~spilling[name] & ok
+        good = _drawable(y, log=True)
+        skipped += int(np.sum(~good))
+        total += len(good)
+        y = np.where(good, np.asarray(y, dtype=float), np.nan)
+        ok = np.asarray(feasible[name]) & good
+        sp = np.asarray(spilling[name]) & ok
+        fit = ~np.asarray(spilling[name]) & ok
+        bad = ~np.asarray(feasible[name]) & good
         y_ok = np.where(ok, y, np.nan)
         y_fit = np.where(fit | np.roll(fit, -1) & ok, y_ok, np.nan)
         ax.plot(sizes_gb, y_ok, '--', color=color, lw=1.2)
         ax.plot(sizes_gb, y_fit, '-', color=color, lw=1.8, label=name)
         ax.plot(sizes_gb[fit], y[fit], 'o', color=color, ms=4)
         ax.plot(sizes_gb[sp], y[sp], 'o', mfc='white', mec=color, ms=5, mew=1.2)
-        ax.plot(sizes_gb[~ok], y[~ok], 'x', color=color, alpha=0.35, ms=4)
+        ax.plot(sizes_gb[bad], y[bad], 'x', color=color, alpha=0.35, ms=4)
+        drawn = drawn or bool(good.any())
       ax.set_xscale('log')
-      ax.set_yscale('log')
+      if drawn:  # a log axis with nothing on it cannot place its ticks
+        ax.set_yscale('log')
       ax.set_xlabel('embedding tables with optimizer state (GB)')
       ax.set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=8, loc='lower left')
+    # The platforms, then what the line and marker styles mean (grey).
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for style, kw, label in (
+      ('o-', {}, 'all tables in HBM'),
+      ('o--', {'mfc': 'white'}, 'spilling to host DDR'),
+      ('x', {'alpha': 0.35}, 'infeasible (for reference)'),
+    ):
+      (h,) = axes[0][0].plot([], [], style, color='0.4', ms=5, **kw)
+      handles.append(h)
+      labels.append(label)
+    # Beside the last panel, where it hides no curve.
+    axes[0][-1].legend(
+      handles, labels, fontsize=8, loc='center left', bbox_to_anchor=(1.0, 0.5)
+    )
+    note = _skipped_note(skipped, total, 'zero, negative or not finite')
     fig.suptitle(
       title + '\nsolid/filled: in HBM; dashed/hollow: spilling to DDR; '
-      'x: infeasible'
+      'x: infeasible' + (f'\n{note}' if note else '')
     )
     return _save(fig, path)
 
@@ -109,21 +149,33 @@ def ranked_bars(
 
   Args:
     labels: row names, already ranked.
-    series: legend name -> values of shape (len(labels),).
+    series: legend name -> values of shape (len(labels),); non-finite
+      values are drawn as no bar and counted in the title.
+    xlabel: what the bars measure, with its unit.
   """
   n = len(labels)
   k = len(series)
+  skipped = 0
   with plt.rc_context(_STYLE):
     fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.28 * n * max(1, k / 1.5)))
-    height = 0.8 / k
+    height = 0.8 / max(k, 1)
     y = np.arange(n)
     for i, (name, vals) in enumerate(series.items()):
-      ax.barh(y + (i - (k - 1) / 2) * height, vals, height, label=name)
+      vals = np.asarray(vals, dtype=float)
+      good = _drawable(vals, log=False)
+      skipped += int(np.sum(~good))
+      ax.barh(
+        y + (i - (k - 1) / 2) * height,
+        np.where(good, vals, 0.0),
+        height,
+        label=name,
+      )
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.axvline(0.0, color='black', lw=0.8)
     ax.set_xlabel(xlabel)
-    ax.set_title(title)
+    note = _skipped_note(skipped, n * k, 'not finite')
+    ax.set_title(title + (f'\n{note}' if note else ''))
     ax.legend(fontsize=8, loc='lower right')
     return _save(fig, path)
 
@@ -139,18 +191,55 @@ def lines(
   logx: bool = False,
   logy: bool = False,
   hline: float | None = None,
+  hline_label: str | None = None,
+  gap_reason: str = 'no value',
 ) -> pathlib.Path:
-  """Simple line plot of several series over a shared x (NaN = gap)."""
+  """Line plot of several series over a shared x.
+
+  Args:
+    x: shape (N,), shared x values (positive where `logx`).
+    series: legend name -> values of shape (N,); NaN is a gap.
+    xlabel, ylabel: axis labels, with units.
+    logx: log x axis (base 2, for node counts).
+    logy: log y axis.
+    hline: a horizontal reference line (dotted), e.g. a target.
+    hline_label: its legend entry.
+    gap_reason: what a NaN means, for the legend ("target out of reach").
+
+  Points a log axis cannot show (zero, negative, NaN or infinite) are left
+  out; the series' legend entry says how many and why, so an empty or
+  partial curve is never silent.
+  """
+  x = np.asarray(x, dtype=float)
   with plt.rc_context(_STYLE):
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    # The values on the y axis; a log axis takes its limits from them (a
+    # reference line alone does not set matplotlib's data limits).
+    shown = [hline] if hline is not None and (not logy or hline > 0) else []
     for name, y in series.items():
-      ax.plot(x, y, 'o-', ms=4, label=name)
+      y = np.asarray(y, dtype=float)
+      good = _drawable(y, logy) & _drawable(x, logx)
+      nan = int(np.sum(np.isnan(y)))
+      other = int(np.sum(~good)) - nan
+      notes = [f'{nan} of {len(y)} points not drawn: {gap_reason}'] * bool(nan)
+      if other:
+        notes.append(f'{other} not drawn: not positive and finite')
+      label = name + (f' ({"; ".join(notes)})' if notes else '')
+      ax.plot(x, np.where(good, y, np.nan), 'o-', ms=4, label=label)
+      shown.extend(y[good].tolist())
     if hline is not None:
-      ax.axhline(hline, color='black', lw=0.8, ls=':')
-    if logx:
+      ax.axhline(hline, color='black', lw=0.8, ls=':', label=hline_label)
+    xs = x[_drawable(x, logx)]
+    if logx and xs.size:
       ax.set_xscale('log', base=2)
-    if logy:
+      # Limits from x itself: series with no point left set none.
+      ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
+      # Ticks at the x values, written plainly (node counts, not 2^k).
+      ax.set_xticks(xs, [f'{v:g}' for v in xs])
+      ax.minorticks_off()
+    if logy and shown:  # a log axis with nothing on it cannot place ticks
       ax.set_yscale('log')
+      ax.set_ylim(min(shown) / 1.5, max(shown) * 1.5)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -158,28 +247,103 @@ def lines(
     return _save(fig, path)
 
 
-def stacked_shares(
+# Colour families of the step components (`cost_model.COMPONENTS`), by the
+# start of their names: one hue per kind, shades within it, so a stack
+# reads as compute / embedding / communication / host at a glance.
+_FAMILIES = (
+  (('dense_',), 'Blues'),
+  (('embedding_',), 'Greens'),
+  (('alltoall_', 'allreduce_', 'host_transfer', 'socket_links'), 'Oranges'),
+  (('overhead', 'host'), 'Greys'),
+)
+
+
+def component_colors(names: list[str]) -> dict[str, tuple]:
+  """A colour per step component: the colormap of its family, shades
+  spread from mid to dark; names of no family get tab10 colours."""
+  colors, other = {}, 0
+  for prefixes, cmap in _FAMILIES:
+    members = [n for n in names if n.startswith(prefixes) and n not in colors]
+    for i, n in enumerate(members):
+      shade = 0.45 + 0.45 * (i / max(len(members) - 1, 1))
+      colors[n] = matplotlib.colormaps[cmap](shade)
+  for n in names:
+    if n not in colors:
+      colors[n] = matplotlib.colormaps['tab10'](other % 10)
+      other += 1
+  return colors
+
+
+def step_breakdown(
   path,
   x: np.ndarray,
-  shares: dict[str, np.ndarray],
+  seconds: dict[str, np.ndarray],
   title: str,
   xlabel: str,
+  step_s: np.ndarray | None = None,
 ) -> pathlib.Path:
-  """Stacked bars of shares (each column sums to 1) over categorical x."""
+  """Stacked step components over categorical x: in ms, and as shares.
+
+  Args:
+    x: shape (N,), the categories (node counts).
+    seconds: component -> seconds of shape (N,), each term alone, before
+      overlap (`CostReport.breakdown`); coloured by kind of component
+      (`component_colors`).
+    title: figure title.
+    xlabel: what x is.
+    step_s: shape (N,), the step time in seconds (after overlap), marked
+      on the ms panel; None: not marked.
+
+  The left panel stacks milliseconds, so its column heights are the sum of
+  the components (more than the step time wherever they overlap); the
+  right one stacks each component's share of that sum. Non-finite or
+  negative values are drawn as zero and counted in the title.
+  """
+  names = list(seconds)
+  colors = component_colors(names)
+  vals = {k: np.asarray(v, dtype=float) * 1e3 for k, v in seconds.items()}
+  bad = sum(int(np.sum(~(np.isfinite(v) & (v >= 0)))) for v in vals.values())
+  vals = {
+    k: np.where(np.isfinite(v) & (v >= 0), v, 0.0) for k, v in vals.items()
+  }
+  total = sum(vals.values()) if vals else np.zeros(len(x))
   with plt.rc_context(_STYLE):
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.8))
     pos = np.arange(len(x))
-    bottom = np.zeros(len(x))
-    for i, (name, s) in enumerate(shares.items()):
-      color = matplotlib.colormaps['tab20'](i % 20)
-      ax.bar(pos, s, 0.7, bottom=bottom, label=name, color=color)
-      bottom = bottom + s
-    ax.set_xticks(pos, [str(v) for v in x])
-    ax.set_ylim(0.0, 1.0)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel('share of the summed step components')
-    ax.set_title(title)
-    ax.legend(fontsize=7, loc='center left', bbox_to_anchor=(1.0, 0.5))
+    for ax, share in zip(axes, (False, True), strict=True):
+      bottom = np.zeros(len(x))
+      for k in names:
+        h = np.divide(vals[k], total, out=np.zeros(len(x)), where=total > 0)
+        h = h if share else vals[k]
+        ax.bar(pos, h, 0.7, bottom=bottom, label=k, color=colors[k])
+        bottom = bottom + h
+      ax.set_xticks(pos, [str(v) for v in x])
+      ax.set_xlabel(xlabel)
+    if step_s is not None:
+      axes[0].plot(
+        pos,
+        np.asarray(step_s, dtype=float) * 1e3,
+        '_',
+        color='black',
+        ms=40,
+        mew=2,
+        label='step time (after overlap)',
+      )
+      axes[0].legend(fontsize=7, loc='upper right')
+    axes[0].set_ylabel('ms per step, components summed before overlap')
+    axes[1].set_ylim(0.0, 1.0)
+    axes[1].set_ylabel('share of the summed step components')
+    # Top of the stack first, as the bars read.
+    handles, labels = axes[1].get_legend_handles_labels()
+    axes[1].legend(
+      handles[::-1],
+      labels[::-1],
+      fontsize=7,
+      loc='center left',
+      bbox_to_anchor=(1.0, 0.5),
+    )
+    note = _skipped_note(bad, len(x) * len(names), 'negative or not finite')
+    fig.suptitle(title + (f'\n{note} (drawn as 0)' if note else ''))
     return _save(fig, path)
 
 

@@ -80,6 +80,12 @@ PLOTS = {
   'growth': ['growth.png'],
 }
 HAS_METRICS = ('compare_platforms', 'scale_out', 'pareto', 'growth')
+# The study's main table beside result.json (first column of its header).
+CSVS = {
+  'compare_platforms': ('compare_platforms.csv', 'embedding_size_gb'),
+  'sensitivity': ('sensitivity.csv', 'rank'),
+  'scale_out': ('scale_out.csv', 'nodes'),
+}
 
 
 def _command(name, args):
@@ -134,6 +140,9 @@ def test_writes_the_run_directory(runs, name):
   assert env['x64'] is True and 'jax' in env['versions']
   config = json.loads((workdir / 'config.json').read_text())
   assert config['flags']['workdir'] == str(workdir)
+  if name in CSVS:
+    csv_name, first = CSVS[name]
+    assert (workdir / csv_name).read_text().startswith(first + ',')
   if name in HAS_METRICS:
     lines = (workdir / 'metrics.jsonl').read_text().splitlines()
     steps = [json.loads(x)['step'] for x in lines]

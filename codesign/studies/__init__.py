@@ -9,8 +9,15 @@ I/O and prints nothing (phases over a few seconds are reported through
 rows of metrics.jsonl. The launchers parse flags, call `run`, write the
 run directory, the CSV of the main table and the plots, and print.
 
-  proposal     the platform to build under a budget (experiments.propose)
-  calibration  the model against this device's real DLRM train steps and
-               the published cases C1-C9 (experiments.calibrate)
-  benchmark    how fast the cost model evaluates (experiments.benchmark)
+`table(result)` gives the printed table and, where a study has one,
+`csv_table(result)` the header and rows of its main table (`<study>.csv`,
+units in the column names). Keys named in a module's `EXTRA_KEYS` are
+for `table` only and stay out of result.json.
+
+  proposal           the platform to build under a budget (propose)
+  compare_platforms  which platform trains best as the tables grow
+  scale_out          NIC bandwidth that keeps scale-out efficient
+  sensitivity        what to upgrade next: elasticities of every field
+  calibration        the model against this device's train steps and C1-C9
+  benchmark          how fast the cost model evaluates
 """
