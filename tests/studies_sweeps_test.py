@@ -25,10 +25,10 @@ from codesign import (
 )
 from codesign import workload as wl
 from codesign.errors import InputError
-from codesign.studies import _common
 from codesign.studies import compare_platforms as cp
 from codesign.studies import scale_out as so
 from codesign.studies import sensitivity as se
+from codesign.studies import shared
 
 PNG = b'\x89PNG\r\n\x1a\n'
 
@@ -145,7 +145,7 @@ def test_scale_out_csv_and_table(scaled):
   assert [r[0] for r in rows] == [1, 2]
   assert all(len(r) == len(header) for r in rows)
   text = so.table(result)
-  assert _common.OVERLAP_NOTE in text
+  assert shared.OVERLAP_NOTE in text
   assert 'bottleneck (% of step)' in text and 'step time' in text
 
 
@@ -153,7 +153,7 @@ def test_scale_out_table_says_why_a_node_count_is_infeasible(scaled):
   result, _, _ = scaled
   broken = json.loads(results.dumps(result))
   broken['per_node_count'][1]['feasible'] = False
-  broken['why_infeasible'] = [None, _common.why_infeasible(9e10, 8e10, 0, 1)]
+  broken['why_infeasible'] = [None, shared.why_infeasible(9e10, 8e10, 0, 1)]
   text = so.table(broken)
   assert 'NO: out of HBM: 90.0 GB needed of 80.0 GB per accelerator' in text
 

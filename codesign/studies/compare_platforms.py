@@ -27,7 +27,7 @@ from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.hardware import Platform
-from codesign.studies import _common
+from codesign.studies import shared
 
 # (key in `sweeps.size_sweep`, key in the result, label with its unit).
 METRICS = (
@@ -114,8 +114,8 @@ class Settings:
 
 def _load_platforms(platforms) -> dict[str, Platform]:
   if isinstance(platforms, Mapping):
-    return {n: _common.platform(p) for n, p in platforms.items()}
-  return {n: _common.platform(n) for n in platforms}
+    return {n: shared.platform(p) for n, p in platforms.items()}
+  return {n: shared.platform(n) for n in platforms}
 
 
 def _thresholds(platforms, base, stack, sizes, data, steps, progress):
@@ -291,7 +291,7 @@ def _why_infeasible(d: dict) -> list:
   return [
     None
     if ok
-    else _common.why_infeasible(
+    else shared.why_infeasible(
       d['hbm_required'][j],
       d['hbm_available'][j],
       d['ddr_required'][j],
@@ -321,8 +321,8 @@ def run(
     size (step, size_gb, `<platform>/<metric>`), as in metrics.jsonl.
   """
   progress = progress or (lambda line: None)
-  base = _common.workload(settings.workload)
-  stack = _common.stack(settings.stack)
+  base = shared.workload(settings.workload)
+  stack = shared.stack(settings.stack)
   platforms = _load_platforms(settings.platforms)
   sizes = sweeps.log_space(
     settings.min_size_gb * 1e9, settings.max_size_gb * 1e9, settings.points
@@ -441,5 +441,5 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
       row += [d['step_time_s'][j], d['hbm_fraction'][j]]
       row += [d['spilling'][j], d['feasible'][j]]
     row += [result['leaders'][key][j] for key, _ in _CSV_METRICS]
-    rows.append([_common.plain(x) for x in row])
+    rows.append([shared.plain(x) for x in row])
   return header, rows

@@ -27,7 +27,7 @@ from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.hardware import Platform
-from codesign.studies import _common
+from codesign.studies import shared
 
 # Keys of `run`'s result that are not part of result.json (kept out so that
 # result.json stays as it was before they existed); `table` uses them.
@@ -157,9 +157,9 @@ def run(
     InputError: a CPU-trainer platform (no accelerators to share NICs).
   """
   progress = progress or (lambda line: None)
-  w0 = _common.workload(settings.workload)
-  p0 = _common.platform(settings.platform)
-  stack = _common.stack(settings.stack)
+  w0 = shared.workload(settings.workload)
+  p0 = shared.platform(settings.platform)
+  stack = shared.stack(settings.stack)
   if p0.trainer == 'cpu':
     raise InputError(
       f'platform {p0.name} is a CPU trainer; NIC bandwidth per accelerator '
@@ -213,7 +213,7 @@ def run(
     why.append(
       None
       if own['feasible']
-      else _common.why_infeasible(
+      else shared.why_infeasible(
         own['hbm_required'],
         own['hbm_available'],
         own['ddr_required'],
@@ -303,7 +303,7 @@ def table(result: dict) -> str:
       f'{_needed_text(r, i == 0):>26s}  '
       f'{r["bottleneck"] + f" ({share:.0%})":30s} {feasible}'
     )
-  lines.append(_common.OVERLAP_NOTE)
+  lines.append(shared.OVERLAP_NOTE)
   lines.append('')
   lines.append('step components at the own NIC bandwidth, ms (before overlap)')
   lines.append(
@@ -368,5 +368,5 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
       r['efficiency_at_max_bandwidth'],
       *(r['breakdown_s'][k] for k in cost_model.COMPONENTS),
     ]
-    rows.append([_common.plain(x) for x in row])
+    rows.append([shared.plain(x) for x in row])
   return header, rows

@@ -30,7 +30,7 @@ from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
 from codesign.hardware import Platform
-from codesign.studies import _common
+from codesign.studies import shared
 
 # Rows of the printed ranking.
 TABLE_ROWS = 15
@@ -150,10 +150,10 @@ def run(
     InputError: check_top above the number of platform fields.
   """
   progress = progress or (lambda line: None)
-  w = _common.workload(settings.workload)
-  p = _common.platform(settings.platform)
-  stack = _common.stack(settings.stack)
-  plan = _common.plan(settings.plan, w, p, stack)
+  w = shared.workload(settings.workload)
+  p = shared.platform(settings.platform)
+  stack = shared.stack(settings.stack)
+  plan = shared.plan(settings.plan, w, p, stack)
   num_fields = len(hardware.leaf_paths(p))
   if not 1 <= settings.check_top <= num_fields:
     raise InputError(
@@ -231,7 +231,7 @@ def _feasible_text(design: dict) -> str:
   if design['feasible']:
     return 'yes'
   m = design['memory']
-  return 'NO: ' + _common.why_infeasible(
+  return 'NO: ' + shared.why_infeasible(
     m['hbm']['required_bytes'],
     m['hbm']['available_bytes'],
     m['ddr']['required_bytes'],
@@ -289,5 +289,5 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
     unit = unit_of.get(k)
     value = units.from_si(v['value_si'], unit) if unit else v['value_si']
     row = [rank, k, value, v['value_si'], v['throughput'], v['perf_per_usd']]
-    rows.append([_common.plain(x) for x in row])
+    rows.append([shared.plain(x) for x in row])
   return header, rows
