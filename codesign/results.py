@@ -145,6 +145,10 @@ def finish_runs() -> list[pathlib.Path]:
   old directory where --overwrite allowed it). Returns the final paths."""
   done = []
   for staging, (final, overwrite) in list(_STAGED.items()):
+    del _STAGED[staging]
+    if not any(staging.iterdir()):  # the run wrote nothing (--dump_schema)
+      staging.rmdir()
+      continue
     old = None
     if final.exists():
       if any(final.iterdir()) and not overwrite:
@@ -154,7 +158,6 @@ def finish_runs() -> list[pathlib.Path]:
     os.replace(staging, final)
     if old is not None:
       shutil.rmtree(old, ignore_errors=True)
-    del _STAGED[staging]
     done.append(final)
   return done
 

@@ -22,6 +22,7 @@ and valid values; `schema_text()` prints it (`experiments.evaluate
 import dataclasses
 import inspect
 import json
+import math
 import re
 import typing
 
@@ -367,10 +368,38 @@ def platform_problems(p: hardware.Platform) -> list[str]:
   for path, value in _known_leaves(p, ''):
     if path == 'accelerators_per_node' and p.trainer == 'cpu':
       continue  # unused on a CPU trainer
-    lo = hardware.BOUNDS[path][0]
-    if lo > 0 and not float(np.asarray(value)) > 0:
-      out.append(f'platform.{_json_path(p, path)} must be positive')
+    # In the key's unit, as the user wrote it.
+    f = _field_at(p, path)
+    unit = f.metadata.get('unit')
+    scale = UNITS[unit] if unit else 1.0
+    lo, hi = (b / scale for b in hardware.BOUNDS[path])
+    x = float(np.asarray(value)) / scale
+    if not (math.isfinite(x) and lo <= x <= hi):
+      out.append(
+        f'platform.{_json_path(p, path)} must lie in [{lo:g}, {hi:g}]'
+        f'{" " + unit if unit else ""}, got {x:g}'
+      )
+  for part in ('cpu', 'accelerator'):
+    g = getattr(getattr(p, part, None), 'access_granularity', None)
+    if g is not None and not 1 <= g <= MAX_ACCESS_GRANULARITY:
+      out.append(
+        f'platform.{part}.access_granularity must be an integer in [1, '
+        f'{MAX_ACCESS_GRANULARITY}] (bytes), got {g}'
+      )
   return out
+
+
+# Largest access granularity accepted, bytes (cache lines and HBM bursts
+# are 32-128 B; a 4 KiB page is the coarsest access a model could mean).
+MAX_ACCESS_GRANULARITY = 4096
+
+
+def _field_at(obj, path: str) -> dataclasses.Field:
+  """The dataclass field at a dotted internal path of `obj`."""
+  head, _, rest = path.partition('.')
+  if rest:
+    return _field_at(getattr(obj, head), rest)
+  return next(f for f in dataclasses.fields(obj) if f.name == head)
 
 
 def _known_leaves(obj, prefix: str):

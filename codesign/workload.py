@@ -20,6 +20,7 @@ FLOP conventions (used everywhere, and checked against XLA in issue 3):
 
 import dataclasses
 import math
+import numbers
 from typing import NamedTuple
 
 # Bytes per element of each storage or compute precision.
@@ -272,6 +273,26 @@ def summary(w: Workload) -> dict:
   }
 
 
+# The documented range of every number of a workload (inclusive; counts
+# are integers). The cost model's tests cover these; inputs outside them
+# are refused at the boundary (`problems`). Wide enough for every preset
+# and for the sizes the studies sweep (a 1e13-row table, 1e5 tables).
+BOUNDS: dict[str, tuple[float, float]] = {
+  'global_batch': (1, 1e8),  # samples per step
+  'num_dense': (1, 1e5),  # dense features
+  'num_tables': (1, 1e5),
+  'rows': (1, 1e13),  # rows per table
+  'dim': (1, 8192),  # floats per row
+  'pooling': (1e-3, 1e4),  # lookups per sample per table
+  'popularity_skew': (1.0, 64.0),  # k of hit(f) = 1 - (1 - f)^k
+  'mlp_width': (1, 65536),  # outputs of one MLP layer
+  'mlp_layers': (1, 64),
+  'dcn_layers': (0, 64),
+  'dcn_rank': (0, 65536),
+}
+INTEGERS = frozenset(BOUNDS) - {'pooling', 'popularity_skew'}
+
+
 def problems(w: Workload) -> list[str]:
   """Every reason `w` is not a valid workload, one sentence each. Fields
   that are None (unreadable in a JSON file, reported there) are skipped."""
@@ -283,9 +304,24 @@ def problems(w: Workload) -> list[str]:
         f'unknown {what} {value!r} (valid choices: {", ".join(choices)})'
       )
 
-  def positive(value, where):
-    if value is not None and not value > 0:
-      out.append(f'{where} must be positive, got {value}')
+  def within(value, where, bound):
+    """Appends a sentence when `value` is not a finite number (an integer
+    for counts) inside BOUNDS[bound]."""
+    if value is None:
+      return
+    lo, hi = BOUNDS[bound]
+    integer = bound in INTEGERS
+    kind = 'an integer' if integer else 'a number'
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = ok and math.isfinite(value) and lo <= value <= hi
+    if ok and integer:
+      ok = float(value).is_integer()
+    if not ok:
+      try:
+        shown = f'{value:.6g}' if isinstance(value, numbers.Real) else value
+      except OverflowError:
+        shown = 'a number beyond the float range'
+      out.append(f'{where} must be {kind} in [{lo:g}, {hi:g}], got {shown!s}')
 
   choice(w.interaction, INTERACTIONS, 'interaction')
   choice(w.optimizer, OPTIMIZERS, 'optimizer')
@@ -293,23 +329,30 @@ def problems(w: Workload) -> list[str]:
   tables = [] if w.tables is None else w.tables
   if w.tables is not None and not w.tables:
     out.append('workload has no embedding tables')
+  if tables:
+    within(len(tables), 'the number of workload.tables', 'num_tables')
   for i, t in enumerate(tables):
     if t is None:
       continue
     choice(t.precision, TABLE_PRECISIONS, f'precision of table {i}')
     for key in ('rows', 'dim', 'pooling'):
-      positive(getattr(t, key), f'workload.tables.{i}.{key}')
-  for key in ('num_dense', 'global_batch'):
-    positive(getattr(w, key), f'workload.{key}')
-  if w.popularity_skew is not None and not w.popularity_skew >= 1.0:
-    out.append(
-      f'workload.popularity_skew must be >= 1 (1 is uniform), got '
-      f'{w.popularity_skew}'
-    )
+      within(getattr(t, key), f'workload.tables.{i}.{key}', key)
+  for key in ('num_dense', 'global_batch', 'popularity_skew'):
+    within(getattr(w, key), f'workload.{key}', key)
+  for key in ('dcn_layers', 'dcn_rank'):
+    within(getattr(w, key), f'workload.{key}', key)
   for key in ('bottom_mlp', 'top_mlp'):
     widths = getattr(w, key)
-    if widths is not None and (not widths or any(not x > 0 for x in widths)):
-      out.append(f'workload.{key} needs positive widths, got {widths}')
+    if widths is None:
+      continue
+    if widths:
+      within(
+        len(widths), f'the number of layers of workload.{key}', 'mlp_layers'
+      )
+    else:
+      out.append(f'workload.{key} needs at least one layer')
+    for j, x in enumerate(widths):
+      within(x, f'workload.{key}.{j}', 'mlp_width')
   if w.interaction in ('dot', 'dcnv2') and w.bottom_mlp:
     d = w.bottom_mlp[-1]
     bad = [

@@ -31,7 +31,7 @@ BAD_INPUT = {
   ),
   'zero_batch': (
     ['--override=workload.global_batch=0'],
-    ['workload.global_batch', 'positive'],
+    ['workload.global_batch', '[1, 1e+08]', 'got 0'],
   ),
   'negative_hbm': (
     ['--override=platform.accelerator.hbm_capacity_gb=-16'],
@@ -39,7 +39,7 @@ BAD_INPUT = {
   ),
   'zero_nodes': (
     ['--override=platform.nodes=0'],
-    ['platform.nodes', 'positive'],
+    ['platform.nodes', '[1, 1024]', 'got 0'],
   ),
   'malformed_json': (
     ['--workload={tmp}/broken.json'],

@@ -69,7 +69,7 @@ BROKEN_PROBLEMS = [
   "workload.tables.1.rows must be an integer, got 'x'",
   'unknown key workload.foo (valid keys: name, tables,',
   "unknown optimizer 'lamb'",
-  'workload.global_batch must be positive, got 0',
+  'workload.global_batch must be an integer in [1, 1e+08], got 0',
 ]
 
 
@@ -129,7 +129,7 @@ def test_every_problem_of_a_file_in_one_message(tmp_path):
     'missing key platform.cpu.power_w',
     "platform.nic.count must be a number, got 'two'",
     "unknown topology 'torus' (valid choices: switch,",
-    'platform.nodes must be positive',
+    'platform.nodes must lie in [1, 1024], got 0',
   ):
     assert words in message, (words, message)
   sj = schema.stack_to_json(stack_presets.get('hugectr'))
