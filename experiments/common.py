@@ -163,6 +163,34 @@ def define_sharding_flag(what: str) -> None:
   )
 
 
+def check_flag_values() -> None:
+  """The checks every script's flags share, run before any work: a float
+  flag is finite, an integer flag is not negative, a list flag is not
+  empty unless its help says it may be, and every element of a list flag
+  is non-blank. Ranges particular to a flag are declared with it (absl's
+  lower_bound/upper_bound).
+
+  Raises:
+    InputError: one sentence naming the flag and its value.
+  """
+  import math
+
+  fv = flags.FLAGS
+  for name in sorted(flag_values()):
+    f = fv[name]
+    value = f.value
+    if isinstance(value, float) and not math.isfinite(value):
+      raise InputError(f'--{name} must be a finite number, got {value}')
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+      raise InputError(f'--{name} must not be negative, got {value}')
+    if isinstance(f, flags.MultiFlag) or not isinstance(value, list):
+      continue
+    if not value and 'may be empty' not in (f.help or ''):
+      raise InputError(f'--{name} needs at least one value')
+    if any(not str(x).strip() for x in value):
+      raise InputError(f'--{name} has an empty element: {",".join(value)!r}')
+
+
 def progress_printer():
   """A `progress` callable for the studies: prints each line to stderr
   with the seconds since this call, so that a long phase is never silent
@@ -208,6 +236,7 @@ def run_main(main_fn):
     try:
       if fv.from_config:
         apply_config(fv.from_config)
+      check_flag_values()
       if 'device_profile' in fv and fv.device_profile:
         from codesign import device_profile
 

@@ -171,3 +171,56 @@ def test_config_json_reproduces_result(tmp_path):
   assert c1['stack']['step_floor_us'] == pytest.approx(123.4, rel=1e-12)
   for name in ('env.json', 'config.json'):
     assert (second / name).is_file()
+
+
+# Bad flag values of every kind the shared validator (common.
+# check_flag_values) and the parse-time checks catch, over several scripts.
+BAD_FLAGS = {
+  'nan_time': ('benchmark', ['--min_time_s=nan'], ['--min_time_s', 'finite']),
+  'inf_budget': ('pareto', ['--max_budget_usd=inf'], ['--max_budget_usd']),
+  'negative_batch': ('benchmark', ['--grad_batch=-5'], ['--grad_batch']),
+  'negative_steps': ('calibrate', ['--fit_steps=-1'], ['--fit_steps']),
+  'empty_list': ('search_quality', ['--workloads='], ['--workloads']),
+  'blank_element': ('scale_out', ['--nodes=1,,4'], ['--nodes', 'empty']),
+  'not_a_number': ('propose', ['--budget_usd=abc'], ['--budget_usd']),
+  'unknown_platform': (
+    'compare_platforms',
+    ['--platforms=nope'],
+    ["'nope'", 'valid choices'],
+  ),
+  'wrong_override_section': (
+    'growth',
+    ['--override=platform.nodes=2'],
+    ['workload.', 'stack.'],
+  ),
+}
+
+
+def test_bad_flag_values_are_one_sentence_for_every_script(tmp_path):
+  procs = {
+    name: subprocess.Popen(
+      [
+        sys.executable,
+        '-m',
+        f'experiments.{script}',
+        *args,
+        f'--workdir={tmp_path / name}',
+      ],
+      cwd=ROOT,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+    for name, (script, args, _) in BAD_FLAGS.items()
+  }
+  problems = []
+  for name, proc in procs.items():
+    stdout, stderr = proc.communicate(timeout=300)
+    lines = stderr.strip().splitlines()
+    if proc.returncode != 2 or len(lines) != 1 or 'Traceback' in stderr:
+      problems.append((name, proc.returncode, stderr[-300:]))
+    missing = [w for w in BAD_FLAGS[name][2] if w not in stderr]
+    if missing:
+      problems.append((name, f'message lacks {missing}', stderr[-300:]))
+  assert not problems, problems
+  assert list(tmp_path.iterdir()) == []  # no run directory at all

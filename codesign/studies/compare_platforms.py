@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from codesign import cost_model, sweeps
+from codesign import cost_model, inputs, sweeps
 from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
@@ -104,6 +104,9 @@ class Settings:
       raise InputError('--platforms needs at least one platform')
     if len(set(names)) != len(names):
       raise InputError('--platforms lists a platform twice')
+    if not isinstance(self.platforms, Mapping):
+      for name in names:  # an unknown name is named before the subsets
+        inputs.platform_json(name)
     for flag in ('gpu_platforms', 'large_memory_platforms'):
       extra = [n for n in getattr(self, flag) if n not in names]
       if extra:
