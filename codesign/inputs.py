@@ -132,7 +132,9 @@ def _label(name_or_path: str) -> str | None:
   return name_or_path if is_path(name_or_path) else None
 
 
-def _overridden(tree: dict, section: str, overrides) -> dict:
+def with_overrides(tree: dict, section: str, overrides) -> dict:
+  """`tree` (a section's JSON dict, changed in place) with the `section.`
+  items of `overrides` (key=value strings) applied."""
   for path, value in split_overrides(overrides)[section]:
     apply_override(tree, path, value, section)
   return tree
@@ -140,7 +142,7 @@ def _overridden(tree: dict, section: str, overrides) -> dict:
 
 def load_workload(name_or_path: str, overrides: list[str] | None = None):
   """A workload preset or file with its `workload.` overrides applied."""
-  wj = _overridden(workload_json(name_or_path), 'workload', overrides)
+  wj = with_overrides(workload_json(name_or_path), 'workload', overrides)
   return schema.workload_from_json(wj, _label(name_or_path))
 
 
@@ -158,13 +160,13 @@ def load_platform(
     from codesign import device_profile as profiles
 
     pj = profiles.apply_to_json(pj, profiles.load(device_profile))
-  pj = _overridden(pj, 'platform', overrides)
+  pj = with_overrides(pj, 'platform', overrides)
   return schema.platform_from_json(pj, _label(name_or_path))
 
 
 def load_stack(name_or_path: str, overrides: list[str] | None = None):
   """A stack preset or file with its `stack.` overrides applied."""
-  sj = _overridden(stack_json(name_or_path), 'stack', overrides)
+  sj = with_overrides(stack_json(name_or_path), 'stack', overrides)
   return schema.stack_from_json(sj, _label(name_or_path))
 
 
@@ -176,7 +178,7 @@ def load_plan(name_or_path: str, w, p, s, overrides: list[str] | None = None):
     plj = _from_file(name_or_path, 'plan')
   else:
     plj = schema.plan_to_json(planner.make(w, p, s, placement=name_or_path))
-  plj = _overridden(plj, 'plan', overrides)
+  plj = with_overrides(plj, 'plan', overrides)
   return schema.plan_from_json(plj, w, _label(name_or_path))
 
 

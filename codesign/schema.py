@@ -369,14 +369,15 @@ def platform_problems(p: hardware.Platform) -> list[str]:
     if path == 'accelerators_per_node' and p.trainer == 'cpu':
       continue  # unused on a CPU trainer
     # In the key's unit, as the user wrote it.
-    f = _field_at(p, path)
+    f = field_at(p, path)
     unit = f.metadata.get('unit')
     scale = UNITS[unit] if unit else 1.0
     lo, hi = (b / scale for b in hardware.BOUNDS[path])
     x = float(np.asarray(value)) / scale
-    if not (math.isfinite(x) and lo <= x <= hi):
+    # A bound written in the key's unit converts to SI within an ulp.
+    if not (math.isfinite(x) and lo * (1 - TOL) <= x <= hi * (1 + TOL)):
       out.append(
-        f'platform.{_json_path(p, path)} must lie in [{lo:g}, {hi:g}]'
+        f'platform.{json_path(p, path)} must lie in [{lo:g}, {hi:g}]'
         f'{" " + unit if unit else ""}, got {x:g}'
       )
   for part in ('cpu', 'accelerator'):
@@ -389,16 +390,19 @@ def platform_problems(p: hardware.Platform) -> list[str]:
   return out
 
 
+# Relative slack of the bounds checks: a bound typed in the key's unit
+# (0.1 us) may convert to SI an ulp outside the SI bound (1e-7 s).
+TOL = 1e-12
 # Largest access granularity accepted, bytes (cache lines and HBM bursts
 # are 32-128 B; a 4 KiB page is the coarsest access a model could mean).
 MAX_ACCESS_GRANULARITY = 4096
 
 
-def _field_at(obj, path: str) -> dataclasses.Field:
+def field_at(obj, path: str) -> dataclasses.Field:
   """The dataclass field at a dotted internal path of `obj`."""
   head, _, rest = path.partition('.')
   if rest:
-    return _field_at(getattr(obj, head), rest)
+    return field_at(getattr(obj, head), rest)
   return next(f for f in dataclasses.fields(obj) if f.name == head)
 
 
@@ -420,12 +424,12 @@ def validate_platform(p: hardware.Platform) -> hardware.Platform:
   return p
 
 
-def _json_path(obj, path: str) -> str:
+def json_path(obj, path: str) -> str:
   """The dotted JSON key (with its unit suffix) of an internal field path."""
   head, _, rest = path.partition('.')
   f = next(f for f in dataclasses.fields(obj) if f.name == head)
   if rest:
-    return f'{head}.{_json_path(getattr(obj, head), rest)}'
+    return f'{head}.{json_path(getattr(obj, head), rest)}'
   return json_key(f)
 
 

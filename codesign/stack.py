@@ -59,6 +59,7 @@ import dataclasses
 
 from codesign.errors import raise_problems
 from codesign.pytree import dataclass, field
+from codesign.units import UNITS
 
 GRAPH_SCOPES = ('none', 'forward_backward', 'step')
 BOTTOM_MLP_PLACEMENTS = ('data_parallel', 'one_device')
@@ -266,13 +267,22 @@ def problems(s: Stack) -> list[str]:
     out.append(f'stack.id_bytes must be 4 or 8, got {s.id_bytes}')
   within('input_dist_collectives', 0, 16, 'be an integer in [0, 16]')
   within('allreduce_bucket_bytes', 1e6, 1e10, 'lie in [1e6, 1e10]')
+  units = {f.name: f.metadata.get('unit') for f in dataclasses.fields(s)}
   for path in leaf_paths(s):
     lo, hi = BOUNDS[path]
     if getattr(s, path) is None:
       continue
     x = float(getattr(s, path))
-    if not lo <= x <= hi:
-      out.append(f'stack.{path} must lie in [{lo:g}, {hi:g}] (SI), got {x:g}')
+    # Slack of an ulp or so: a bound typed in microseconds converts to SI
+    # within rounding.
+    if not lo - 1e-12 * abs(lo) <= x <= hi + 1e-12 * abs(hi):
+      unit = units[path]
+      scale = UNITS[unit] if unit else 1.0
+      key = f'{path}_{unit}' if unit else path
+      out.append(
+        f'stack.{key} must lie in [{lo / scale:g}, {hi / scale:g}]'
+        f'{" " + unit if unit else ""}, got {x / scale:g}'
+      )
   return out
 
 
