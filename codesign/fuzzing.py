@@ -23,9 +23,11 @@ from codesign import (
   cost_model,
   hardware,
   inputs,
+  planner,
   platform_presets,
   schema,
   stack_presets,
+  workload_presets,
 )
 from codesign import stack as stack_lib
 from codesign import workload as wl
@@ -183,3 +185,133 @@ def check(base: Base, overrides: list[str]) -> tuple[str, str]:
   if bad or not float(r.step_time) > 0:
     return 'not finite', ', '.join(bad) or 'step time not positive'
   return 'finite', ''
+
+
+# ---- at scale: random designs inside the bounds, batched -----------------
+
+# (workload, platform preset, stack preset): every trainer, stack and
+# interaction kind, uniform and skewed traffic, spilled and resident
+# tables.
+SCALE_CONFIGS = (
+  ('criteo_kaggle', 'big_basin', 'nvidia_pytorch'),
+  ('zion_scale', 'zion', 'torchrec'),
+  ('mlperf_dlrm_dcnv2', 'dgx_a100_80gb', 'hugectr'),
+  ('rm2', 'p4d', 'jax_xla'),
+  ('dlrm_benchmark', 'cpu_2s', 'ipex_cpu'),
+)
+
+
+def _unit_design(u, lo, hi):
+  """Leaf values from unit numbers u (N, L): log-uniform where lo > 0,
+  uniform on [lo, hi] otherwise."""
+  safe_lo = np.where(lo > 0, lo, 1.0)
+  log = safe_lo * (hi / safe_lo) ** u
+  return np.where(lo > 0, np.clip(log, lo, hi), lo + (hi - lo) * u)
+
+
+def random_designs(p, s, n: int, rng: np.random.Generator, edge_share=0.25):
+  """n platforms and stacks (batched pytrees, leading axis n) with every
+  continuous leaf drawn inside its bounds; a share `edge_share` of the
+  leaves sit exactly on a bound. Returns (platforms, stacks, fractions
+  (n, 3): hbm fraction, cpu lookup fraction, overlap in [0, 1])."""
+
+  def draw(leaves_lo, leaves_hi):
+    u = rng.uniform(size=(n, len(leaves_lo)))
+    edge = rng.uniform(size=u.shape) < edge_share
+    u = np.where(edge, np.round(u), u)
+    return _unit_design(u, leaves_lo, leaves_hi)
+
+  paths = hardware.leaf_paths(p)
+  lo = np.array([hardware.BOUNDS[k][0] for k in paths])
+  hi = np.array([hardware.BOUNDS[k][1] for k in paths])
+  if p.trainer == 'cpu':  # accelerators_per_node unused, keep the preset's
+    i = paths.index('accelerators_per_node')
+    lo[i] = hi[i] = float(p.accelerators_per_node)
+  spaths = stack_lib.leaf_paths(s)
+  slo = np.array([stack_lib.BOUNDS[k][0] for k in spaths])
+  shi = np.array([stack_lib.BOUNDS[k][1] for k in spaths])
+  pv, sv = draw(lo, hi), draw(slo, shi)
+  platforms = jax.tree.unflatten(
+    jax.tree.structure(p), [pv[:, i] for i in range(len(paths))]
+  )
+  stacks = jax.tree.unflatten(
+    jax.tree.structure(s), [sv[:, i] for i in range(len(spaths))]
+  )
+  return platforms, stacks, draw(np.zeros(3), np.ones(3))
+
+
+def count_nonfinite(config, n: int, seed: int, chunk: int = 20_000) -> dict:
+  """Evaluates n random in-bounds designs of `config` (workload, platform,
+  stack preset names) in chunks, values and gradients (of log throughput
+  with respect to every platform and stack leaf), in the current
+  precision. Returns counts of evaluations and of designs whose values or
+  gradients are not finite (or whose step time is not positive)."""
+  wname, pname, sname = config
+  w = workload_presets.get(wname)
+  p = platform_presets.get(pname)
+  s = stack_presets.get(sname)
+  template = planner.make(w, p, s)
+
+  def one(pp, ss, f):
+    plan = dataclasses.replace(
+      template,
+      hbm_fraction=f[0] * jax.numpy.ones(w.num_tables),
+      cpu_lookup_fraction=f[1],
+      overlap=f[2],
+    )
+    r = cost_model.evaluate(pp, w, plan, ss)
+    return jax.numpy.log(r.throughput), r
+
+  def values_and_grads(pp, ss, f):
+    (_, r), g = jax.value_and_grad(one, argnums=(0, 1), has_aux=True)(pp, ss, f)
+    vals = [r.step_time, r.throughput, r.capex, r.power]
+    vals += list(r.breakdown.values())
+    ok_v = jax.numpy.all(jax.numpy.isfinite(jax.numpy.stack(vals)))
+    ok_v = ok_v & (r.step_time > 0)
+    ok_g = jax.numpy.all(
+      jax.numpy.stack(
+        [jax.numpy.all(jax.numpy.isfinite(x)) for x in jax.tree.leaves(g)]
+      )
+    )
+    return ok_v, ok_g
+
+  batched = jax.jit(jax.vmap(values_and_grads))
+  rng = np.random.default_rng(seed)
+  bad_v = bad_g = done = 0
+  while done < n:
+    m = min(chunk, n - done)
+    platforms, stacks, fr = random_designs(p, s, m, rng)
+    ok_v, ok_g = batched(platforms, stacks, fr)
+    bad_v += int(m - np.sum(np.asarray(ok_v)))
+    bad_g += int(m - np.sum(np.asarray(ok_g)))
+    done += m
+  return {
+    'config': {'workload': wname, 'platform': pname, 'stack': sname},
+    'evaluations': done,
+    'nonfinite_values': bad_v,
+    'nonfinite_gradients': bad_g,
+  }
+
+
+def boundary_counts(base: Base = Base(), inside_per_field: int = 3) -> dict:
+  """Every field with its edges, `inside_per_field` values inside and every
+  `outside` value, through `check`. Counts per outcome, and the cases that
+  broke the rule (inside or on the range: finite; outside: refused in one
+  sentence)."""
+  counts = {'finite': 0, 'refused': 0, 'not finite': 0}
+  broken = []
+  for f in fields(base):
+    inner = [
+      inside(f, (i + 0.5) / inside_per_field) for i in range(inside_per_field)
+    ]
+    for v in edges(f) + inner:
+      status, message = check(base, [override(f, v)])
+      counts[status] += 1
+      if status != 'finite':
+        broken.append({'key': f.key, 'value': repr(v), 'got': message})
+    for v in outside(f):
+      status, message = check(base, [override(f, v)])
+      counts[status] += 1
+      if status != 'refused' or '\n' in message:
+        broken.append({'key': f.key, 'value': repr(v), 'got': status})
+  return {'counts': counts, 'broken': broken}
