@@ -156,17 +156,18 @@ def define_sharding_flag(what: str) -> None:
   )
 
 
-def progress_printer():
-  """A `progress` callable for the studies: prints each line to stderr
-  with the seconds since this call, so that a long phase is never silent
-  and stdout keeps only the tables."""
+def progress_printer(stream=None):
+  """A `progress` callable for the studies: prints each line to `stream`
+  (default stderr, so that stdout keeps only the tables) with the seconds
+  since this call, so that a long phase is never silent."""
   import time
 
   start = time.perf_counter()
 
   def progress(line: str) -> None:
-    print(f'[{time.perf_counter() - start:6.1f} s] {line}', file=sys.stderr)
-    sys.stderr.flush()
+    out = stream or sys.stderr
+    print(f'[{time.perf_counter() - start:6.1f} s] {line}', file=out)
+    out.flush()
 
   return progress
 
