@@ -185,14 +185,16 @@ def stacked_shares(
 
 def _label_points(ax, xs, ys, labels, fontsize=7.0) -> None:
   """Writes labels[i] next to point (xs[i], ys[i]), trying four places
-  around it and leaving out a label whose box would overlap one already
-  written (approximate boxes: 0.6 em per character), so that a dense
-  stretch of the curve keeps every other name readable."""
+  around it and leaving out a label whose box would leave the axes
+  sideways or overlap one already written (approximate boxes: 0.6 em
+  per character), so that a dense stretch of the curve keeps every other
+  name readable."""
   ax.get_xlim()  # settles the autoscaled limits that transData uses
   ax.get_ylim()
   to_px = ax.transData
   px_per_pt = ax.figure.dpi / 72.0
   height = 1.2 * fontsize * px_per_pt
+  frame = ax.bbox  # the axes in pixels: labels stay inside it
   placed = []  # (x0, y0, x1, y1) in pixels
   for x, y, text in zip(xs, ys, labels, strict=True):
     if not text:
@@ -203,7 +205,8 @@ def _label_points(ax, xs, ys, labels, fontsize=7.0) -> None:
       x0 = cx + dx * px_per_pt - (width if dx < 0 else 0.0)
       y0 = cy + dy * px_per_pt
       box = (x0, y0, x0 + width, y0 + height)
-      if all(
+      inside = frame.x0 <= box[0] and box[2] <= frame.x1
+      if inside and all(
         box[2] < b[0] or b[2] < box[0] or box[3] < b[1] or b[3] < box[1]
         for b in placed
       ):

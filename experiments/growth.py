@@ -64,18 +64,24 @@ flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
-def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import plotting, results, schema
+def _factors() -> tuple[float, ...]:
+  """--factors as numbers (the study checks the rest)."""
   from codesign.errors import InputError
-  from codesign.studies import growth
 
   try:
-    factors = tuple(float(x) for x in FLAGS.factors)
+    return tuple(float(x) for x in FLAGS.factors)
   except ValueError:
     raise InputError(
       f'--factors must be numbers, got {",".join(FLAGS.factors)}'
     ) from None
+
+
+def main():
+  jax.config.update('jax_enable_x64', FLAGS.x64)
+  from codesign import plotting, results, schema
+  from codesign.studies import growth
+
+  factors = _factors()
   names = {f.name for f in dataclasses.fields(growth.Settings)}
   settings = growth.Settings(
     **{n: FLAGS[n].value for n in names - {'workload', 'stack', 'factors'}},

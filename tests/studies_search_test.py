@@ -237,7 +237,20 @@ def test_growth_bad_factors_are_one_sentence():
 # ---- search_quality --------------------------------------------------------
 
 
-def test_search_quality_gaps_are_to_the_exhaustive_optimum():
+def test_search_quality_gaps_are_to_the_exhaustive_optimum(monkeypatch):
+  # Two accelerators and two CPUs: 1/16 of the space, so that the
+  # exhaustive enumeration takes seconds.
+  import functools
+
+  monkeypatch.setattr(
+    search_quality.design_space,
+    'make_space',
+    functools.partial(
+      ds.make_space,
+      accelerators=('A100-SXM4-80GB', 'H100-SXM5-80GB'),
+      cpus=('EPYC-7763 (Milan)', 'Xeon-Platinum-8480+ (Sapphire Rapids-SP)'),
+    ),
+  )
   settings = search_quality.Settings(
     workloads=(W,),
     stack=STACK,

@@ -8,6 +8,17 @@ I/O and prints nothing (phases over a few seconds are reported through
 `experiments/<study>.py` launcher writes to result.json, `metrics` the
 rows of metrics.jsonl. The launchers parse flags, call `run`, write the
 run directory, the CSV of the main table and the plots, and print.
+Nothing else in `codesign` imports this package except `codesign.api`.
 
-  proposal   the platform to build under a budget (experiments.propose)
+  proposal        the platform to build under a budget (experiments.propose)
+  pareto          throughput frontier against capex and power
+  growth          design for the model grown x2-x8, regrets per factor
+  search_quality  gradient search against random, CMA-ES, exhaustive
+  shared          what they share: loading, checks, design names, reasons
+
+A module's `EXTRA_KEYS` name keys of `result` that the launcher leaves
+out of result.json (wall seconds; reasons and short names the table and
+plots print), so that result.json stays reproducible and unchanged.
+`table(result)` is the printed table and `csv_table(result)` the
+(header, rows) of <study>.csv, units in the column names.
 """

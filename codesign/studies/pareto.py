@@ -313,7 +313,7 @@ def table(result: dict) -> str:
   lines = [
     f'{result["workload"]}: best buildable throughput found per limit',
     f'{"limit":22s} {"design":18s} {"samples/s":>12s} {"capex $":>12s} '
-    f'{"power W":>9s} {"frontier":>8s} {"ok":>3s}',
+    f'{"power W":>9s} {"frontier":>11s} {"ok":>3s}',
   ]
   for t, s in enumerate(result['searches']):
     front = ','.join(k for k in ('capex', 'power') if t in on[k]) or '-'
@@ -322,7 +322,7 @@ def table(result: dict) -> str:
     lines.append(
       f'{_limit_text(s):22s} {display["design_names"][t]:18s} '
       f'{s["throughput_samples_per_s"]:>12,.0f} {s["capex_usd"]:>12,.0f} '
-      f'{s["power_w"]:>9,.0f} {front:>8s} {ok:>3s}'
+      f'{s["power_w"]:>9,.0f} {front:>11s} {ok:>3s}'
       + (f'  {reason}' if ok == 'NO' and reason else '')
     )
   if result['presets']:
