@@ -281,7 +281,7 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
   header = ['workload', 'design_space_size', f'optimum_{unit}']
   for m in METHODS:
     header += [f'{m}_{unit}', f'{m}_gap_pct']
-  header += ['evaluations', 'gradient_eval_fraction_pct']
+  header += ['gradient_evaluations', 'gradient_eval_fraction_pct']
   rows = []
   for name, v in result['per_workload'].items():
     row = [name, v['design_space_size'], v['exhaustive']['value']]
