@@ -297,8 +297,12 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
     steps=4,
     presets=('dgx_h100',),
   )
-  lines = []
-  result, history = proposal.run(settings, progress=lines.append)
+  lines, steps = [], []
+  result, history = proposal.run(
+    settings,
+    progress=lines.append,
+    on_step=lambda step, m: steps.append((step, m['searching'])),
+  )
   row = result['presets'][0]
   assert row['capex_usd'] > 3e5 and not row['within_limits']
   over = row['capex_usd'] - 3e5
@@ -322,6 +326,8 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
   assert fig['capex_usd'] == row['capex_usd']
   assert prop['within_limits'] and len(lines) >= 2
   assert len(history) == 2 * settings.steps
+  # on_step (codesign.api.propose's progress) sees the chunks of steps.
+  assert steps and steps[-1] == (settings.steps, 'throughput_per_usd')
 
 
 def test_why_not_names_memory_and_power():
