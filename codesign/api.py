@@ -304,6 +304,6 @@ def propose(
     stack=stack,
   )
   with jax.enable_x64(x64):
-    result, history = proposal.run(settings, progress=progress)
+    result, history = proposal.run(settings, on_step=progress)
   result['history'] = history
   return result

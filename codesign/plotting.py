@@ -347,37 +347,115 @@ def step_breakdown(
     return _save(fig, path)
 
 
+def _label_points(ax, xs, ys, labels, fontsize=7.0) -> None:
+  """Writes labels[i] next to point (xs[i], ys[i]), trying four places
+  around it and leaving out a label whose box would leave the axes
+  sideways or overlap one already written (approximate boxes: 0.6 em
+  per character), so that a dense stretch of the curve keeps every other
+  name readable."""
+  ax.get_xlim()  # settles the autoscaled limits that transData uses
+  ax.get_ylim()
+  to_px = ax.transData
+  px_per_pt = ax.figure.dpi / 72.0
+  height = 1.2 * fontsize * px_per_pt
+  frame = ax.bbox  # the axes in pixels: labels stay inside it
+  placed = []  # (x0, y0, x1, y1) in pixels
+  for x, y, text in zip(xs, ys, labels, strict=True):
+    if not text:
+      continue
+    cx, cy = to_px.transform((x, y))
+    width = 0.6 * fontsize * len(text) * px_per_pt
+    for dx, dy in ((4, 3), (4, -3 - 1.2 * fontsize), (-4, 3), (-4, -12)):
+      x0 = cx + dx * px_per_pt - (width if dx < 0 else 0.0)
+      y0 = cy + dy * px_per_pt
+      box = (x0, y0, x0 + width, y0 + height)
+      inside = frame.x0 <= box[0] and box[2] <= frame.x1
+      if inside and all(
+        box[2] < b[0] or b[2] < box[0] or box[3] < b[1] or b[3] < box[1]
+        for b in placed
+      ):
+        placed.append(box)
+        ax.annotate(
+          text,
+          (x, y),
+          fontsize=fontsize,
+          xytext=(dx, dy),
+          textcoords='offset points',
+          ha='right' if dx < 0 else 'left',
+          color='C0',
+        )
+        break
+
+
 def frontier(
   path,
   panels: list[dict],
   title: str,
 ) -> pathlib.Path:
-  """Frontier curves with labelled reference points, one panel each.
+  """Frontier curves with labelled reference points, one panel each
+  (log-log).
 
   Args:
-    panels: dicts with `x`, `y` (frontier points, sorted by x), `xlabel`,
-      `ylabel`, and `points` ({label: (x, y)}) drawn as labelled markers;
-      optional `cloud` ((M,), (M,)) of all candidate designs.
+    panels: dicts with `x`, `y` ((N,) frontier points, sorted by x, in the
+      units `xlabel` and `ylabel` name), `xlabel`, `ylabel`, and `points`
+      ({label: (x, y)}) drawn as labelled squares (the platform presets);
+      optional `labels` (N names of the frontier points, written next to
+      them where they do not overlap), `infeasible` (labels of `points`
+      that are infeasible: hollow squares) and `cloud` ((M,), (M,)) of
+      all candidate designs.
   """
+  from matplotlib.lines import Line2D
+
   with plt.rc_context(_STYLE):
     fig, axes = plt.subplots(
-      1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False
+      1, len(panels), figsize=(6.0 * len(panels), 4.8), squeeze=False
     )
     for ax, pan in zip(axes[0], panels, strict=True):
+      handles = []
       if 'cloud' in pan:
         cx, cy = pan['cloud']
-        ax.plot(cx, cy, '.', color='0.75', ms=3, label='searched designs')
-      ax.plot(pan['x'], pan['y'], 'o-', color='C0', ms=4, label='frontier')
-      for k, (name, (px, py)) in enumerate(sorted(pan['points'].items())):
-        ax.plot(px, py, 's', color=f'C{(k + 1) % 10}', ms=6)
+        (h,) = ax.plot(cx, cy, '.', color='0.75', ms=3)
+        h.set_label('searched designs')
+        handles.append(h)
+      (h,) = ax.plot(pan['x'], pan['y'], 'o-', color='C0', ms=4)
+      h.set_label('frontier: best design found per limit')
+      handles.append(h)
+      bad = set(pan.get('infeasible', ()))
+      for name, (px, py) in sorted(pan['points'].items()):
+        ax.plot(
+          px,
+          py,
+          's',
+          ms=6,
+          color='C3',
+          markerfacecolor='none' if name in bad else 'C3',
+        )
         ax.annotate(
-          name, (px, py), fontsize=7, xytext=(4, 3), textcoords='offset points'
+          name, (px, py), fontsize=7, xytext=(4, -9), textcoords='offset points'
+        )
+      if pan['points']:
+        handles.append(
+          Line2D([], [], ls='', marker='s', color='C3', label='platform preset')
+        )
+      if bad & set(pan['points']):
+        handles.append(
+          Line2D(
+            [],
+            [],
+            ls='',
+            marker='s',
+            color='C3',
+            markerfacecolor='none',
+            label='preset whose tables do not fit',
+          )
         )
       ax.set_xscale('log')
       ax.set_yscale('log')
       ax.set_xlabel(pan['xlabel'])
       ax.set_ylabel(pan['ylabel'])
-      ax.legend(fontsize=8, loc='lower right')
+      if len(pan['x']) and pan.get('labels'):
+        _label_points(ax, pan['x'], pan['y'], pan['labels'])
+      ax.legend(handles=handles, fontsize=7, loc='lower right')
     fig.suptitle(title)
     return _save(fig, path)
 

@@ -191,17 +191,18 @@ def check_flag_values() -> None:
       raise InputError(f'--{name} has an empty element: {",".join(value)!r}')
 
 
-def progress_printer():
-  """A `progress` callable for the studies: prints each line to stderr
-  with the seconds since this call, so that a long phase is never silent
-  and stdout keeps only the tables."""
+def progress_printer(stream=None):
+  """A `progress` callable for the studies: prints each line to `stream`
+  (default stderr, so that stdout keeps only the tables) with the seconds
+  since this call, so that a long phase is never silent."""
   import time
 
   start = time.perf_counter()
 
   def progress(line: str) -> None:
-    print(f'[{time.perf_counter() - start:6.1f} s] {line}', file=sys.stderr)
-    sys.stderr.flush()
+    out = stream or sys.stderr
+    print(f'[{time.perf_counter() - start:6.1f} s] {line}', file=out)
+    out.flush()
 
   return progress
 

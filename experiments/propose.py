@@ -7,8 +7,9 @@ r"""Propose the platform to build for a DLRM, under the buyer's limits.
 Parses the flags and runs `codesign.studies.proposal.run` (which runs
 `codesign.search.gradient_search`: augmented-Lagrangian Adam over a
 relaxation of catalog parts and counts, then snapping to buildable
-platforms); prints the proposal beside the platform presets on the same
-workload with the bottleneck of each, and writes to --workdir:
+platforms); prints a line at the start of each phase, then the proposal
+beside the platform presets on the same workload with the bottleneck of
+each (and why a platform is not within the limits), and writes to --workdir:
   result.json    proposal, continuous_optimum, presets, search (no
                  timings: the same flags and seed give the same bytes);
   metrics.jsonl  per step: best feasible objective and constraint
@@ -18,12 +19,15 @@ workload with the bottleneck of each, and writes to --workdir:
                  --platform=RUN/proposal.json --plan=RUN/proposal.json`
                  gives the proposal's figures;
   timing.json    wall-clock seconds (compile included) per phase;
+  propose.csv    the printed table: proposal, continuous optimum, presets
+                 (figures, objective, within limits and why not);
   config.json, env.json.
 A request no buildable platform meets ends with one sentence naming the
 constraint and by how much, exit status 2, and no files.
 """
 
-import time
+import dataclasses
+import sys
 
 import jax
 from absl import flags
@@ -86,61 +90,34 @@ def main():
   from codesign import results
   from codesign.studies import proposal
 
-  t_start = time.perf_counter()
   for key in ('budget_usd', 'power_w'):
     if getattr(FLAGS, key) < 0:
       raise InputError(f'--{key} must not be negative')
+  names = {f.name for f in dataclasses.fields(proposal.Settings)}
   settings = proposal.Settings(
+    **{n: FLAGS[n].value for n in names - {'workload', 'stack', 'presets'}},
     workload=common.load_workload(),
-    objective=FLAGS.objective,
-    budget_usd=FLAGS.budget_usd,
-    power_w=FLAGS.power_w,
-    max_nodes=FLAGS.max_nodes,
-    samples=FLAGS.samples,
-    starts=FLAGS.starts,
-    steps=FLAGS.steps,
-    seed=FLAGS.seed,
-    sharding=FLAGS.sharding,
-    presets=tuple(FLAGS.presets),
     stack=common.load_stack(),
+    presets=tuple(FLAGS.presets),
   )
-
-  def progress(step, m):
-    best = m['objective']
-    best = f'{best:.5g}' if best is not None else 'none yet'
-    print(
-      f'[{time.perf_counter() - t_start:6.1f} s] {m["phase"]:10s} step '
-      f'{step:4d}/{FLAGS.steps}: best feasible {best} '
-      f'{proposal.OBJECTIVE_UNITS[m["searching"]]}; '
-      f'{m["feasible_starts"]} feasible starts; min violation '
-      f'{m["violation_min"]:.3g}',
-      flush=True,
-    )
-
-  result, metrics = proposal.run(
-    settings, progress=progress, log=lambda s: print(s, flush=True)
-  )
-  proposal_json = result.pop('proposal_json')
-  timing = result.pop('timing')
+  # Progress on stdout: stderr holds only the one-sentence error of a
+  # request no platform meets.
+  progress = common.progress_printer(sys.stdout)
+  result, metrics = proposal.run(settings, progress=progress)
   workdir = results.make_workdir('propose', FLAGS.workdir)
+  extra = {k: result[k] for k in proposal.EXTRA_KEYS}
   config_json = {
     'flags': common.flag_values(),
-    'workload': proposal_json['workload'],
-    'stack': proposal_json['stack'],
+    'workload': extra['proposal_json']['workload'],
+    'stack': extra['proposal_json']['stack'],
   }
-  results.write_run(
-    workdir, config_json, result, metrics=metrics, seed=FLAGS.seed
-  )
-  results.write_json(workdir / 'proposal.json', proposal_json)
-  results.write_json(workdir / 'timing.json', timing)
-
+  out = {k: v for k, v in result.items() if k not in proposal.EXTRA_KEYS}
+  results.write_run(workdir, config_json, out, metrics, seed=FLAGS.seed)
+  results.write_json(workdir / 'proposal.json', extra['proposal_json'])
+  results.write_json(workdir / 'timing.json', extra['timing'])
+  results.write_csv(workdir / 'propose.csv', *proposal.csv_table(result))
   print()
   print(proposal.table(result))
-  print(
-    f'search: {result["search"]["evaluations"]:,} evaluations in '
-    f'{timing["search_wall_s"]:.1f} s (compile included); total '
-    f'{timing["total_wall_s"]:.1f} s'
-  )
 
 
 if __name__ == '__main__':

@@ -149,6 +149,16 @@ def test_writes_the_run_directory(runs, name):
     assert steps == list(range(len(steps))) and steps
 
 
+@pytest.mark.parametrize('name', ['pareto', 'growth'])
+def test_search_studies_write_their_csv(runs, name):
+  """<study>.csv beside result.json: a header with units, a row per
+  limit (pareto: 2 x --budgets) or per growth factor."""
+  lines = (runs[name] / f'{name}.csv').read_text().splitlines()
+  header = lines[0].split(',')
+  assert 'throughput_samples_per_s' in ''.join(header)
+  assert len(lines) - 1 == {'pareto': 4, 'growth': 2}[name]
+
+
 def test_compare_platforms_result(runs):
   r = json.loads((runs['compare_platforms'] / 'result.json').read_text())
   assert len(r['sizes_gb']) == 4

@@ -21,6 +21,8 @@ from codesign import fuzzing
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BASE = fuzzing.Base()
 FIELDS = fuzzing.fields(BASE)
+
+
 def _slow(max_examples: int):
   return settings(
     max_examples=max_examples,

@@ -196,7 +196,7 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
   four = _propose(tmp_path, 'four', '--max_nodes=4', devices=4)
   for out in (one, again, four):
     assert out.returncode == 0, out.stderr
-  for f in ('result.json', 'metrics.jsonl'):
+  for f in ('result.json', 'metrics.jsonl', 'propose.csv'):
     a = (tmp_path / 'one' / f).read_bytes()
     assert a == (tmp_path / 'again' / f).read_bytes(), f
   env = json.loads((tmp_path / 'four' / 'env.json').read_text())

@@ -8,16 +8,22 @@ I/O and prints nothing (phases over a few seconds are reported through
 `experiments/<study>.py` launcher writes to result.json, `metrics` the
 rows of metrics.jsonl. The launchers parse flags, call `run`, write the
 run directory, the CSV of the main table and the plots, and print.
+Nothing else in `codesign` imports this package except `codesign.api`.
 
-`table(result)` gives the printed table and, where a study has one,
-`csv_table(result)` the header and rows of its main table (`<study>.csv`,
-units in the column names). Keys named in a module's `EXTRA_KEYS` are
-for `table` only and stay out of result.json.
+`table(result)` gives the printed table and `csv_table(result)` the
+(header, rows) of its main table (`<study>.csv`, units in the column
+names). A module's `EXTRA_KEYS` name keys of `result` that the launcher
+leaves out of result.json (wall seconds; reasons and short names the
+table and plots print), so that result.json stays reproducible.
 
   proposal           the platform to build under a budget (propose)
   compare_platforms  which platform trains best as the tables grow
   scale_out          NIC bandwidth that keeps scale-out efficient
   sensitivity        what to upgrade next: elasticities of every field
+  pareto             throughput frontier against capex and power
+  growth             design for the model grown x2-x8, regrets per factor
+  search_quality     gradient search against random, CMA-ES, exhaustive
   calibration        the model against this device's train steps and C1-C9
   benchmark          how fast the cost model evaluates
+  shared             what they share: loading, checks, names, reasons
 """

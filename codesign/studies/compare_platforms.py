@@ -324,8 +324,8 @@ def run(
     size (step, size_gb, `<platform>/<metric>`), as in metrics.jsonl.
   """
   progress = progress or (lambda line: None)
-  base = shared.workload(settings.workload)
-  stack = shared.stack(settings.stack)
+  base = shared.load_workload(settings.workload)
+  stack = shared.load_stack(settings.stack)
   platforms = _load_platforms(settings.platforms)
   sizes = sweeps.log_space(
     settings.min_size_gb * 1e9, settings.max_size_gb * 1e9, settings.points
@@ -444,5 +444,5 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
       row += [d['step_time_s'][j], d['hbm_fraction'][j]]
       row += [d['spilling'][j], d['feasible'][j]]
     row += [result['leaders'][key][j] for key, _ in _CSV_METRICS]
-    rows.append([shared.plain(x) for x in row])
+    rows.append([shared.csv_value(x) for x in row])
   return header, rows

@@ -28,7 +28,6 @@ from codesign import (
   cost_model,
   design_space,
   hardware,
-  inputs,
   planner,
   report,
   schema,
@@ -38,6 +37,7 @@ from codesign import platform_presets as presets_lib
 from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
+from codesign.studies import shared
 
 # Platform presets evaluated beside the proposal by default.
 PRESETS = (
@@ -55,14 +55,9 @@ PRESETS = (
 )
 # Unit of each objective (and of the minimum capex and power searched to
 # explain an infeasible request).
-OBJECTIVE_UNITS = {
-  'throughput': 'samples/s',
-  'throughput_per_usd': 'samples/s/$',
-  'throughput_per_watt': 'samples/s/W',
-  'time_to_train': 's',
-  'capex': '$',
-  'power': 'W',
-}
+OBJECTIVE_UNITS = shared.OBJECTIVE_UNITS
+# Keys of `run`'s result that are not part of result.json.
+EXTRA_KEYS = ('proposal_json', 'timing')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,18 +94,6 @@ class Settings:
   sharding: str = 'table_wise'
   presets: tuple[str, ...] = PRESETS
   stack: str | stack_lib.Stack = 'torchrec'
-
-
-def _load_workload(workload) -> wl.Workload:
-  if isinstance(workload, wl.Workload):
-    return wl.validate(workload)
-  return schema.workload_from_json(inputs.workload_json(str(workload)))
-
-
-def _load_stack(stack) -> stack_lib.Stack:
-  if isinstance(stack, stack_lib.Stack):
-    return stack_lib.validate(stack)
-  return schema.stack_from_json(inputs.stack_json(str(stack)))
 
 
 def _figures(p, w, plan, stack) -> dict:
@@ -150,7 +133,7 @@ def _limits(problem, max_nodes) -> dict:
   }
 
 
-def _explain_infeasible(problem, result, config, max_nodes, progress, log):
+def _explain_infeasible(problem, result, config, max_nodes, on_step, progress):
   """One sentence: which constraint no buildable platform meets, by how
   much."""
   g = result.best_g
@@ -161,8 +144,8 @@ def _explain_infeasible(problem, result, config, max_nodes, progress, log):
     free = dataclasses.replace(
       problem, objective=worst, budget_usd=None, power_w=None
     )
-    log(f'no feasible platform; searching the minimum {worst} ...')
-    low = search.gradient_search(free, config, progress=progress(worst))
+    progress(f'no feasible platform; searching the minimum {worst}')
+    low = search.gradient_search(free, config, progress=on_step(worst))
     if low.best_feasible:
       if worst == 'capex':
         limit, need = problem.budget_usd, low.best_value
@@ -188,20 +171,23 @@ def _explain_infeasible(problem, result, config, max_nodes, progress, log):
 
 def run(
   settings: Settings,
-  progress: Callable[[int, dict], None] | None = None,
-  log: Callable[[str], None] | None = None,
+  progress: Callable[[str], None] | None = None,
+  on_step: Callable[[int, dict], None] | None = None,
 ) -> tuple[dict, list[dict]]:
   """Searches the platform to build and evaluates it beside the presets.
 
   Args:
     settings: what to propose.
-    progress: called as progress(step, metrics) after every chunk of Adam
-      steps; metrics is the search's history row (`phase`, `step`,
-      `objective`: best feasible value so far or None, `violation_min`,
-      `violation_max`, `feasible_starts`) plus `searching`: the objective
-      of the running search (the requested one, or `capex` or `power`
-      while the minimum is searched to explain an infeasible request).
-    log: called with a sentence when a search starts.
+    progress: called with one line at the start of each phase (the
+      search, compile included; the search of the minimum capex or power
+      that explains an infeasible request; the evaluations).
+    on_step: called as on_step(step, metrics) after every chunk of Adam
+      steps (for `codesign.api.propose`); metrics is the search's history
+      row (`phase`, `step`, `objective`: best feasible value so far or
+      None, `violation_min`, `violation_max`, `feasible_starts`) plus
+      `searching`: the objective of the running search (the requested
+      one, or `capex` or `power` while the minimum is searched to explain
+      an infeasible request).
 
   Returns:
     (result, metrics). result: the dict `experiments.propose` writes to
@@ -216,10 +202,10 @@ def run(
     InputError: bad settings, or no buildable platform meets the limits
       (the sentence names the constraint and by how much).
   """
-  log = log or (lambda message: None)
+  progress = progress or (lambda line: None)
   t_start = time.perf_counter()
-  w = _load_workload(settings.workload)
-  stack = _load_stack(settings.stack)
+  w = shared.load_workload(settings.workload)
+  stack = shared.load_stack(settings.stack)
   preset_names = tuple(settings.presets)
   for name in preset_names:
     presets_lib.get(name)  # an unknown name fails before the search
@@ -250,27 +236,27 @@ def run(
     )
   )
 
-  def progress_of(objective):
-    if progress is None:
+  def on_step_of(objective):
+    if on_step is None:
       return None
 
     def report_step(step, m):
-      progress(step, {**m, 'searching': objective})
+      on_step(step, {**m, 'searching': objective})
 
     return report_step
 
-  log(
+  progress(
     f'searching {space.size:,} buildable platforms (and their plans) for '
     f'{w.name}, objective {problem.objective}, {config.starts} starts x '
     f'{config.steps} steps on {len(jax.devices())} device(s)'
   )
   res = search.gradient_search(
-    problem, config, progress=progress_of(problem.objective)
+    problem, config, progress=on_step_of(problem.objective)
   )
   t_search = time.perf_counter() - t_start
   if not res.best_feasible:
     raise InputError(
-      _explain_infeasible(problem, res, config, max_nodes, progress_of, log)
+      _explain_infeasible(problem, res, config, max_nodes, on_step_of, progress)
     )
 
   limits = _limits(problem, max_nodes)
@@ -278,6 +264,10 @@ def run(
   def objective(fig):
     return objective_of(fig, problem.objective, problem.samples)
 
+  progress(
+    f'evaluating the proposal, the continuous optimum and '
+    f'{len(preset_names)} presets'
+  )
   # The proposal as the evaluate CLI would read it back.
   p, plan = search.buildable(problem, res.best_index, res.best_plan_z)
   pj = schema.platform_to_json(p)
@@ -360,10 +350,6 @@ def run(
   return result, res.history
 
 
-# Keys of `run`'s result that are not part of result.json.
-EXTRA_KEYS = ('proposal_json', 'timing')
-
-
 def _hw(pj: dict) -> str:
   """The shape of a platform (JSON) in a few characters."""
   acc = pj['accelerator']['name'].split(' ')[0]
@@ -380,37 +366,95 @@ def _hw(pj: dict) -> str:
   return f'{pj["nodes"]:.0f}x({pj["sockets_per_node"]:.0f}S CPU trainer)'
 
 
+def why_not(fig: dict, limits: dict) -> str:
+  """Why figures `fig` are not within `limits` (a result's `limits`):
+  over the capex budget by how much, over the power limit, tables that do
+  not fit in HBM or DDR; '' when they are within them."""
+  return shared.why_not(fig, limits['budget_usd'], limits['power_w'])
+
+
+def _rows(result: dict):
+  """(name, platform JSON, figures) of every row of the table."""
+  prop, cont = result['proposal'], result['continuous_optimum']
+  rows = [
+    ('PROPOSAL', prop['platform'], prop),
+    ('  (auto plan)', prop['platform'], prop['with_auto_plan']),
+    ('continuous optimum', cont['platform'], cont),
+  ]
+  for r in result['presets']:
+    rows.append(
+      (r['name'], schema.platform_to_json(presets_lib.get(r['name'])), r)
+    )
+  return rows
+
+
 def table(result: dict) -> str:
   """The proposal beside the continuous optimum and the presets, with the
-  bottleneck of each, as plain text (a `run` result)."""
+  bottleneck of each and the reason beside a NO, as plain text (a `run`
+  result; with its `timing`, the search's wall time too)."""
   objective, limits = result['objective'], result['limits']
 
   def row(name, pj, fig):
     value = objective_of(fig, objective, limits['samples'])
     ok = 'yes' if within_limits(fig, limits) else 'NO'
+    reason = '' if ok == 'yes' else f' ({why_not(fig, limits)})'
     return (
       f'{name:22s} {_hw(pj):34s} {fig["throughput_samples_per_s"]:>12,.0f} '
       f'{fig["capex_usd"]:>12,.0f} {fig["power_w"]:>9,.0f} '
-      f'{value:>10.4g} {ok:>5s}  {fig["bottleneck"]}'
+      f'{value:>10.4g} {ok:>5s}  {fig["bottleneck"]}{reason}'
     )
 
-  prop, cont = result['proposal'], result['continuous_optimum']
   lines = [
     f'{result["workload"]}: objective {objective}; limits {limits}',
     f'{"platform":22s} {"hardware":34s} {"samples/s":>12s} '
     f'{"capex $":>12s} {"power W":>9s} '
     f'{result["objective_unit"]:>10s} {"ok":>5s}  bottleneck',
-    row('PROPOSAL', prop['platform'], prop),
-    row('  (auto plan)', prop['platform'], prop['with_auto_plan']),
-    row('continuous optimum', cont['platform'], cont),
+    *(row(*r) for r in _rows(result)),
   ]
-  for r in result['presets']:
-    pj = schema.platform_to_json(presets_lib.get(r['name']))
-    lines.append(row(r['name'], pj, r))
-  pj = prop['platform']
+  pj = result['proposal']['platform']
   lines.append(
     f'proposal: {pj["accelerator"]["name"]}, {pj["cpu"]["name"]}, DDR '
     f'{pj["cpu"]["ddr_capacity_gb"]:.0f} GB/socket, {pj["nic"]["count"]:.0f}'
     f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
   )
+  if 'timing' in result:
+    t = result['timing']
+    lines.append(
+      f'search: {result["search"]["evaluations"]:,} evaluations in '
+      f'{t["search_wall_s"]:.1f} s (compile included); total '
+      f'{t["total_wall_s"]:.1f} s'
+    )
   return '\n'.join(lines)
+
+
+def csv_table(result: dict) -> tuple[list[str], list[list]]:
+  """(header, rows): the table's rows (the proposal, with the auto plan,
+  the continuous optimum, each preset) with the objective in its unit,
+  whether within the limits and why not."""
+  objective, limits = result['objective'], result['limits']
+  header = [
+    'platform',
+    'hardware',
+    'throughput_samples_per_s',
+    'capex_usd',
+    'power_w',
+    f'objective_{shared.OBJECTIVE_COLUMN_UNITS[objective]}',
+    'within_limits',
+    'why_not',
+    'bottleneck',
+  ]
+  rows = [
+    [
+      {'  (auto plan)': 'proposal with auto plan'}.get(name, name.lower()),
+      _hw(pj),
+      fig['throughput_samples_per_s'],
+      fig['capex_usd'],
+      fig['power_w'],
+      objective_of(fig, objective, limits['samples']),
+      within_limits(fig, limits),
+      why_not(fig, limits),
+      fig['bottleneck'],
+    ]
+    for name, pj, fig in _rows(result)
+  ]
+  return header, rows

@@ -157,9 +157,9 @@ def run(
     InputError: a CPU-trainer platform (no accelerators to share NICs).
   """
   progress = progress or (lambda line: None)
-  w0 = shared.workload(settings.workload)
+  w0 = shared.load_workload(settings.workload)
   p0 = shared.platform(settings.platform)
-  stack = shared.stack(settings.stack)
+  stack = shared.load_stack(settings.stack)
   if p0.trainer == 'cpu':
     raise InputError(
       f'platform {p0.name} is a CPU trainer; NIC bandwidth per accelerator '
@@ -368,5 +368,5 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
       r['efficiency_at_max_bandwidth'],
       *(r['breakdown_s'][k] for k in cost_model.COMPONENTS),
     ]
-    rows.append([shared.plain(x) for x in row])
+    rows.append([shared.csv_value(x) for x in row])
   return header, rows

@@ -150,9 +150,9 @@ def run(
     InputError: check_top above the number of platform fields.
   """
   progress = progress or (lambda line: None)
-  w = shared.workload(settings.workload)
+  w = shared.load_workload(settings.workload)
   p = shared.platform(settings.platform)
-  stack = shared.stack(settings.stack)
+  stack = shared.load_stack(settings.stack)
   plan = shared.plan(settings.plan, w, p, stack)
   num_fields = len(hardware.leaf_paths(p))
   if not 1 <= settings.check_top <= num_fields:
@@ -289,5 +289,5 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
     unit = unit_of.get(k)
     value = units.from_si(v['value_si'], unit) if unit else v['value_si']
     row = [rank, k, value, v['value_si'], v['throughput'], v['perf_per_usd']]
-    rows.append([shared.plain(x) for x in row])
+    rows.append([shared.csv_value(x) for x in row])
   return header, rows

@@ -1,12 +1,17 @@
-"""What the sweep studies share: loading inputs given by name, the
-sentences that explain an infeasible design, and plain CSV values."""
+"""What the study modules share: loading inputs given by name, checks of
+settings, short design names, the sentences that explain an infeasible
+design or a "NO", what "% of step" means, and plain CSV values.
+
+No file I/O beyond reading a named input; nothing prints.
+"""
 
 import numpy as np
 
-from codesign import inputs
+from codesign import inputs, schema
 from codesign import plan as plan_lib
 from codesign import stack as stack_lib
 from codesign import workload as wl
+from codesign.errors import InputError
 from codesign.hardware import Platform
 
 # Printed under every table with a "% of step" column: the cost model sums
@@ -18,19 +23,9 @@ OVERLAP_NOTE = (
 )
 
 
-def workload(x) -> wl.Workload:
-  """A `Workload`, or a preset name / JSON file loaded without overrides."""
-  return x if isinstance(x, wl.Workload) else inputs.load_workload(str(x))
-
-
 def platform(x) -> Platform:
   """A `Platform`, or a preset name / JSON file loaded without overrides."""
   return x if isinstance(x, Platform) else inputs.load_platform(str(x))
-
-
-def stack(x) -> stack_lib.Stack:
-  """A `Stack`, or a preset name / JSON file loaded without overrides."""
-  return x if isinstance(x, stack_lib.Stack) else inputs.load_stack(str(x))
 
 
 def plan(x, w, p, s) -> plan_lib.Plan:
@@ -60,6 +55,108 @@ def why_infeasible(
   return '; '.join(parts) or 'a memory tier overflows'
 
 
-def plain(x):
-  """A numpy scalar as the Python value of the same repr (for CSV cells)."""
+# Units of each search objective, as the tables print them and as CSV
+# column suffixes (no '/' or '$' in a column name).
+OBJECTIVE_UNITS = {
+  'throughput': 'samples/s',
+  'throughput_per_usd': 'samples/s/$',
+  'throughput_per_watt': 'samples/s/W',
+  'time_to_train': 's',
+  'capex': '$',
+  'power': 'W',
+}
+OBJECTIVE_COLUMN_UNITS = {
+  'throughput': 'samples_per_s',
+  'throughput_per_usd': 'samples_per_s_per_usd',
+  'throughput_per_watt': 'samples_per_s_per_w',
+  'time_to_train': 's',
+}
+
+
+def load_workload(workload) -> wl.Workload:
+  """A `Workload` as is (validated), or a preset name or JSON file."""
+  if isinstance(workload, wl.Workload):
+    return wl.validate(workload)
+  return schema.workload_from_json(inputs.workload_json(str(workload)))
+
+
+def load_stack(stack) -> stack_lib.Stack:
+  """A `Stack` as is (validated), or a preset name or JSON file."""
+  if isinstance(stack, stack_lib.Stack):
+    return stack_lib.validate(stack)
+  return schema.stack_from_json(inputs.stack_json(str(stack)))
+
+
+def at_least(settings, minimum: int, *names: str) -> None:
+  """Raises InputError unless every setting `names` is >= `minimum`.
+  Settings are named as the launchers' flags (the same words)."""
+  for name in names:
+    value = getattr(settings, name)
+    if value < minimum:
+      raise InputError(f'--{name} must be at least {minimum}, got {value}')
+
+
+def accelerator_short(name: str) -> str:
+  """'H100-SXM5-80GB' -> 'H100'; 'NVIDIA H100 ...' -> 'NVIDIA'."""
+  return name.split(' ')[0].split('-')[0]
+
+
+def design_name(design: dict) -> str:
+  """A buildable design (`design_space.describe_index`) in a few
+  characters: nodes x (sockets S + accelerators per node, part), e.g.
+  '2x(2S+8 H100)'; a node without accelerators reads '2x(2S CPU)'."""
+  nodes = f'{design["nodes"]:g}x'
+  sockets = f'{design["sockets_per_node"]:g}S'
+  if design['accelerators_per_node'] <= 0:
+    return f'{nodes}({sockets} CPU)'
+  acc = accelerator_short(design['accelerator'])
+  return f'{nodes}({sockets}+{design["accelerators_per_node"]:g} {acc})'
+
+
+def why_not(fig: dict, budget_usd=None, power_w=None) -> str:
+  """Why figures `fig` (a `report.to_result` dict) are not acceptable:
+  over the capex budget (by how much, USD), over the power limit (W),
+  tables that do not fit in HBM or DDR; '' when none applies. A limit of
+  None or 0 is no limit."""
+  reasons = []
+  if budget_usd and fig['capex_usd'] > budget_usd:
+    over = fig['capex_usd'] - budget_usd
+    reasons.append(f'over the capex budget by ${over:,.0f}')
+  if power_w and fig['power_w'] > power_w:
+    reasons.append(f'over the power limit by {fig["power_w"] - power_w:,.0f} W')
+  if not fig['feasible']:
+    tiers = [t.upper() for t in fig['overflowing_tiers']] or ['memory']
+    reasons.append(f'tables do not fit in {"/".join(tiers)}')
+  return '; '.join(reasons)
+
+
+def why_not_rows(g, limit_kind: str, limit: float, capex, power) -> str:
+  """The same reason from a multi-task search's constraint rows g (C,):
+  g[0] is the limit row (capex in USD or power in W over `limit`, minus
+  1, as `limit_kind` says); then, per workload, HBM, DDR, sockets and DDR
+  per socket (`search.violations` without capex and power). '' when no
+  row is positive. Workloads are numbered from 1 when there are several
+  (the growth factors)."""
+  g = np.asarray(g)
+  reasons = []
+  if g[0] > 0:
+    if limit_kind == 'capex':
+      reasons.append(f'over the capex budget by ${capex - limit:,.0f}')
+    else:
+      reasons.append(f'over the power limit by {power - limit:,.0f} W')
+  names = ('HBM', 'DDR', 'sockets', 'DDR per socket')
+  rows = g[1:].reshape(-1, len(names))
+  for j, row in enumerate(rows):
+    where = f' (workload {j + 1})' if len(rows) > 1 else ''
+    tiers = [n for n, v in zip(names[:2], row[:2], strict=True) if v > 0]
+    if tiers:
+      reasons.append(f'tables do not fit in {"/".join(tiers)}{where}')
+    cpu = [n for n, v in zip(names[2:], row[2:], strict=True) if v > 0]
+    if cpu:
+      reasons.append(f'more {" and ".join(cpu)} than the CPU allows{where}')
+  return '; '.join(reasons)
+
+
+def csv_value(x):
+  """A value as a CSV cell: numpy scalars as Python numbers."""
   return x.item() if isinstance(x, np.generic) else x

@@ -1,0 +1,452 @@
+"""The throughput frontier against capex and against power.
+
+The library part of `experiments.pareto`, with no file I/O and no
+printing: `budgets` capex limits (log-spaced from `min_budget_usd` to
+`max_budget_usd`) and as many power limits, each searched with `starts`
+starts, all in one vmapped augmented-Lagrangian Adam loop over the
+search's design space (`codesign.multi_search`: auto plan, one sharding
+for every table, the loop of `codesign.constrained` with the settings of
+a `search.Config`), maximizing throughput. The best starts of each search
+are snapped to buildable platforms. The frontier is the set of found
+buildable designs that no other found design beats on both throughput
+and cost (capex, or power). The platform presets are evaluated on the
+same workload (auto plan with the same sharding, fitted into HBM) and
+placed against it.
+
+Units: USD, W, samples/s.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from codesign import (
+  cost_model,
+  hardware,
+  inputs,
+  multi_search,
+  planner,
+  report,
+  search,
+  sweeps,
+)
+from codesign import design_space as ds
+from codesign import stack as stack_lib
+from codesign import workload as wl
+from codesign.errors import InputError
+from codesign.studies import shared
+
+PRESETS = ('cpu_2s', 'big_basin', 'zion', 'zionex', 'dgx_a100_80gb', 'dgx_h100')
+# Keys of `run`'s result that are not part of result.json: what the table
+# and the plot print beside the numbers (reasons, short design names).
+EXTRA_KEYS = ('display',)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """What to search (the flags of `experiments.pareto`, same names).
+
+  Attributes:
+    workload: a `Workload`, a preset name or a workload JSON file.
+    stack: a `Stack`, a preset name or a stack JSON file.
+    max_nodes: largest node count of the design space.
+    sharding: one of `plan.SHARDINGS`, for every table of every design.
+    min_budget_usd, max_budget_usd: the smallest and largest capex limit
+      of the whole cluster, USD (0 < min < max).
+    min_power_w, max_power_w: the smallest and largest power limit at TDP,
+      W (0 < min < max).
+    budgets: limits per kind (capex and power), log-spaced, >= 2; the
+      searches number 2 * budgets.
+    starts: starts per search (>= 1).
+    steps: Adam steps per search (>= 1).
+    snap_top: best starts per search whose roundings are evaluated (>= 1).
+    seed: seed of the uniform starts.
+    presets: platform presets (names or JSON files) placed against the
+      frontier; may be empty.
+  """
+
+  workload: str | wl.Workload = 'zion_scale'
+  stack: str | stack_lib.Stack = 'torchrec'
+  max_nodes: int = 16
+  sharding: str = 'table_wise'
+  min_budget_usd: float = 1e5
+  max_budget_usd: float = 1e7
+  min_power_w: float = 5e3
+  max_power_w: float = 5e5
+  budgets: int = 8
+  starts: int = 8
+  steps: int = 150
+  snap_top: int = 4
+  seed: int = 0
+  presets: tuple[str, ...] = PRESETS
+
+
+def check(settings: Settings) -> None:
+  """Raises InputError (one sentence naming the flag) on a bad setting."""
+  for lo, hi in (
+    ('min_budget_usd', 'max_budget_usd'),
+    ('min_power_w', 'max_power_w'),
+  ):
+    a, b = getattr(settings, lo), getattr(settings, hi)
+    if not 0 < a < b:
+      raise InputError(
+        f'--{lo} and --{hi} need 0 < min < max, got {a:g} and {b:g}'
+      )
+  shared.at_least(settings, 2, 'budgets')
+  shared.at_least(settings, 1, 'starts', 'steps', 'snap_top')
+
+
+def frontier(cost: np.ndarray, value: np.ndarray, ok: np.ndarray) -> list:
+  """Indices of the feasible points no other feasible point dominates
+  (cost no higher and value no lower, one strictly), by increasing cost.
+
+  Args:
+    cost, value, ok: (N,) costs, values and feasibility of N points.
+  """
+  idx = [i for i in np.argsort(cost, kind='stable') if ok[i]]
+  out, best = [], -np.inf
+  for i in idx:
+    if value[i] > best:
+      if out and cost[out[-1]] == cost[i]:
+        out.pop()
+      out.append(int(i))
+      best = value[i]
+  return out
+
+
+def run(
+  settings: Settings, progress: Callable[[str], None] | None = None
+) -> tuple[dict, list[dict]]:
+  """Searches the frontier and places the presets against it.
+
+  Args:
+    settings: what to search.
+    progress: called with one line at the start of each long phase.
+
+  Returns:
+    (result, metrics). result: `workload`, `objective`, `searches` (per
+    search: limit kind and limit, its best buildable design with
+    feasibility, throughput, capex, power, and the best relaxed start's),
+    `frontier` ({'capex', 'power'}: frontier points by increasing cost,
+    each with `cost`, throughput, the index of its search and its
+    design), `presets` (name -> throughput, capex, power, feasibility and
+    the frontier's best throughput at the same capex and power, and the
+    preset's share of it), `evaluations`, `summary` (sentences), and
+    `display` (not in result.json: short design names of the searches,
+    the reason beside each infeasible search or preset, the sharding and
+    max_nodes). metrics: per Adam step, each search's best feasible
+    throughput so far and least violation (metrics.jsonl).
+
+  Raises:
+    InputError: a bad setting or input.
+  """
+  progress = progress or (lambda line: None)
+  check(settings)
+  w = shared.load_workload(settings.workload)
+  stack = shared.load_stack(settings.stack)
+  presets = {n: inputs.load_platform(n) for n in settings.presets}
+  space = ds.make_space(
+    w,
+    max_nodes=settings.max_nodes,
+    plan_mode='auto',
+    sharding=settings.sharding,
+  )
+  k = settings.budgets
+  limits = np.concatenate(
+    [
+      sweeps.log_space(settings.min_budget_usd, settings.max_budget_usd, k),
+      sweeps.log_space(settings.min_power_w, settings.max_power_w, k),
+    ]
+  )
+  kinds = np.repeat([0, 1], k)
+  config = search.Config(
+    starts=settings.starts, steps=settings.steps, seed=settings.seed
+  )
+  tasks = multi_search.Tasks(space, (w,), stack)
+  progress(
+    f'pareto: {2 * k} searches (capex and power limits) x {settings.starts}'
+    f' starts x {settings.steps} Adam steps in one compiled loop, over '
+    f'{space.size:,} buildable designs'
+  )
+  found = multi_search.search_tasks(
+    tasks,
+    np.ones((2 * k, 1)),
+    limits,
+    kinds,
+    starts=settings.starts,
+    config=config,
+    snap_top=settings.snap_top,
+  )
+  thr = np.exp(found['logs'][:, 0])
+  searches = []
+  for t in range(2 * k):
+    searches.append(
+      {
+        'limit_kind': multi_search.LIMIT_KINDS[kinds[t]],
+        'limit': limits[t],
+        'feasible': bool(found['feasible'][t]),
+        'throughput_samples_per_s': thr[t],
+        'capex_usd': found['capex'][t],
+        'power_w': found['power'][t],
+        'design': ds.describe_index(space, found['index'][t]),
+        'relaxed_throughput_samples_per_s': float(
+          np.exp(found['relaxed_logs'][t, 0])
+        ),
+        'relaxed_feasible': bool(found['relaxed_feasible'][t]),
+      }
+    )
+  ok = found['feasible']
+  fronts = {}
+  for key, cost in (('capex', found['capex']), ('power', found['power'])):
+    fr = frontier(cost, thr, ok)
+    fronts[key] = [
+      {
+        'cost': cost[i],
+        'throughput_samples_per_s': thr[i],
+        'search': i,
+        'design': searches[i]['design'],
+      }
+      for i in fr
+    ]
+
+  def envelope(key, x):
+    """Best frontier throughput at cost <= x (None below the frontier)."""
+    vals = [
+      f['throughput_samples_per_s'] for f in fronts[key] if f['cost'] <= x
+    ]
+    return max(vals) if vals else None
+
+  progress(f'pareto: evaluating {len(presets)} presets and the found designs')
+  points, lines, preset_reasons = {}, [], {}
+  for n, p in presets.items():
+    # The same sharding as the searched designs.
+    plan = planner.make(w, p, stack, sharding=settings.sharding)
+    r = cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
+    row = {
+      'throughput_samples_per_s': float(r.throughput),
+      'capex_usd': float(r.capex),
+      'power_w': float(r.power),
+      'feasible': bool(r.feasible),
+    }
+    preset_reasons[n] = shared.why_not(report.to_result(r))
+    for key, cost in (('capex', row['capex_usd']), ('power', row['power_w'])):
+      best = envelope(key, cost)
+      row[f'frontier_at_same_{key}'] = best
+      row[f'share_of_frontier_at_same_{key}'] = (
+        None if best is None else row['throughput_samples_per_s'] / best
+      )
+    points[n] = row
+    share = row['share_of_frontier_at_same_capex']
+    lines.append(
+      f'{n}: {row["throughput_samples_per_s"]:,.0f} samples/s for '
+      f'${row["capex_usd"]:,.0f}'
+      + ('' if row['feasible'] else ' (infeasible: tables do not fit)')
+      + (
+        '; no searched design costs as little'
+        if share is None
+        else f'; {share:.0%} of the frontier at that capex'
+      )
+      + '.'
+    )
+  for key, unit in (('capex', 'USD'), ('power', 'W')):
+    f = fronts[key]
+    if f:
+      lines.append(
+        f'{key} frontier: {len(f)} designs from {f[0]["cost"]:,.0f} {unit} '
+        f'({f[0]["throughput_samples_per_s"]:,.0f} samples/s) to '
+        f'{f[-1]["cost"]:,.0f} {unit} '
+        f'({f[-1]["throughput_samples_per_s"]:,.0f} samples/s).'
+      )
+    else:
+      lines.append(f'{key} frontier: no search found a feasible design.')
+  # Why a search found nothing feasible: its best design's constraint rows
+  # (the same batch shape as the snapping, so no new compile).
+  g = multi_search.evaluate_buildable(
+    tasks, found['index'], np.ones((2 * k, 1)), limits, kinds.astype(np.int32)
+  )['g']
+  result = {
+    'workload': w.name,
+    'objective': 'throughput',
+    'searches': searches,
+    'frontier': fronts,
+    'presets': points,
+    'evaluations': found['evaluations'],
+    'summary': lines,
+    'display': {
+      'design_names': [shared.design_name(s['design']) for s in searches],
+      'search_reasons': [
+        shared.why_not_rows(
+          g[t], s['limit_kind'], s['limit'], s['capex_usd'], s['power_w']
+        )
+        for t, s in enumerate(searches)
+      ],
+      'preset_reasons': preset_reasons,
+      'sharding': settings.sharding,
+      'max_nodes': settings.max_nodes,
+    },
+  }
+  labels = [
+    f'{multi_search.LIMIT_KINDS[kinds[t]]}_{limits[t]:.4g}'
+    for t in range(2 * k)
+  ]
+  metrics = multi_search.history_rows(
+    found['history'], labels, 'best_feasible_throughput'
+  )
+  return result, metrics
+
+
+def _limit_text(s: dict) -> str:
+  if s['limit_kind'] == 'capex':
+    return f'capex <= ${s["limit"]:,.0f}'
+  return f'power <= {s["limit"]:,.0f} W'
+
+
+def table(result: dict) -> str:
+  """Every search's best design (with the reason beside a NO), then the
+  presets against the frontier, then the summary, as plain text."""
+  display = result['display']
+  on = {
+    key: {f['search'] for f in result['frontier'][key]}
+    for key in ('capex', 'power')
+  }
+  lines = [
+    f'{result["workload"]}: best buildable throughput found per limit',
+    f'{"limit":22s} {"design":18s} {"samples/s":>12s} {"capex $":>12s} '
+    f'{"power W":>9s} {"frontier":>11s} {"ok":>3s}',
+  ]
+  for t, s in enumerate(result['searches']):
+    front = ','.join(k for k in ('capex', 'power') if t in on[k]) or '-'
+    ok = 'yes' if s['feasible'] else 'NO'
+    reason = display['search_reasons'][t]
+    lines.append(
+      f'{_limit_text(s):22s} {display["design_names"][t]:18s} '
+      f'{s["throughput_samples_per_s"]:>12,.0f} {s["capex_usd"]:>12,.0f} '
+      f'{s["power_w"]:>9,.0f} {front:>11s} {ok:>3s}'
+      + (f'  {reason}' if ok == 'NO' and reason else '')
+    )
+  if result['presets']:
+    lines += [
+      '',
+      f'{"preset":16s} {"samples/s":>12s} {"capex $":>12s} {"power W":>9s} '
+      f'{"% frontier@capex":>16s} {"% frontier@power":>16s} {"ok":>3s}',
+    ]
+  for n, v in result['presets'].items():
+
+    def pct(x):
+      return f'{100 * x:16.0f}' if x is not None else f'{"none cheaper":>16s}'
+
+    ok = 'yes' if v['feasible'] else 'NO'
+    reason = display['preset_reasons'][n]
+    lines.append(
+      f'{n:16s} {v["throughput_samples_per_s"]:>12,.0f} '
+      f'{v["capex_usd"]:>12,.0f} {v["power_w"]:>9,.0f} '
+      f'{pct(v["share_of_frontier_at_same_capex"])} '
+      f'{pct(v["share_of_frontier_at_same_power"])} {ok:>3s}'
+      + (f'  {reason}' if ok == 'NO' and reason else '')
+    )
+  if result['presets']:
+    lines.append(
+      "% frontier@capex: the preset's throughput in % of the best searched "
+      'design costing no more ("none cheaper": no searched design does).'
+    )
+  return '\n'.join([*lines, '', *result['summary']])
+
+
+CSV_HEADER = [
+  'limit_kind',
+  'capex_limit_usd',
+  'power_limit_w',
+  'feasible',
+  'throughput_samples_per_s',
+  'capex_usd',
+  'power_w',
+  'on_capex_frontier',
+  'on_power_frontier',
+  'design',
+  'accelerator',
+  'cpu',
+  'nodes',
+  'sockets_per_node',
+  'accelerators_per_node',
+  'ddr_per_socket_gb',
+  'nic_count',
+  'nic_bandwidth_gbit_per_s',
+  'relaxed_throughput_samples_per_s',
+  'relaxed_feasible',
+]
+
+
+def csv_table(result: dict) -> tuple[list[str], list[list]]:
+  """(header, rows): one row per search (per capex or power limit), its
+  best buildable design and whether it is on either frontier."""
+  on = {
+    key: {f['search'] for f in result['frontier'][key]}
+    for key in ('capex', 'power')
+  }
+  rows = []
+  for t, s in enumerate(result['searches']):
+    d = s['design']
+    capex_kind = s['limit_kind'] == 'capex'
+    row = [
+      s['limit_kind'],
+      s['limit'] if capex_kind else None,
+      None if capex_kind else s['limit'],
+      s['feasible'],
+      s['throughput_samples_per_s'],
+      s['capex_usd'],
+      s['power_w'],
+      t in on['capex'],
+      t in on['power'],
+      result['display']['design_names'][t],
+      d['accelerator'],
+      d['cpu'],
+      d['nodes'],
+      d['sockets_per_node'],
+      d['accelerators_per_node'],
+      d['ddr_per_socket_gb'],
+      d['nic_count'],
+      d['nic_bandwidth_gbit_per_s'],
+      s['relaxed_throughput_samples_per_s'],
+      s['relaxed_feasible'],
+    ]
+    rows.append([shared.csv_value(x) for x in row])
+  return CSV_HEADER, rows
+
+
+def plot_panels(result: dict) -> list[dict]:
+  """The panels of `plotting.frontier`: throughput against capex and
+  against power, frontier points labelled with their short design names,
+  presets as reference points (feasible or not)."""
+  names = result['display']['design_names']
+  panels = []
+  for key, xlabel, pkey in (
+    ('capex', 'capex (USD)', 'capex_usd'),
+    ('power', 'power at TDP (W)', 'power_w'),
+  ):
+    f = result['frontier'][key]
+    panels.append(
+      {
+        'x': np.array([e['cost'] for e in f]),
+        'y': np.array([e['throughput_samples_per_s'] for e in f]),
+        'labels': [names[e['search']] for e in f],
+        'xlabel': xlabel,
+        'ylabel': 'throughput (samples/s)',
+        'points': {
+          n: (v[pkey], v['throughput_samples_per_s'])
+          for n, v in result['presets'].items()
+        },
+        'infeasible': {
+          n for n, v in result['presets'].items() if not v['feasible']
+        },
+      }
+    )
+  return panels
+
+
+def plot_title(result: dict) -> str:
+  d = result['display']
+  return (
+    f'{result["workload"]}: best buildable throughput found per limit '
+    f'({d["sharding"]}, up to {d["max_nodes"]} nodes)'
+  )
