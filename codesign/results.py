@@ -28,6 +28,7 @@ import pathlib
 import platform as py_platform
 import shutil
 import subprocess
+import sys
 import tempfile
 from importlib import metadata
 
@@ -117,7 +118,51 @@ def reserve_workdir(
       f'--workdir {str(final)!r} cannot be written ({e.strerror or e})'
     ) from None
   _STAGED[staging] = (final, overwrite)
+  _watch(staging, final)
   return final
+
+
+# Run by a detached watcher process: when the run's process is gone
+# (killed, even by SIGKILL), remove its staging directory; if it died
+# between moving the old run aside and moving the new one in, put the old
+# run back. A completed run has renamed its staging away by then.
+_WATCHER = """
+import os, shutil, sys, time
+pid, staging, final, old = int(sys.argv[1]), *sys.argv[2:5]
+while True:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    except PermissionError:
+        pass
+    time.sleep(0.5)
+shutil.rmtree(staging, ignore_errors=True)
+if os.path.isdir(old) and not os.path.exists(final):
+    os.replace(old, final)
+"""
+
+
+def _watch(staging: pathlib.Path, final: pathlib.Path) -> None:
+  """Starts the watcher that cleans up after this process if it is killed
+  before `finish_runs` or `abandon_runs` (no leftover on kill -9)."""
+  old = final.parent / f'.{final.name}.old-{os.getpid()}'
+  subprocess.Popen(
+    [
+      sys.executable,
+      '-c',
+      _WATCHER,
+      str(os.getpid()),
+      str(staging),
+      str(final),
+      str(old),
+    ],
+    stdin=subprocess.DEVNULL,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+    start_new_session=True,  # survives a signal to the run's group
+    close_fds=True,
+  )
 
 
 def make_workdir(experiment: str, workdir: str | None) -> pathlib.Path:
@@ -154,7 +199,7 @@ def finish_runs() -> list[pathlib.Path]:
       if any(final.iterdir()) and not overwrite:
         raise OSError(f'{final} was filled by another run meanwhile')
       old = final.parent / f'.{final.name}.old-{os.getpid()}'
-      os.replace(final, old)
+      os.replace(final, old)  # the watcher puts it back if killed here
     os.replace(staging, final)
     if old is not None:
       shutil.rmtree(old, ignore_errors=True)

@@ -141,7 +141,7 @@ def test_scripts_refuse_a_used_workdir_and_overwrite_it_whole(tmp_path):
   assert bad.returncode == 2 and 'is a file' in bad.stderr
 
 
-def test_a_killed_run_leaves_no_run_directory(tmp_path):
+def test_a_killed_run_leaves_nothing(tmp_path):
   run = tmp_path / 'run'
   proc = subprocess.Popen(
     [
@@ -166,9 +166,36 @@ def test_a_killed_run_leaves_no_run_directory(tmp_path):
   proc.send_signal(signal.SIGKILL)
   proc.wait(timeout=60)
   assert not run.exists()
-  left = [p.name for p in tmp_path.iterdir()]
-  assert all(results.STAGING_MARK in n for n in left)  # hidden, incomplete
-  # The next run into the same workdir clears what the killed one left.
-  results.reserve_workdir('propose', str(run))
-  results.abandon_runs()
+  # The watcher the run started removes its staging directory.
+  deadline = time.monotonic() + 20
+  while list(tmp_path.iterdir()) and time.monotonic() < deadline:
+    time.sleep(0.2)
   assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_killed_while_swapping_in_puts_the_old_run_back(tmp_path):
+  # The process dies right after moving the old run aside (the one moment
+  # of finish_runs when neither run is in place): its watcher moves the old
+  # run back and removes the new, unfinished one.
+  run = tmp_path / 'run'
+  run.mkdir()
+  (run / 'result.json').write_text('old')
+  child = (
+    'import os, sys\n'
+    'from codesign import results\n'
+    'final = results.reserve_workdir("x", sys.argv[1], overwrite=True)\n'
+    'staging = results.make_workdir("x", sys.argv[1])\n'
+    '(staging / "result.json").write_text("new")\n'
+    'os.replace(final, final.parent / f".{final.name}.old-{os.getpid()}")\n'
+    'os._exit(9)\n'
+  )
+  proc = subprocess.run(
+    [sys.executable, '-c', child, str(run)], cwd=ROOT, timeout=120
+  )
+  assert proc.returncode == 9
+  deadline = time.monotonic() + 20
+  while len(list(tmp_path.iterdir())) != 1 and time.monotonic() < deadline:
+    time.sleep(0.2)
+  time.sleep(1.0)  # the watcher has finished its two steps
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+  assert (run / 'result.json').read_text() == 'old'
