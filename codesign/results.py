@@ -102,6 +102,11 @@ def reserve_workdir(
   )
   if final.exists() and not final.is_dir():
     raise InputError(f'--workdir {str(final)!r} is a file, not a directory')
+  above = next((d for d in final.parents if d.exists()), None)
+  if above is not None and not above.is_dir():
+    raise InputError(
+      f'--workdir {str(final)!r} lies under {str(above)!r}, which is a file'
+    )
   if final.is_dir() and any(final.iterdir()) and not overwrite:
     raise InputError(
       f'--workdir {str(final)!r} already holds files (another run?); pass '

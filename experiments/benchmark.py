@@ -34,10 +34,16 @@ flags.DEFINE_list(
   'batches', ['1', '1000', '100000'], 'Design batch sizes to time.'
 )
 flags.DEFINE_integer(
-  'grad_batch', 100000, 'Batch size for value-and-gradient timing.'
+  'grad_batch',
+  100000,
+  'Batch size for value-and-gradient timing.',
+  lower_bound=1,
 )
 flags.DEFINE_integer(
-  'eager_designs', 5, 'Designs evaluated one at a time without jit.'
+  'eager_designs',
+  5,
+  'Designs evaluated one at a time without jit.',
+  lower_bound=1,
 )
 flags.DEFINE_float(
   'min_time_s', 1.0, 'Repeat each timed call until this much time has passed.'

@@ -71,7 +71,9 @@ flags.DEFINE_bool(
   'Tiny run for tests: 2 local configurations and 2 checks (not a '
   'calibration; combine with --device_profile to skip measuring).',
 )
-flags.DEFINE_integer('fit_steps', 1500, 'Adam steps of the profile fit.')
+flags.DEFINE_integer(
+  'fit_steps', 1500, 'Adam steps of the profile fit.', lower_bound=1
+)
 flags.DEFINE_bool(
   'single_thread',
   True,

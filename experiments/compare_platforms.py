@@ -54,7 +54,10 @@ flags.DEFINE_float(
   'max_size_gb', 10000.0, 'Largest embedding size of the sweep, GB (1e9 B).'
 )
 flags.DEFINE_integer(
-  'points', 16, 'Log-spaced sizes in the sweep, ends included (>= 2).'
+  'points',
+  16,
+  'Log-spaced sizes in the sweep, ends included (>= 2).',
+  lower_bound=2,
 )
 flags.DEFINE_integer(
   'refine_steps',

@@ -43,12 +43,19 @@ flags.DEFINE_list(
   'Growth factors, increasing, starting at 1 (today).',
 )
 flags.DEFINE_float('budget_usd', 1e6, 'Capex limit of every design, USD.')
-flags.DEFINE_integer('max_nodes', 16, 'Largest node count of the space.')
-common.define_sharding_flag('searched designs')
-flags.DEFINE_integer('starts', 8, 'Starts per search (>= 1).')
-flags.DEFINE_integer('steps', 150, 'Adam steps per search (>= 1).')
 flags.DEFINE_integer(
-  'snap_top', 4, 'Best starts per search whose roundings are evaluated.'
+  'max_nodes', 16, 'Largest node count of the space.', lower_bound=1
+)
+common.define_sharding_flag('searched designs')
+flags.DEFINE_integer('starts', 8, 'Starts per search (>= 1).', lower_bound=1)
+flags.DEFINE_integer(
+  'steps', 150, 'Adam steps per search (>= 1).', lower_bound=1
+)
+flags.DEFINE_integer(
+  'snap_top',
+  4,
+  'Best starts per search whose roundings are evaluated.',
+  lower_bound=1,
 )
 common.define_input_flags(
   workload='zion_scale',

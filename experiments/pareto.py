@@ -36,19 +36,29 @@ from absl import flags
 
 from experiments import common
 
-flags.DEFINE_integer('max_nodes', 16, 'Largest node count of the space.')
+flags.DEFINE_integer(
+  'max_nodes', 16, 'Largest node count of the space.', lower_bound=1
+)
 common.define_sharding_flag('searched designs')
 flags.DEFINE_float('min_budget_usd', 1e5, 'Smallest capex limit, USD.')
 flags.DEFINE_float('max_budget_usd', 1e7, 'Largest capex limit, USD.')
 flags.DEFINE_float('min_power_w', 5e3, 'Smallest power limit, W.')
 flags.DEFINE_float('max_power_w', 5e5, 'Largest power limit, W.')
 flags.DEFINE_integer(
-  'budgets', 8, 'Limits per kind (capex and power), log-spaced (>= 2).'
+  'budgets',
+  8,
+  'Limits per kind (capex and power), log-spaced (>= 2).',
+  lower_bound=2,
 )
-flags.DEFINE_integer('starts', 8, 'Starts per search (>= 1).')
-flags.DEFINE_integer('steps', 150, 'Adam steps per search (>= 1).')
+flags.DEFINE_integer('starts', 8, 'Starts per search (>= 1).', lower_bound=1)
 flags.DEFINE_integer(
-  'snap_top', 4, 'Best starts per search whose roundings are evaluated.'
+  'steps', 150, 'Adam steps per search (>= 1).', lower_bound=1
+)
+flags.DEFINE_integer(
+  'snap_top',
+  4,
+  'Best starts per search whose roundings are evaluated.',
+  lower_bound=1,
 )
 flags.DEFINE_list(
   'presets',

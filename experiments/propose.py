@@ -47,12 +47,12 @@ flags.DEFINE_float(
 flags.DEFINE_float(
   'power_w', 0.0, 'Power limit of the cluster at TDP in W (0: no limit).'
 )
-flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.')
+flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.', lower_bound=1)
 flags.DEFINE_float(
   'samples', 1e9, 'Samples to train, for --objective=time_to_train.'
 )
-flags.DEFINE_integer('starts', 64, 'Starts run at once.')
-flags.DEFINE_integer('steps', 300, 'Adam steps per phase.')
+flags.DEFINE_integer('starts', 64, 'Starts run at once.', lower_bound=1)
+flags.DEFINE_integer('steps', 300, 'Adam steps per phase.', lower_bound=1)
 common.define_sharding_flag('searched plans')
 flags.DEFINE_list(
   'presets',

@@ -84,7 +84,10 @@ flags.DEFINE_enum(
   'several nodes).',
 )
 flags.DEFINE_integer(
-  'rounds', 3, 'Rounds of 32-fold multisection in log bandwidth (>= 1).'
+  'rounds',
+  3,
+  'Rounds of 32-fold multisection in log bandwidth (>= 1).',
+  lower_bound=1,
 )
 common.define_run_flags('scale_out')
 flags.adopt_module_key_flags(common)

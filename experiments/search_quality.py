@@ -49,11 +49,13 @@ flags.DEFINE_enum(
 )
 flags.DEFINE_float('budget_usd', 1e6, 'Capex limit in USD (0: none).')
 flags.DEFINE_float('power_w', 0.0, 'Power limit in W (0: none).')
-flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.')
-flags.DEFINE_integer('starts', 64, 'Gradient search starts.')
-flags.DEFINE_integer('steps', 200, 'Gradient search Adam steps.')
-flags.DEFINE_integer('population', 32, 'CMA-ES population.')
-flags.DEFINE_integer('exhaustive_chunk', 65536, 'Designs per batch.')
+flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.', lower_bound=1)
+flags.DEFINE_integer('starts', 64, 'Gradient search starts.', lower_bound=1)
+flags.DEFINE_integer('steps', 200, 'Gradient search Adam steps.', lower_bound=1)
+flags.DEFINE_integer('population', 32, 'CMA-ES population.', lower_bound=2)
+flags.DEFINE_integer(
+  'exhaustive_chunk', 65536, 'Designs per batch.', lower_bound=1
+)
 common.define_run_flags(
   'search_quality',
   seed_help='Seed of every method.',

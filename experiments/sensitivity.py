@@ -52,6 +52,7 @@ flags.DEFINE_integer(
   3,
   'How many of the largest throughput elasticities to check by finite '
   'differences.',
+  lower_bound=1,
 )
 flags.DEFINE_float(
   'fd_rel_step',
@@ -63,7 +64,7 @@ flags.DEFINE_float(
   0.02,
   'Largest accepted relative gap between autodiff and finite differences.',
 )
-flags.DEFINE_integer('show', 20, 'Fields drawn in the bar plot.')
+flags.DEFINE_integer('show', 20, 'Fields drawn in the bar plot.', lower_bound=1)
 common.define_run_flags('sensitivity')
 flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
