@@ -202,23 +202,9 @@ def make_space(
       + ', '.join(plan_lib.SHARDINGS)
     )
   raw = catalog.raw()
-  if accelerators is None:
-    accelerators = tuple(
-      sorted(
-        catalog.accelerator_names(),
-        key=lambda n: (
-          float(catalog.accelerator(n).peak_flops_bf16),
-          float(catalog.accelerator(n).hbm_bandwidth),
-        ),
-      )
-    )
-  if cpus is None:
-    cpus = tuple(
-      sorted(
-        raw['cpus'],
-        key=lambda n: (raw['cpus'][n]['ddr_bw_GBps_per_socket'], n),
-      )
-    )
+  default_acc, default_cpu = pt.default_parts()
+  accelerators = default_acc if accelerators is None else accelerators
+  cpus = default_cpu if cpus is None else cpus
   for a in accelerators:
     catalog.accelerator(a)  # raises InputError for unknown parts
   for c in cpus:

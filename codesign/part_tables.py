@@ -7,7 +7,9 @@ weight vector is exactly the part). A row holds the part's dataclass
 leaves (`hardware.Accelerator` / `hardware.CpuSocket`, SI units) and the
 per-part numbers the platform does not hold directly (the `*_AUX` names:
 fabric links and bandwidth, PCIe x16 bandwidth of the part's generation,
-max sockets and DDR per socket).
+max sockets and DDR per socket). `default_parts` and `select_parts` say
+which parts a space offers (the user's --only_parts, --exclude_parts and
+--available_by).
 """
 
 import dataclasses
@@ -16,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign import catalog, hardware
+from codesign.errors import InputError
 from codesign.units import GB
 
 ACC_FIELDS = tuple(
@@ -85,3 +88,79 @@ def mix(table: np.ndarray, zp):
   """
   w = weights(zp)
   return jnp.exp(jnp.sum(w[:, None] * jnp.log(jnp.asarray(table)), axis=0))
+
+
+def default_parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
+  """(accelerators, CPUs) of the default space: every modelled catalog
+  part, accelerators by bf16 FLOP/s then HBM bandwidth, CPUs by DDR
+  bandwidth per socket."""
+  raw = catalog.raw()
+  acc = sorted(
+    catalog.accelerator_names(),
+    key=lambda n: (
+      float(catalog.accelerator(n).peak_flops_bf16),
+      float(catalog.accelerator(n).hbm_bandwidth),
+    ),
+  )
+  cpu = sorted(
+    raw['cpus'], key=lambda n: (raw['cpus'][n]['ddr_bw_GBps_per_socket'], n)
+  )
+  return tuple(acc), tuple(cpu)
+
+
+def select_parts(
+  exclude: tuple[str, ...] = (),
+  only: tuple[str, ...] = (),
+  available_by: int | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+  """The (accelerators, CPUs) of the default space shaped by the user
+  (names of catalog parts or their beginnings, such as 'H100' or 'EPYC'):
+  `only` keeps, on each part axis it names parts of, just those; `exclude`
+  drops parts; `available_by` keeps parts the catalog dates (`year`) no
+  later than that year. An axis left with one part repeats it (a mixture
+  of a part with itself is the part).
+
+  Raises:
+    InputError: an unknown part name (valid names listed), or an axis
+      left without parts (saying which choice emptied it).
+  """
+  raw = catalog.raw()
+  acc, cpu = default_parts()
+
+  def expand(given):
+    """Catalog names a user's names stand for: the name itself, or every
+    part it begins (case aside): 'H100', 'EPYC', 'Xeon-Platinum-8480+'."""
+    out = []
+    for name in given:
+      hits = [n for n in acc + cpu if n.lower().startswith(name.lower())]
+      if not name or not hits:
+        raise InputError(
+          f'unknown part {name!r}; valid parts (or their beginnings): '
+          + ', '.join(acc + cpu)
+        )
+      out += hits
+    return set(out)
+
+  exclude, only = expand(exclude), expand(only)
+  out = []
+  for axis, names, table in (
+    ('accelerator', acc, 'accelerators'),
+    ('CPU', cpu, 'cpus'),
+  ):
+    kept = [n for n in names if n in only] if set(only) & set(names) else names
+    kept = [n for n in kept if n not in exclude]
+    if not kept:
+      raise InputError(
+        f'--only_parts and --exclude_parts leave no {axis} to choose from'
+      )
+    if available_by is not None:
+      years = {n: int(raw[table][n]['year']) for n in kept}
+      kept = [n for n in kept if years[n] <= available_by]
+      if not kept:
+        first = min(years, key=years.get)
+        raise InputError(
+          f'no {axis} left is available by {available_by}: the earliest is '
+          f'{first} ({years[first]})'
+        )
+    out.append(tuple(kept) * (2 if len(kept) == 1 else 1))
+  return out[0], out[1]

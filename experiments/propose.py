@@ -72,6 +72,24 @@ flags.DEFINE_list(
   ],
   'Platform presets evaluated beside the proposal (auto plan).',
 )
+flags.DEFINE_list(
+  'exclude_parts',
+  [],
+  'Catalog parts the search may not use: names or their beginnings '
+  "(H100, EPYC, 'Xeon-Platinum-8480+'); may be empty.",
+)
+flags.DEFINE_list(
+  'only_parts',
+  [],
+  'Catalog parts the search may use, per part axis it names parts of '
+  '(--only_parts=H100,A100 keeps every CPU); may be empty.',
+)
+flags.DEFINE_integer(
+  'available_by',
+  None,
+  'Only parts the catalog dates no later than this year (its `year`).',
+  lower_bound=1900,
+)
 common.define_input_flags(
   workload='zion_scale',
   override='workload,stack',

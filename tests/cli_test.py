@@ -188,6 +188,13 @@ BAD_FLAGS = {
     ['--platforms=nope'],
     ["'nope'", 'valid choices'],
   ),
+  'unknown_part': ('propose', ['--only_parts=nope'], ["unknown part 'nope'"]),
+  'no_part_by_year': ('propose', ['--available_by=2010'], ['by 2010']),
+  'every_part_excluded': (
+    'propose',
+    ['--exclude_parts=V100,A100,MI,H,B200'],
+    ['leave no accelerator'],
+  ),
   'wrong_override_section': (
     'growth',
     ['--override=platform.nodes=2'],

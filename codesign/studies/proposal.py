@@ -28,6 +28,7 @@ from codesign import (
   cost_model,
   design_space,
   hardware,
+  part_tables,
   planner,
   report,
   schema,
@@ -80,6 +81,9 @@ class Settings:
     sharding: one of `plan.SHARDINGS`, for every table of searched plans.
     presets: platform preset names evaluated beside the proposal.
     stack: a `Stack`, a preset name or a stack JSON file.
+    exclude_parts, only_parts, available_by: the catalog parts the search
+      may use (`part_tables.select_parts`: names or their beginnings; a
+      year). Empty and None: every modelled part.
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -94,6 +98,9 @@ class Settings:
   sharding: str = 'table_wise'
   presets: tuple[str, ...] = PRESETS
   stack: str | stack_lib.Stack = 'torchrec'
+  exclude_parts: tuple[str, ...] = ()
+  only_parts: tuple[str, ...] = ()
+  available_by: int | None = None
 
 
 def _figures(p, w, plan, stack) -> dict:
@@ -214,8 +221,16 @@ def run(
     if value is not None and value < 0:
       raise InputError(f'{key} must not be negative')
   max_nodes = int(settings.max_nodes)
+  parts = {}
+  if settings.exclude_parts or settings.only_parts or settings.available_by:
+    acc, cpu = part_tables.select_parts(
+      tuple(settings.exclude_parts),
+      tuple(settings.only_parts),
+      settings.available_by,
+    )
+    parts = {'accelerators': acc, 'cpus': cpu}
   space = design_space.make_space(
-    w, max_nodes=max_nodes, sharding=settings.sharding
+    w, max_nodes=max_nodes, sharding=settings.sharding, **parts
   )
   problem = search.check_problem(
     search.Problem(
