@@ -60,3 +60,19 @@ def test_choices_that_leave_nothing_are_one_sentence(kwargs, words):
   assert '\n' not in message
   for word in words:
     assert word in message, message
+
+
+def test_the_proposal_prints_its_parts_with_price_power_and_confidence():
+  from codesign.studies import proposal
+
+  line = proposal.parts_line(
+    {
+      'accelerator': {'name': 'H100-SXM5-80GB'},
+      'cpu': {'name': 'EPYC-7742 (Rome)'},
+    }
+  )
+  h100 = catalog.accelerator('H100-SXM5-80GB')
+  assert f'H100-SXM5-80GB ${float(h100.price):,.0f}' in line
+  assert f'{float(h100.power):,.0f} W' in line
+  assert 'low (price)' in line  # the catalog's confidence in that price
+  assert 'EPYC-7742 (Rome) $' in line and 'confidence: medium' in line

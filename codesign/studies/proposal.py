@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign import (
+  catalog,
   cost_model,
   design_space,
   hardware,
@@ -403,6 +404,28 @@ def _rows(result: dict):
   return rows
 
 
+def parts_line(pj: dict) -> str:
+  """The proposal's parts with the assumptions that price them: price each
+  (USD), power (W) and the catalog's confidence, which says how far to
+  trust the price (`codesign/data/catalog.json`)."""
+  raw = catalog.raw()
+  acc, cpu = pj['accelerator']['name'], pj['cpu']['name']
+  out = []
+  if acc in raw['accelerators']:
+    a = catalog.accelerator(acc)
+    out.append(
+      f'{acc} ${float(a.price):,.0f}, {float(a.power):,.0f} W '
+      f'(confidence: {raw["accelerators"][acc]["confidence"]})'
+    )
+  if cpu in raw['cpus']:
+    c = catalog.cpu(cpu, 64)
+    out.append(
+      f'{cpu} ${float(c.price):,.0f}, {float(c.power):,.0f} W '
+      f'(confidence: {raw["cpus"][cpu]["confidence"]})'
+    )
+  return 'parts (price each, power, catalog confidence): ' + '; '.join(out)
+
+
 def table(result: dict) -> str:
   """The proposal beside the continuous optimum and the presets, with the
   bottleneck of each and the reason beside a NO, as plain text (a `run`
@@ -432,6 +455,7 @@ def table(result: dict) -> str:
     f'{pj["cpu"]["ddr_capacity_gb"]:.0f} GB/socket, {pj["nic"]["count"]:.0f}'
     f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
   )
+  lines.append(parts_line(pj))
   if 'timing' in result:
     t = result['timing']
     lines.append(
