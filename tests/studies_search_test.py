@@ -205,6 +205,19 @@ def test_growth_regrets_and_figures(growth_run):
       assert reg >= 0.0 and thr <= best[j]
       np.testing.assert_allclose(reg, math.log(best[j] / thr), atol=1e-12)
   assert len(metrics) == GROWTH.steps
+  # A tuned design beaten on its own factor by another design of the run
+  # is reported as a search that did not converge, with the winner.
+  flagged = {x['design']: x for x in result['not_converged']}
+  for j, f in enumerate(result['factors']):
+    name = f'tuned_x{f:g}'
+    reg = result['designs'][name]['regret_log'][j]
+    if name in flagged:
+      x = flagged[name]
+      assert x['best_throughput_samples_per_s'] == pytest.approx(best[j])
+      assert reg is None or reg > growth.CONVERGED_LOG
+      assert any('did not converge' in line for line in result['summary'])
+    else:
+      assert reg is not None and reg <= growth.CONVERGED_LOG
 
 
 def test_growth_summary_and_table_say_what_the_percentage_is(growth_run):

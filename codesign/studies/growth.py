@@ -36,6 +36,11 @@ from codesign.studies import shared
 EXTRA_KEYS = ('display',)
 
 
+# Log-throughput regret under which a tuned design counts as the best of
+# the run on its own factor (numerical ties between snapped designs).
+CONVERGED_LOG = 1e-9
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
   """What to search (the flags of `experiments.growth`, same names).
@@ -123,7 +128,9 @@ def run(
     budget and holds each factor, its throughput (samples/s, None where
     it cannot train), regret per factor and mean regret (log), the
     factors it cannot train), `best_found_throughput_samples_per_s` per
-    factor, `evaluations`, `summary` (sentences), and `display` (not in
+    factor, `not_converged` (each tuned design that another design of the
+    run beats on its own factor, with the winner), `evaluations`,
+    `summary` (sentences), and `display` (not in
     result.json: short design names and, per design and factor, why it
     cannot train there, '' where it can). metrics: per Adam step, each
     search's best feasible geometric-mean throughput so far
@@ -235,9 +242,38 @@ def run(
       f'Designing for the horizon lowers the mean regret by {gap:.3f} '
       f'({"better" if gap > 0 else "not better"} than tuning for today).'
     )
+  # A search tuned for one factor must not be beaten on that factor by a
+  # design another search of this run found: that is a search that did
+  # not converge, reported as such rather than as a finding.
+  not_converged = []
+  for j in range(n):
+    if np.isfinite(regret[j, j]) and regret[j, j] <= CONVERGED_LOG:
+      continue
+    winner = int(np.argmax(logs[:, j]))
+    if not np.isfinite(logs[winner, j]):
+      continue  # nothing found trains this factor
+    own = designs[names[j]]['throughput_samples_per_s'][j]
+    not_converged.append(
+      {
+        'design': names[j],
+        'factor': factors[j],
+        'beaten_by': names[winner],
+        'throughput_samples_per_s': own,
+        'best_throughput_samples_per_s': float(np.exp(logs[winner, j])),
+      }
+    )
+    own_text = 'cannot train it' if own is None else f'{own:,.0f} samples/s'
+    summary.append(
+      f'The search tuned for x{factors[j]:g} did not converge: '
+      f'{names[winner]}, found in the same run, trains x{factors[j]:g} at '
+      f'{np.exp(logs[winner, j]):,.0f} samples/s where it {own_text}; '
+      'read its regrets as upper bounds of what tuning for that factor '
+      'loses.'
+    )
   result = {
     'workload': w0.name,
     'factors': factors,
+    'not_converged': not_converged,
     'budget_usd': budget,
     'grown_workloads': [
       {
