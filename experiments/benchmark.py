@@ -60,21 +60,14 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import inputs, results
+  from codesign import results
   from codesign.studies import benchmark
 
   try:
     batches = tuple(int(b) for b in FLAGS.batches)
   except ValueError:
     raise InputError('--batches must be integers, e.g. 1,1000') from None
-  w, p, plan, stack = inputs.resolve(
-    FLAGS.workload,
-    FLAGS.platform,
-    FLAGS.plan,
-    FLAGS.override,
-    device_profile=FLAGS.device_profile,
-    stack=FLAGS.stack,
-  )
+  w, p, plan, stack = common.resolve_inputs()
   settings = benchmark.Settings(
     workload=w,
     platform=p,

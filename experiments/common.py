@@ -39,6 +39,23 @@ def load_stack():
   return inputs.load_stack(flags.FLAGS.stack, _overrides())
 
 
+def resolve_inputs():
+  """(workload, platform, plan, stack) of the input flags (--workload,
+  --platform, --plan, --override, --device_profile, --stack), loaded by
+  `codesign.inputs.resolve`."""
+  from codesign import inputs
+
+  fv = flags.FLAGS
+  return inputs.resolve(
+    fv.workload,
+    fv.platform,
+    fv.plan,
+    fv.override,
+    device_profile=fv.device_profile,
+    stack=fv.stack,
+  )
+
+
 def load_workload():
   """The workload of --workload with the `workload.` overrides applied."""
   from codesign import inputs

@@ -47,16 +47,9 @@ def main():
     print(schema.schema_text())
     return
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import api, inputs, rank_stats, report, results
+  from codesign import api, rank_stats, report, results
 
-  w, p, plan, s = inputs.resolve(
-    FLAGS.workload,
-    FLAGS.platform,
-    FLAGS.plan,
-    FLAGS.override,
-    device_profile=FLAGS.device_profile,
-    stack=FLAGS.stack,
-  )
+  w, p, plan, s = common.resolve_inputs()
   workdir = results.make_workdir('evaluate', FLAGS.workdir)
   result = api.evaluate(w, p, s, plan, x64=FLAGS.x64)
   ranks = rank_stats.compute(w, p, plan, s, result['breakdown_s'])

@@ -107,22 +107,22 @@ def _node_counts() -> tuple[int, ...]:
 
 def _inputs():
   """(workload, platform, stack) of the flags; the plan must be auto."""
-  from codesign import inputs
   from codesign.errors import InputError
 
   if FLAGS.plan != 'auto':
     raise InputError(
       '--plan must be auto here: each node count gets its own auto plan'
     )
-  w, p, _, s = inputs.resolve(
-    FLAGS.workload,
-    FLAGS.platform,
-    'auto',
-    FLAGS.override,
-    device_profile=FLAGS.device_profile,
-    stack=FLAGS.stack,
+  # No plan is made here (the study plans per node count).
+  from codesign import inputs
+
+  overrides = FLAGS.override
+  inputs.split_overrides(overrides)  # a malformed override fails first
+  return (
+    inputs.load_workload(FLAGS.workload, overrides),
+    inputs.load_platform(FLAGS.platform, overrides, FLAGS.device_profile),
+    inputs.load_stack(FLAGS.stack, overrides),
   )
-  return w, p, s
 
 
 def _plots(workdir, result, study):

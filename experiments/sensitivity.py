@@ -91,7 +91,7 @@ def _plot(path, result, study):
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import inputs, results, schema
+  from codesign import results, schema
   from codesign.errors import InputError
   from codesign.studies import sensitivity as study
 
@@ -105,10 +105,7 @@ def main():
   )
   if FLAGS.show < 1:  # only the plot uses it
     raise InputError(f'--show must be at least 1, got {FLAGS.show}')
-  w, p, plan, stack = inputs.resolve(
-    FLAGS.workload, FLAGS.platform, FLAGS.plan, FLAGS.override,
-    device_profile=FLAGS.device_profile, stack=FLAGS.stack,
-  )  # fmt: skip
+  w, p, plan, stack = common.resolve_inputs()
   settings = dataclasses.replace(
     settings, workload=w, platform=p, plan=plan, stack=stack
   )

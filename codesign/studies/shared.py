@@ -7,7 +7,7 @@ No file I/O beyond reading a named input; nothing prints.
 
 import numpy as np
 
-from codesign import inputs, schema
+from codesign import inputs
 from codesign import plan as plan_lib
 from codesign import stack as stack_lib
 from codesign import workload as wl
@@ -77,14 +77,14 @@ def load_workload(workload) -> wl.Workload:
   """A `Workload` as is (validated), or a preset name or JSON file."""
   if isinstance(workload, wl.Workload):
     return wl.validate(workload)
-  return schema.workload_from_json(inputs.workload_json(str(workload)))
+  return inputs.load_workload(str(workload))
 
 
 def load_stack(stack) -> stack_lib.Stack:
   """A `Stack` as is (validated), or a preset name or JSON file."""
   if isinstance(stack, stack_lib.Stack):
     return stack_lib.validate(stack)
-  return schema.stack_from_json(inputs.stack_json(str(stack)))
+  return inputs.load_stack(str(stack))
 
 
 def at_least(settings, minimum: int, *names: str) -> None:
