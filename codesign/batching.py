@@ -11,7 +11,8 @@ afterwards) to at least two blocks per device. On several hosts, call
 the same program: `jax.devices()` is then the global device list, host
 arrays (the same on every host) are laid out with
 `jax.make_array_from_callback`, and results are gathered with
-`multihost_utils.process_allgather`.
+`multihost_utils.process_allgather`. tests/distributed_test.py runs the
+search on two processes (localhost, CPU) and gets the bits of one.
 """
 
 import functools
