@@ -118,6 +118,7 @@ def evaluate(
   plan: Plan,
   stack: Stack,
   row_scale=1.0,
+  sharding_weights=None,
 ) -> CostReport:
   """Cost of one training step. Pure; jit/vmap/grad are the caller's.
 
@@ -131,20 +132,29 @@ def evaluate(
       Rows enter the step only through sizes (memory, distinct rows,
       data-parallel traffic), so a sweep over model size can vmap this
       number and compile once instead of once per static workload.
+    sharding_weights: None, or (T, len(terms.SEARCHED_SHARDINGS))
+      per-table weights over the searched shardings (rows sum to 1, may
+      be traced) that replace `plan.sharding`: a search's relaxed
+      sharding (`terms.table_arrays_mixed`; a one-hot row is exactly its
+      sharding).
 
   Returns:
     A `CostReport` of scalars (SI units).
   """
   p, w, s = platform, workload, stack
   st = ct.setup(p, w, s)
-  t = ct.table_arrays(
-    w,
-    (plan.sharding, plan.column_shards, plan.comm_precision),
-    (p.accelerator.access_granularity, p.cpu.access_granularity),
-  )
+  granules = (p.accelerator.access_granularity, p.cpu.access_granularity)
+  if sharding_weights is None:
+    t = ct.table_arrays(
+      w, (plan.sharding, plan.column_shards, plan.comm_precision), granules
+    )
+    orders = ct.load_orders(w, plan, s, t)
+  else:
+    t = ct.table_arrays_mixed(w, sharding_weights, plan.column_shards, granules)
+    orders = None  # relaxed masks: the packing bound sorts the loads
   t = {
     **t,
-    'orders': ct.load_orders(w, plan, s, t),
+    'orders': orders,
     'table_bytes': t['table_bytes'] * row_scale,
   }
   dev, _ = ct.dense_device(p)

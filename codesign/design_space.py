@@ -29,8 +29,10 @@ Technology couplings of real parts:
 The plan is part of the design too: in `optimize` mode its continuous
 leaves (the HBM fraction of each table, the CPU lookup share and optionally
 the overlap) are search variables in [0, 1]; in `auto` mode the HBM
-fractions follow the planner's rule for the platform (`auto_hbm_fraction`),
-so a discrete design maps to one plan and can be enumerated.
+fractions follow the planner's rule for the platform, so a discrete
+design maps to one plan and can be enumerated. The sharding is one for
+every table, or searched per table (`plan_space.SEARCH`). The plan half
+of z is `codesign.plan_space`'s.
 
 Coordinates: a design vector z in [0, 1]^D: the accelerator weights (A),
 the CPU weights (C), one coordinate per number axis (log-scaled between
@@ -45,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from codesign import catalog, hardware, planner, platform_presets
+from codesign import catalog, hardware, plan_space, platform_presets
 from codesign import part_tables as pt
 from codesign import plan as plan_lib
 from codesign import workload as wl
@@ -111,7 +113,8 @@ class DesignSpace:
       ascending.
     num_tables: T, tables of the workload (plan vector length).
     plan_mode: `optimize` (plan leaves are variables) or `auto`.
-    sharding: sharding of every table (static).
+    sharding: sharding of every table (static), or `plan_space.SEARCH`
+      (per table, searched).
     comm_precision: payload precision (static).
     overlap: the plan's overlap when it is not optimized.
     optimize_overlap: make the overlap a variable too (off by default: it
@@ -146,9 +149,8 @@ class DesignSpace:
 
   @property
   def num_plan(self) -> int:
-    if self.plan_mode == 'auto':
-      return 0
-    return self.num_tables + 1 + int(self.optimize_overlap)
+    """Length of the plan vector (`codesign.plan_space`)."""
+    return plan_space.size(self)
 
   @property
   def dim(self) -> int:
@@ -177,7 +179,8 @@ def make_space(
     workload: the DLRM (fixes the number of tables).
     max_nodes: the largest node count; nodes range over 1..max_nodes.
     plan_mode: one of PLAN_MODES.
-    sharding: one of `plan.SHARDINGS`, used for every table.
+    sharding: one of `plan.SHARDINGS`, used for every table, or
+      `plan_space.SEARCH` (each table's sharding is searched).
     accelerators: catalog accelerator names (default: every modelled one).
     cpus: catalog CPU names (default: all).
     node_grid: buildable node counts (default: every integer up to
@@ -196,10 +199,10 @@ def make_space(
       f'unknown plan mode {plan_mode!r}; valid choices: '
       + ', '.join(PLAN_MODES)
     )
-  if sharding not in plan_lib.SHARDINGS:
+  if sharding not in plan_lib.SHARDINGS + (plan_space.SEARCH,):
     raise InputError(
       f'unknown sharding {sharding!r}; valid choices: '
-      + ', '.join(plan_lib.SHARDINGS)
+      + ', '.join(plan_lib.SHARDINGS + (plan_space.SEARCH,))
     )
   raw = catalog.raw()
   default_acc, default_cpu = pt.default_parts()
@@ -359,7 +362,8 @@ def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
 
   Returns:
     (platform, plan, aux): aux holds `max_sockets` and `max_ddr` (bytes
-    per socket) of the (interpolated) CPU, for the coupling constraints.
+    per socket) of the (interpolated) CPU, for the coupling constraints,
+    and `sharding_weights` ((T, K) or None: `plan_space.decode`).
   """
   acc_t, cpu_t = pt.tables(space.accelerators, space.cpus)
   template = _template(space)
@@ -368,8 +372,10 @@ def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
   cpu = pt.mix(cpu_t, z[a : a + c])
   numbers = [_interp_number(g, z[a + c + i]) for i, g in enumerate(space.grids)]
   p, aux = _assemble(space, template, acc, cpu, numbers)
-  plan = decode_plan(space, workload, stack, p, z[space.num_hw_coords :])
-  return p, plan, aux
+  plan, weights = plan_space.decode(
+    space, workload, stack, p, z[space.num_hw_coords :]
+  )
+  return p, plan, {**aux, 'sharding_weights': weights}
 
 
 def decode_index(
@@ -385,52 +391,8 @@ def decode_index(
     jnp.asarray(np.array(g))[index[2 + i]] for i, g in enumerate(space.grids)
   ]
   p, aux = _assemble(space, template, acc, cpu, numbers)
-  return p, decode_plan(space, workload, stack, p, plan_z), aux
-
-
-def auto_hbm_fraction(
-  space: DesignSpace, workload: wl.Workload, stack: Stack, p
-):
-  """The `auto` plan's HBM fractions (T,) on platform p (traced): the
-  planner's one HBM rule (`planner.fit_hbm_traced`: hottest bytes first,
-  as much as the busiest rank's HBM holds) for the space's sharding."""
-  sharding = (space.sharding,) * workload.num_tables
-  return planner.fit_hbm_traced(workload, p, stack, sharding)
-
-
-def decode_plan(
-  space: DesignSpace, workload: wl.Workload, stack: Stack, p, plan_z
-):
-  """The plan for platform p from its design coordinates (shape (D-H,))."""
-  t = space.num_tables
-  if space.plan_mode == 'auto':
-    frac = auto_hbm_fraction(space, workload, stack, p)
-    cpu_lookup = jnp.ones(())
-    ov = jnp.asarray(space.overlap)
-  else:
-    frac = plan_z[:t]
-    cpu_lookup = plan_z[t]
-    ov = plan_z[t + 1] if space.optimize_overlap else jnp.asarray(space.overlap)
-  return plan_lib.Plan(
-    hbm_fraction=frac,
-    cpu_lookup_fraction=cpu_lookup,
-    overlap=ov,
-    sharding=(space.sharding,) * t,
-    column_shards=4,
-    comm_precision=space.comm_precision,
-  )
-
-
-def concrete_plan(space: DesignSpace, plan: plan_lib.Plan) -> plan_lib.Plan:
-  """`plan` with numpy leaves (for JSON and the unjitted cost model)."""
-  return plan_lib.Plan(
-    hbm_fraction=np.asarray(plan.hbm_fraction, dtype=np.float64),
-    cpu_lookup_fraction=float(np.asarray(plan.cpu_lookup_fraction)),
-    overlap=float(np.asarray(plan.overlap)),
-    sharding=plan.sharding,
-    column_shards=plan.column_shards,
-    comm_precision=plan.comm_precision,
-  )
+  plan, weights = plan_space.decode(space, workload, stack, p, plan_z)
+  return p, plan, {**aux, 'sharding_weights': weights}
 
 
 # ---- snapping --------------------------------------------------------------

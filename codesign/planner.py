@@ -53,8 +53,12 @@ def table_bytes(w: wl.Workload) -> np.ndarray:
 
 
 def _tables(w: wl.Workload, sharding) -> dict:
-  """The cost model's static per-table arrays for these shardings."""
-  return terms.table_arrays(w, (tuple(sharding), 4, 'fp32'))
+  """The cost model's per-table arrays for these shardings: names (T,),
+  or relaxed weights (T, len(terms.SEARCHED_SHARDINGS)) as the cost
+  model's `sharding_weights`."""
+  if isinstance(sharding, tuple) and all(isinstance(x, str) for x in sharding):
+    return terms.table_arrays(w, (sharding, 4, 'fp32'))
+  return terms.table_arrays_mixed(w, sharding, 4)
 
 
 def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):

@@ -21,7 +21,10 @@ Method (`gradient_search`):
 2. Snapping: the `snap_top` best starts (feasible first, then loss) are
    rounded down and up on every hardware axis (2^H neighbours each); all
    are evaluated in one batch as buildable platforms with every
-   constraint checked exactly.
+   constraint checked exactly. With searched sharding
+   (`plan_space.SEARCH`) each rounding's sharding weights snap to one-hot
+   per table, and every rounding is also evaluated with each uniform
+   sharding.
 3. Plan polish (plan mode `optimize` only): the best buildable platforms
    that meet the hardware constraints (budget, power, sockets, DDR per
    socket; memory is the plan's job) keep their hardware, and the plan is
@@ -56,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from codesign import batching, constrained, cost_model, snapping
+from codesign import batching, constrained, cost_model, plan_space, snapping
 from codesign import design_space as ds
 from codesign import workload as wl
 from codesign.errors import InputError
@@ -221,7 +224,9 @@ def violations(problem: Problem, p, r: cost_model.CostReport, aux):
 def assess(problem: Problem, z):
   """(loss, g, value) of a relaxed design z, shape (D,). Pure, unjitted."""
   p, plan, aux = ds.decode(problem.space, problem.workload, problem.stack, z)
-  r = cost_model.evaluate(p, problem.workload, plan, problem.stack)
+  r = cost_model.evaluate(
+    p, problem.workload, plan, problem.stack, 1.0, aux['sharding_weights']
+  )
   value = objective_value(problem, r)
   return loss_of(problem, value), violations(problem, p, r, aux), value
 
@@ -231,7 +236,9 @@ def assess_index(problem: Problem, index, plan_z):
   p, plan, aux = ds.decode_index(
     problem.space, problem.workload, problem.stack, index, plan_z
   )
-  r = cost_model.evaluate(p, problem.workload, plan, problem.stack)
+  r = cost_model.evaluate(
+    p, problem.workload, plan, problem.stack, 1.0, aux['sharding_weights']
+  )
   value = objective_value(problem, r)
   return loss_of(problem, value), violations(problem, p, r, aux), value
 
@@ -432,12 +439,22 @@ class Result:
 
 
 def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
-  """Uniform starts in [0, 1]^D, shape (starts, D)."""
+  """Uniform starts in [0, 1]^D, shape (starts, D). With searched
+  sharding, K of every K + 1 starts begin with one sharding for every
+  table (each of `plan_space.CHOICES` in turn), so that the search starts
+  from every uniform sharding a fixed-sharding search would use."""
   key = jax.random.key(seed)
   keys = jax.random.split(key, starts)
-  d = problem.space.dim
+  space = problem.space
+  d = space.dim
   z = jax.vmap(lambda k: jax.random.uniform(k, (d,), dtype=jnp.float64))(keys)
-  return np.asarray(z, dtype=np.float64)
+  z = np.array(z, dtype=np.float64)
+  if space.sharding == plan_space.SEARCH:
+    hc, k = space.num_hw_coords, len(plan_space.CHOICES)
+    for i in range(starts):
+      if i % (k + 1) < k:
+        z[i, hc:] = plan_space.uniform_sharding(space, z[i, hc:], i % (k + 1))
+  return z
 
 
 def gradient_search(
@@ -493,6 +510,17 @@ def gradient_search(
       for i in top
     ]
   )
+  if space.sharding == plan_space.SEARCH:
+    # Every rounding also with one sharding for every table, so that a
+    # platform the search reaches is never judged by a worse per-table
+    # mix than a uniform sharding would give it.
+    k = len(plan_space.CHOICES)
+    uniform = [
+      np.stack([plan_space.uniform_sharding(space, x, c) for x in plan_z])
+      for c in range(k)
+    ]
+    index = np.concatenate([index] * (k + 1))
+    plan_z = np.concatenate([plan_z, *uniform])
   ev = evaluate_indices(problem, index, plan_z, config.eval_chunk, mesh)
   evaluations += index.shape[0]
 
@@ -540,20 +568,22 @@ def buildable(problem: Problem, index, plan_z):
   """The concrete (platform, plan) of a buildable design, numpy leaves."""
   space = problem.space
   p = ds.build(space, index)
-  _, plan, _ = ds.decode_index(
+  _, plan, aux = ds.decode_index(
     space,
     problem.workload,
     problem.stack,
     jnp.asarray(index),
     jnp.asarray(plan_z),
   )
-  return p, ds.concrete_plan(space, plan)
+  return p, plan_space.concrete(plan, aux['sharding_weights'])
 
 
 def relaxed(problem: Problem, z):
   """The (platform, plan) of a relaxed design z (D,), numpy leaves."""
   space = problem.space
-  p, plan, _ = ds.decode(space, problem.workload, problem.stack, jnp.asarray(z))
+  p, plan, aux = ds.decode(
+    space, problem.workload, problem.stack, jnp.asarray(z)
+  )
   p = jax.tree.map(lambda x: np.asarray(x, dtype=np.float64), p)
   axes = ds.describe_relaxed(space, np.asarray(z)[: space.num_hw_coords])
 
@@ -567,7 +597,7 @@ def relaxed(problem: Problem, z):
     accelerator=dataclasses.replace(p.accelerator, name=label('accelerator')),
     cpu=dataclasses.replace(p.cpu, name=label('cpu')),
   )
-  return p, ds.concrete_plan(space, plan)
+  return p, plan_space.concrete(plan, aux['sharding_weights'])
 
 
 def violation_sentence(problem: Problem, g) -> str:

@@ -9,6 +9,7 @@ polished and snapped.
 import numpy as np
 
 from codesign import design_space as ds
+from codesign import plan_space
 
 # Granularity of a written plan's fractions.
 PLAN_STEP = 1e-4
@@ -49,11 +50,13 @@ def distinct_best(index, ev, limit: int, hardware=None) -> list[int]:
 def snap_plan(space: ds.DesignSpace, plan_z: np.ndarray) -> np.ndarray:
   """A plan vector (P,) at the granularity a plan is written in:
   fractions in steps of PLAN_STEP; HBM fractions round down (never
-  overfilling HBM)."""
-  plan_z = np.asarray(plan_z, dtype=np.float64)
-  if plan_z.size == 0:
+  overfilling HBM); searched sharding weights one-hot at the heaviest."""
+  plan_z = plan_space.snap_sharding(space, plan_z)
+  lead = plan_space.leaf_count(space)
+  if lead == 0:
     return plan_z
   t = space.num_tables
-  out = np.rint(plan_z / PLAN_STEP) * PLAN_STEP
+  out = np.array(plan_z)
+  out[:lead] = np.rint(plan_z[:lead] / PLAN_STEP) * PLAN_STEP
   out[:t] = np.floor(plan_z[:t] / PLAN_STEP + 1e-6) * PLAN_STEP
   return np.clip(out, 0.0, 1.0)

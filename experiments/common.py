@@ -163,20 +163,26 @@ def define_input_flags(
     )
 
 
-def define_sharding_flag(what: str) -> None:
-  """--sharding: one plan sharding for every table of `what`."""
+def define_sharding_flag(what: str, searched: bool = False) -> None:
+  """--sharding: one plan sharding for every table of `what`; with
+  `searched`, also `search` (the default): each table's sharding is a
+  search variable (codesign.plan_space)."""
+  # codesign.plan.SHARDINGS (spelled out: flags load before the library)
+  names = ['table_wise', 'row_wise', 'table_row_wise', 'column_wise']
+  names.append('data_parallel')
+  if searched:
+    flags.DEFINE_enum(
+      'sharding',
+      'search',
+      ['search', *names],
+      f'Sharding of the tables in the {what}: search (each table chooses '
+      'table_wise, row_wise, table_row_wise or column_wise with the '
+      'hardware, and the proposal keeps the auto plan where that does '
+      'better), or one sharding for every table.',
+    )
+    return
   flags.DEFINE_enum(
-    'sharding',
-    'table_wise',
-    # codesign.plan.SHARDINGS (spelled out: flags load before the library)
-    [
-      'table_wise',
-      'row_wise',
-      'table_row_wise',
-      'column_wise',
-      'data_parallel',
-    ],
-    f'Sharding of every table in the {what}.',
+    'sharding', 'table_wise', names, f'Sharding of every table in the {what}.'
   )
 
 

@@ -53,7 +53,7 @@ flags.DEFINE_float(
 )
 flags.DEFINE_integer('starts', 64, 'Starts run at once.', lower_bound=1)
 flags.DEFINE_integer('steps', 300, 'Adam steps per phase.', lower_bound=1)
-common.define_sharding_flag('searched plans')
+common.define_sharding_flag('searched plans', searched=True)
 flags.DEFINE_list(
   'presets',
   # codesign.studies.proposal.PRESETS (spelled out: flags load first)

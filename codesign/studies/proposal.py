@@ -30,6 +30,7 @@ from codesign import (
   design_space,
   hardware,
   part_tables,
+  plan_space,
   planner,
   report,
   schema,
@@ -79,7 +80,8 @@ class Settings:
     starts: search starts run at once.
     steps: Adam steps per phase (continuous, then plan polish).
     seed: random seed of the starts.
-    sharding: one of `plan.SHARDINGS`, for every table of searched plans.
+    sharding: `search` (each table's sharding searched with the hardware,
+      `codesign.plan_space`), or one of `plan.SHARDINGS` for every table.
     presets: platform preset names evaluated beside the proposal.
     stack: a `Stack`, a preset name or a stack JSON file.
     exclude_parts, only_parts, available_by: the catalog parts the search
@@ -96,7 +98,7 @@ class Settings:
   starts: int = 64
   steps: int = 300
   seed: int = 0
-  sharding: str = 'table_wise'
+  sharding: str = plan_space.SEARCH
   presets: tuple[str, ...] = PRESETS
   stack: str | stack_lib.Stack = 'torchrec'
   exclude_parts: tuple[str, ...] = ()
@@ -130,6 +132,32 @@ def objective_of(fig: dict, objective: str, samples: float) -> float:
     'throughput_per_watt': fig['perf_per_watt'],
     'time_to_train': samples / fig['throughput_samples_per_s'],
   }[objective]
+
+
+def _auto_plan_wins(problem, auto_fig, fig, limits) -> bool:
+  """Whether the auto plan's figures beat the searched plan's on the
+  objective (within the limits), where the space searches the sharding
+  (a fixed --sharding is the user's choice and stays)."""
+  if problem.space.sharding != plan_space.SEARCH:
+    return False
+  if not within_limits(auto_fig, limits):
+    return False
+  a = objective_of(auto_fig, problem.objective, problem.samples)
+  b = objective_of(fig, problem.objective, problem.samples)
+  return a > b if search.maximized(problem.objective) else a < b
+
+
+def _plan_vector(space, plan) -> np.ndarray:
+  """The plan coordinates (`plan_space`) of a concrete plan on `space`."""
+  out = []
+  if space.plan_mode == 'optimize':
+    out += [np.asarray(plan.hbm_fraction, dtype=np.float64)]
+    out += [np.array([plan.cpu_lookup_fraction])]
+    if space.optimize_overlap:
+      out += [np.array([plan.overlap])]
+  if space.sharding == plan_space.SEARCH:
+    out += [plan_space.sharding_of_names(space, plan.sharding)]
+  return np.concatenate(out) if out else np.zeros(0)
 
 
 def _limits(problem, max_nodes) -> dict:
@@ -292,13 +320,23 @@ def run(
   p_back = schema.platform_from_json(pj)
   plan_back = schema.plan_from_json(plj, w)
   fig = _figures(p_back, w, plan_back, stack)
+  auto_plan = planner.make(w, p_back, stack)
+  auto_fig = _figures(p_back, w, auto_plan, stack)
+  plan_z = res.best_plan_z
+  plan_source = 'search'
+  if _auto_plan_wins(problem, auto_fig, fig, limits):
+    # The search's plan is never kept where the planner's auto plan (the
+    # fastest of its candidate shardings) does better on the same hardware.
+    plan_source = 'auto'
+    plj = schema.plan_to_json(auto_plan)
+    fig = _figures(p_back, w, schema.plan_from_json(plj, w), stack)
+    plan_z = _plan_vector(space, auto_plan)
   # Recomputed op by op here, so the result does not depend on the devices
   # the batched search ran on.
   _, g_best, _ = search.assess_index(
-    problem, jnp.asarray(res.best_index), jnp.asarray(res.best_plan_z)
+    problem, jnp.asarray(res.best_index), jnp.asarray(plan_z)
   )
   g_best = np.asarray(g_best)
-  auto_fig = _figures(p_back, w, planner.make(w, p_back, stack), stack)
   pc, planc = search.relaxed(problem, res.continuous_z)
   cfig = _figures(pc, w, planc, stack)
   cj = schema.platform_to_json(pc)
@@ -330,6 +368,7 @@ def run(
       'plan': plj,
       'objective_value': objective(fig),
       'within_limits': within_limits(fig, limits),
+      'plan_source': plan_source,
       'constraint_violations': dict(
         zip(search.CONSTRAINTS, g_best.tolist(), strict=True)
       ),

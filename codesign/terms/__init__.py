@@ -55,6 +55,7 @@ from codesign.terms.dense import (
   mlp_elementwise,
 )
 from codesign.terms.embedding import (
+  SEARCHED_SHARDINGS,
   DdrTerms,
   Lookups,
   busiest_loads,
@@ -70,7 +71,10 @@ from codesign.terms.embedding import (
   per_rank,
   pooled_cast_bytes,
   pooled_to_host,
+  present,
+  sharding_names,
   table_arrays,
+  table_arrays_mixed,
   update_bytes,
 )
 from codesign.terms.host import (
@@ -142,6 +146,10 @@ __all__ = [
   'ranks_per_node',
   'setup',
   'several_ranks',
+  'SEARCHED_SHARDINGS',
+  'present',
+  'sharding_names',
   'table_arrays',
+  'table_arrays_mixed',
   'update_bytes',
 ]

@@ -172,7 +172,7 @@ def alltoall_ids(w, s, t, st: Setup, fab: Fabric, p: Platform):
   ids = (
     st.batch
     * s.id_bytes
-    * float(np.sum((1.0 - dp) * t['pool'] * t['id_copies']))
+    * jnp.sum((1.0 - dp) * t['pool'] * t['id_copies'])
     / st.ranks
   )
   a = st.per_node

@@ -104,6 +104,65 @@ def table_arrays(
   }
 
 
+# The shardings a search chooses per table (`table_arrays_mixed`): the
+# four the auto planner's candidates use. Data-parallel replication is
+# left out: it changes the allreduce's bucket count and the kernel count
+# (integers), so it stays a static choice.
+SEARCHED_SHARDINGS = ('table_wise', 'row_wise', 'table_row_wise', 'column_wise')
+
+
+def table_arrays_mixed(
+  w: wl.Workload, weights, column_shards: int, granules: tuple = (64, 64)
+) -> dict:
+  """`table_arrays` for a relaxed per-table sharding.
+
+  weights: (T, len(SEARCHED_SHARDINGS)) per-table weights (rows sum to 1,
+  may be traced). Every per-table array that depends on the sharding is
+  linear in the weights between its unsharded and column-sharded values
+  (copies of each id, FBGEMM's block penalty, bytes touched), and the
+  masks are the weights themselves, so a one-hot row is exactly that
+  table's sharding (`table_arrays`).
+  """
+  t = w.num_tables
+  whole, cols = (
+    table_arrays(w, ((name,) * t, column_shards, 'fp32'), granules)
+    for name in ('table_wise', 'column_wise')
+  )
+  weights = jnp.asarray(weights)
+  cw = weights[:, SEARCHED_SHARDINGS.index('column_wise')]
+
+  def mixed(a, b):
+    return a + cw * (b - a)
+
+  out = dict(whole)
+  for key in ('id_copies', 'block_penalty'):
+    out[key] = mixed(whole[key], cols[key])
+  for key in ('touched_hbm', 'touched_ddr'):
+    out[key] = tuple(
+      mixed(a, b) for a, b in zip(whole[key], cols[key], strict=True)
+    )
+  for i, name in enumerate(SEARCHED_SHARDINGS):
+    out[name] = weights[:, i]
+  out['data_parallel'] = np.zeros(t)
+  return out
+
+
+def sharding_names(weights) -> tuple[str, ...]:
+  """The sharding of each table with the largest weight (T,) (concrete
+  weights (T, len(SEARCHED_SHARDINGS)))."""
+  return tuple(
+    SEARCHED_SHARDINGS[int(i)] for i in np.argmax(np.asarray(weights), axis=1)
+  )
+
+
+def present(mask) -> bool:
+  """Whether a sharding's term is needed (static): always for traced or
+  relaxed masks, else when some table has that sharding."""
+  if isinstance(mask, np.ndarray):
+    return bool(np.any(mask))
+  return True
+
+
 def hbm_hits(w: wl.Workload, frac):
   """Share of lookups served by the hottest `frac` of each table's rows:
   hit(f) = 1 - (1 - f)^k, k = `popularity_skew`."""
@@ -167,10 +226,19 @@ def busiest_rank(load, whole, ranks, order):
   None sorts the loads instead (the traced HBM fit of
   `codesign.planner`, whose fractions move the order).
   """
-  whole = np.asarray(whole) > 0.5
-  idx = np.flatnonzero(whole)
-  x = jnp.asarray(load)[..., idx]
-  t = len(idx)
+  if isinstance(whole, np.ndarray):
+    whole = whole > 0.5
+    idx = np.flatnonzero(whole)
+    x = jnp.asarray(load)[..., idx]
+    t = len(idx)
+    count = float(t)
+  else:
+    # Relaxed (traced) masks: every table, its load weighted by how much
+    # of it is placed whole; the loads are sorted (order None).
+    x = jnp.asarray(load) * whole
+    t = x.shape[-1]
+    count = jnp.sum(whole, axis=-1)[..., None]
+    order = None
   total = jnp.sum(x, axis=-1) / ranks
   bounds = [total[..., None], jnp.max(x, axis=-1)[..., None]]
   j = np.arange(1, min(t, _MAX_PACKING_BOUNDS), dtype=np.float64)
@@ -188,8 +256,8 @@ def busiest_rank(load, whole, ranks, order):
     zeros = jnp.zeros(x.shape[:-1] + (3,), x.dtype)
     # Padded: the largest once before position 0, zeros after the last.
     padded = jnp.concatenate([ordered[..., :1], ordered, zeros], axis=-1)
-    gap = float(t) - j * ranks
-    pos = float(t) - 0.25 * jax.nn.softplus(4.0 * gap)  # smooth min(jR, T)
+    gap = count - j * ranks
+    pos = count - 0.25 * jax.nn.softplus(4.0 * gap)  # smooth min(jR, T)
     pos = jnp.maximum(pos, 0.0)
     below = jnp.floor(pos)
     u = pos - below
@@ -221,9 +289,9 @@ def per_rank(load, t: dict, st: Setup, orders):
   tw, twrw = t['table_wise'], t['table_row_wise']
   spread = jnp.sum(load * (1.0 - tw - twrw), axis=-1) / st.table_ranks
   out = spread
-  if np.any(tw):  # static: the plan's sharding
+  if present(tw):  # static: the plan's sharding
     out = out + busiest_rank(load, tw, st.table_ranks, orders)
-  if np.any(twrw):  # static: the plan's sharding
+  if present(twrw):  # static: the plan's sharding
     # p = 64: on one node the two bounds tie (one table), where p = 8
     # would overstate the load by 9%; p = 64 by 1%.
     out = out + smooth_max(
