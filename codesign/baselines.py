@@ -4,8 +4,12 @@
 sharded batches) and `cma_es` (evosax CMA-ES on the relaxed hardware
 coordinates, each candidate rounded to the nearest buildable design).
 They enumerate platforms, so they need plan mode `auto` (one plan per
-platform). Every function counts cost-model evaluations and returns a
-`search.Result`.
+platform). In a space that searches the sharding per table
+(`plan_space.SEARCH`), random search draws each table's sharding
+uniformly and CMA-ES also moves the sharding weights (each candidate
+takes every table's heaviest sharding); enumeration is then impossible
+(4^T shardings per platform). Every function counts cost-model
+evaluations and returns a `search.Result`.
 """
 
 from collections.abc import Callable
@@ -14,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from codesign import batching, search
+from codesign import batching, plan_space, search
 from codesign import design_space as ds
 from codesign.errors import InputError
 
@@ -28,13 +32,20 @@ def random_search(
 ) -> search.Result:
   """Uniform samples of buildable designs (auto plan mode)."""
   _require_auto(problem)
+  space = problem.space
   rng = np.random.default_rng(seed)
-  sizes = np.array(problem.space.sizes)
-  index = rng.integers(0, sizes, size=(int(evaluations), len(sizes)))
+  sizes = np.array(space.sizes)
+  n = int(evaluations)
+  index = rng.integers(0, sizes, size=(n, len(sizes)))
+  plan_z = np.zeros((n, space.num_plan))
+  if space.sharding == plan_space.SEARCH:
+    k = len(plan_space.CHOICES)
+    choice = rng.integers(0, k, size=(n, space.num_tables))
+    plan_z = np.eye(k)[choice].reshape(n, -1)
   ev = search.evaluate_indices(
-    problem, index, None, chunk, batching.make_mesh(devices)
+    problem, index, plan_z, chunk, batching.make_mesh(devices)
   )
-  return _result_from('random', index, ev, evaluations)
+  return _result_from('random', index, ev, evaluations, plan_z)
 
 
 def exhaustive(
@@ -43,8 +54,14 @@ def exhaustive(
   devices=None,
   progress: Callable | None = None,
 ) -> search.Result:
-  """Every buildable design (auto plan mode), in sharded batches."""
+  """Every buildable design (auto plan mode, one sharding for every
+  table), in sharded batches."""
   _require_auto(problem)
+  if problem.space.num_plan:
+    raise InputError(
+      'exhaustive enumeration needs one plan per platform; a space that '
+      'searches the sharding per table has 4^T plans per platform'
+    )
   mesh = batching.make_mesh(devices)
   sizes = problem.space.sizes
   total = problem.space.size
@@ -87,28 +104,31 @@ def cma_es(
   devices=None,
 ) -> search.Result:
   """evosax CMA-ES on the relaxed hardware coordinates (part weights and
-  number axes); each candidate is rounded to the nearest buildable design
-  (`design_space.nearest_index`) and scored there (infeasible ones by 1e3
-  plus their violation)."""
+  number axes) and, where the sharding is searched, the sharding weights;
+  each candidate is rounded to the nearest buildable design
+  (`design_space.nearest_index`, every table's heaviest sharding) and
+  scored there (infeasible ones by 1e3 plus their violation)."""
   from evosax.algorithms import CMA_ES
 
   _require_auto(problem)
   mesh = batching.make_mesh(devices)
   space = problem.space
-  h = space.num_hw_coords
+  hc = space.num_hw_coords
+  h = space.dim
   es = CMA_ES(population_size=population, solution=jnp.zeros(h))
   params = es.default_params.replace(std_init=jnp.asarray(0.3))
   key = jax.random.key(seed)
   key, k0 = jax.random.split(key)
   state = es.init(k0, jnp.full((h,), 0.5), params)
   ask, tell = jax.jit(es.ask), jax.jit(es.tell)
-  best_idx, best_ev, used = None, None, 0
+  best_idx, best_pz, best_ev, used = None, None, None, 0
   while used + population <= evaluations:
     key, ka, kt = jax.random.split(key, 3)
     pop, state = ask(ka, state, params)
     zc = np.clip(np.asarray(pop), 0.0, 1.0)
-    index = ds.nearest_index(space, zc)
-    ev = search.evaluate_indices(problem, index, None, chunk, mesh)
+    index = ds.nearest_index(space, zc[:, :hc])
+    plan_z = np.stack([plan_space.snap_sharding(space, x) for x in zc[:, hc:]])
+    ev = search.evaluate_indices(problem, index, plan_z, chunk, mesh)
     used += population
     viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
     fit = np.where(ev['feasible'], ev['loss'], 1e3 + viol)
@@ -121,17 +141,19 @@ def cma_es(
       (*cand, None, ev, b), (*best_ev[0], None, best_ev[1], best_ev[2])
     ):
       best_ev = (cand, ev, b)
-      best_idx = index[b]
+      best_idx, best_pz = index[b], plan_z[b]
   _, ev, b = best_ev
-  return _result_from('cma_es', best_idx[None], _slice(ev, b), used)
+  return _result_from(
+    'cma_es', best_idx[None], _slice(ev, b), used, best_pz[None]
+  )
 
 
-def _result_from(method, index, ev, evaluations) -> search.Result:
+def _result_from(method, index, ev, evaluations, plan_z=None) -> search.Result:
   b = search.best_position(ev['loss'], ev['g'], ev['feasible'])
   return search.Result(
     method=method,
     best_index=np.asarray(index[b]),
-    best_plan_z=np.zeros((0,)),
+    best_plan_z=np.zeros((0,)) if plan_z is None else np.asarray(plan_z[b]),
     best_value=float(ev['value'][b]),
     best_feasible=bool(ev['feasible'][b]),
     best_g=ev['g'][b],

@@ -357,3 +357,41 @@ def test_why_not_names_memory_and_power():
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0) == (
     'over the capex budget by $50; tables do not fit in DDR'
   )
+
+
+def test_pareto_cross_check_reports_a_better_design_of_the_same_run():
+  """A search whose limit admits a faster design found by another search
+  did not converge: its row takes that design and keeps its own result;
+  a search with the best design within its limit keeps its own."""
+
+  def row(kind, limit, thr, capex, power, feasible=True):
+    return {
+      'limit_kind': kind,
+      'limit': limit,
+      'feasible': feasible,
+      'throughput_samples_per_s': thr,
+      'capex_usd': capex,
+      'power_w': power,
+      'design': {'thr': thr},
+    }
+
+  searches = [
+    row('capex', 1e5, 10.0, 9e4, 1e3),
+    row('capex', 2e5, 15.0, 1.9e5, 3e3),  # beaten by the power search's
+    row('power', 5e3, 20.0, 1.5e5, 4e3),
+    row('power', 500.0, 0.0, 5e4, 2e3, feasible=False),  # none within 500 W
+  ]
+  index = np.arange(4)[:, None] * np.ones((1, 3), int)
+  notes = pareto.cross_check(searches, index)
+  assert [s['design_from_search'] for s in searches] == [0, 2, 2, 3]
+  assert searches[1]['throughput_samples_per_s'] == 20.0
+  assert searches[1]['own_throughput_samples_per_s'] == 15.0
+  assert searches[1]['capex_usd'] == 1.5e5 and searches[1]['design'] == {
+    'thr': 20.0
+  }
+  assert np.all(index[1] == 2) and np.all(index[3] == 3)
+  assert (
+    not searches[3]['feasible']
+    and 'own_throughput_samples_per_s' not in (searches[3])
+  )
+  assert notes == ['capex <= $200,000: the design of power <= 5,000 W']

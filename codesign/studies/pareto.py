@@ -197,6 +197,7 @@ def run(
       }
     )
   ok = found['feasible']
+  adopted = cross_check(searches, found['index'])
   fronts = {}
   for key, cost in (('capex', found['capex']), ('power', found['power'])):
     fr = frontier(cost, thr, ok)
@@ -249,6 +250,12 @@ def run(
       )
       + '.'
     )
+  if adopted:
+    lines.append(
+      f'{len(adopted)} of {2 * k} searches did not converge: a design found '
+      'by another search of this run is within their limit and faster, '
+      'and is reported instead (' + '; '.join(adopted) + ').'
+    )
   for key, unit in (('capex', 'USD'), ('power', 'W')):
     f = fronts[key]
     if f:
@@ -294,6 +301,49 @@ def run(
     found['history'], labels, 'best_feasible_throughput'
   )
   return result, metrics
+
+
+def cross_check(searches: list[dict], index: np.ndarray) -> list[str]:
+  """Every found design judged on every search's limit (the workload is
+  the same, so a design's throughput, capex and power do not depend on
+  the search): where another search's design is within a search's limit
+  and faster, the search did not converge, and its row takes the better
+  design (`design_from_search`: the search that found it; its own result
+  stays under `own_throughput_samples_per_s`). Edits `searches` in
+  place; returns one phrase per adopted design."""
+  own = [dict(s) for s in searches]
+  notes = []
+  for t, s in enumerate(searches):
+    s['design_from_search'] = t
+    key = 'capex_usd' if s['limit_kind'] == 'capex' else 'power_w'
+    best = t if s['feasible'] else None
+    for u, o in enumerate(own):
+      if not o['feasible'] or o[key] > s['limit'] * (1 + 1e-9):
+        continue
+      if best is None or (
+        o['throughput_samples_per_s']
+        > own[best]['throughput_samples_per_s'] * (1 + 1e-9)
+      ):
+        best = u
+    if best is None or best == t:
+      continue
+    s['own_throughput_samples_per_s'] = (
+      own[t]['throughput_samples_per_s'] if own[t]['feasible'] else None
+    )
+    for field in (
+      'feasible',
+      'throughput_samples_per_s',
+      'capex_usd',
+      'power_w',
+      'design',
+    ):
+      s[field] = own[best][field]
+    s['design_from_search'] = best
+    index[t] = index[best]
+    notes.append(
+      f'{_limit_text(own[t])}: the design of {_limit_text(own[best])}'
+    )
+  return notes
 
 
 def _limit_text(s: dict) -> str:
