@@ -7,10 +7,13 @@ workload, an objective and the buyer's limits. Objectives (`OBJECTIVES`):
 minimized); the search minimizes a log-scale loss of each, so gradients
 are scale free. Constraints (`CONSTRAINTS`, each a relative violation g,
 feasible when g <= 0): capex budget, power budget, HBM and DDR capacity
-(the cost model's memory required over available), the CPU's maximum
-sockets and maximum DDR per socket. The node limit is the upper end of the
-nodes axis (an exact box bound). Technology couplings are built into the
-design space (parts carry their numbers and prices).
+(the cost model's memory required over available), and the buildability
+rules that are inequalities on the number axes (`buildability.TRACED`:
+the CPU's maximum sockets and DDR per socket, its minimum sockets, the
+accelerator's fabric domain, PCIe devices per root port with switches).
+The node limit is the upper end of the nodes axis (an exact box bound).
+Technology couplings are built into the design space (parts carry their
+numbers and prices).
 
 Method (`gradient_search`):
 1. Continuous phase: many starts z in [0, 1]^D (uniform from the seed),
@@ -21,7 +24,9 @@ Method (`gradient_search`):
 2. Snapping: the `snap_top` best starts (feasible first, then loss) are
    rounded down and up on every hardware axis (2^H neighbours each); all
    are evaluated in one batch as buildable platforms with every
-   constraint checked exactly.
+   constraint checked exactly; designs that break a buildability rule
+   (`buildability.violations`, the concrete check) are rejected, and
+   `Result.rejected` counts them per rule.
 3. Plan polish (plan mode `optimize` only): the best buildable platforms
    that meet the hardware constraints (budget, power, sockets, DDR per
    socket; memory is the plan's job) keep their hardware, and the plan is
@@ -56,7 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from codesign import batching, constrained, cost_model, snapping
+from codesign import batching, buildability, constrained, cost_model, snapping
 from codesign import design_space as ds
 from codesign import workload as wl
 from codesign.errors import InputError
@@ -71,10 +76,10 @@ OBJECTIVES = (
 # Internal objectives (minimized): the cheapest platform that holds the
 # tables, used to explain infeasible requests.
 _MIN_OBJECTIVES = ('capex', 'power')
-CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'sockets', 'ddr_per_socket')
+CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr') + buildability.TRACED
 FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
 # Constraints a plan cannot change.
-HARDWARE_CONSTRAINTS = ('capex', 'power', 'sockets', 'ddr_per_socket')
+HARDWARE_CONSTRAINTS = ('capex', 'power') + buildability.TRACED
 HARDWARE_COLUMNS = tuple(CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS)
 
 
@@ -206,16 +211,15 @@ def violations(problem: Problem, p, r: cost_model.CostReport, aux):
   budget = problem.budget_usd
   power = problem.power_w
   hbm_avail = r.memory_available['hbm']
-  return jnp.stack(
+  own = jnp.stack(
     [
       r.capex / budget - 1.0 if budget else -one,
       r.power / power - 1.0 if power else -one,
       r.memory_required['hbm'] / jnp.maximum(hbm_avail, 1.0) - 1.0,
       r.memory_required['ddr'] / r.memory_available['ddr'] - 1.0,
-      p.sockets_per_node / aux['max_sockets'] - 1.0,
-      p.cpu.ddr_capacity / aux['max_ddr'] - 1.0,
     ]
   )
+  return jnp.concatenate([own, buildability.relative_violations(p, aux)])
 
 
 def assess(problem: Problem, z):
@@ -416,6 +420,7 @@ class Result:
     continuous_g: (C,) its violations.
     evaluations: cost-model evaluations used (value and gradient = 2).
     history: per-step metric dicts.
+    rejected: buildability rule -> distinct snapped designs it rejected.
   """
 
   method: str
@@ -429,6 +434,7 @@ class Result:
   continuous_g: np.ndarray | None = None
   evaluations: int = 0
   history: list = dataclasses.field(default_factory=list)
+  rejected: dict = dataclasses.field(default_factory=dict)
 
 
 def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
@@ -486,6 +492,7 @@ def gradient_search(
   # Snap: every rounding of the best starts, in one batch.
   top = order[: min(config.snap_top, config.starts)]
   index = np.concatenate([ds.neighbour_indices(space, z[i, :hc]) for i in top])
+  index = buildability.canonical_index(space, index)
   per = index.shape[0] // len(top)
   plan_z = np.concatenate(
     [
@@ -523,7 +530,11 @@ def gradient_search(
     plan_z = np.concatenate([plan_z, ppz])
     ev = {k: np.concatenate([ev[k], ev2[k]]) for k in ev}
 
-  b = best_position(ev['loss'], ev['g'], ev['feasible'])
+  # Only designs that pass the concrete buildability check (unless none).
+  ok, result.rejected = snapping.buildable(space, index)
+  ev['feasible'] = ev['feasible'] & ok
+  rows = np.flatnonzero(ok) if ok.any() else np.arange(len(ok))
+  b = rows[best_position(ev['loss'][rows], ev['g'][rows], ev['feasible'][rows])]
   result.best_index = index[b]
   result.best_plan_z = plan_z[b]
   result.best_value = float(ev['value'][b])
@@ -584,7 +595,6 @@ def violation_sentence(problem: Problem, g) -> str:
     what = {
       'hbm': 'the HBM capacity',
       'ddr': 'the DDR capacity',
-      'sockets': "the CPU's maximum sockets",
-      'ddr_per_socket': "the CPU's maximum DDR per socket",
+      **buildability.TRACED_WHAT,
     }[name]
   return f'{what} is exceeded by {pct:.1f}%'

@@ -3,11 +3,13 @@ platforms to keep, and the plan at the granularity a plan is written in.
 
 Used by `codesign.search` after the continuous phase: the best starts are
 rounded to grid neighbours, evaluated, and the distinct best platforms
-polished and snapped.
+polished and snapped; `buildable` keeps only designs that pass the
+concrete buildability check.
 """
 
 import numpy as np
 
+from codesign import buildability
 from codesign import design_space as ds
 
 # Granularity of a written plan's fractions.
@@ -57,3 +59,21 @@ def snap_plan(space: ds.DesignSpace, plan_z: np.ndarray) -> np.ndarray:
   out = np.rint(plan_z / PLAN_STEP) * PLAN_STEP
   out[:t] = np.floor(plan_z[:t] / PLAN_STEP + 1e-6) * PLAN_STEP
   return np.clip(out, 0.0, 1.0)
+
+
+def buildable(space: ds.DesignSpace, index) -> tuple[np.ndarray, dict]:
+  """Whether each snapped design (N, H) passes the concrete buildability
+  check of a proposal (`buildability.violations(..., proposal=True)` on
+  `design_space.build`), and per rule how many distinct designs it
+  rejected."""
+  verdict, rejected = {}, {}
+  ok = np.ones(len(index), dtype=bool)
+  for k, row in enumerate(np.asarray(index)):
+    key = tuple(int(x) for x in row)
+    if key not in verdict:
+      p = ds.build(space, key)
+      verdict[key] = {r for r, _ in buildability.violations(p, proposal=True)}
+      for rule in sorted(verdict[key]):
+        rejected[rule] = rejected.get(rule, 0) + 1
+    ok[k] = not verdict[key]
+  return ok, rejected
