@@ -28,8 +28,8 @@ Method (`gradient_search`):
    (`buildability.violations`, the concrete check) are rejected, and
    `Result.rejected` counts them per rule.
 3. Plan polish (plan mode `optimize` only): the best buildable platforms
-   that meet the hardware constraints (budget, power, sockets, DDR per
-   socket; memory is the plan's job) keep their hardware, and the plan is
+   that meet the hardware constraints (budget, power, buildability rows;
+   memory is the plan's job) keep their hardware, and the plan is
    re-optimized by the same continuous phase with the hardware
    coordinates frozen; the plans are snapped to `snapping.PLAN_STEP` and every
    constraint is checked again. This repairs plans whose tables no longer

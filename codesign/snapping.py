@@ -22,7 +22,7 @@ def distinct_best(index, ev, limit: int, hardware=None) -> list[int]:
   index: (N, H) grid indices of evaluated designs; ev: their `loss` (N,),
   constraint values `g` (N, C) (<= 0 holds) and `feasible` (N,). With
   `hardware` (the columns of g that are hardware constraints: budget,
-  power, sockets, DDR per socket), the other (memory) constraints are
+  power and the buildability rows), the other (memory) constraints are
   ignored, as a new plan can make the tables fit, and platforms that break
   a hardware constraint are left out.
   """

@@ -356,6 +356,8 @@ def run(
       'steps': config.steps,
       'snap_top': config.snap_top,
       'evaluations': res.evaluations,
+      # Snapped designs the concrete buildability check rejected, per rule.
+      'rejected_unbuildable': dict(sorted(res.rejected.items())),
       'design_space_size': space.size,
       'seed': config.seed,
       'wall_s': 'in timing.json (kept out so result.json is reproducible)',
