@@ -11,18 +11,28 @@ A design is a choice on each *axis*:
   their prices and no mixture beats the parts' own price/performance
   envelope. A one-hot weight vector is exactly the part.
 - number axes: counts and sizes sold in steps (nodes, sockets, accelerators
-  and NICs per node, DDR per socket, NIC line rate). The relaxation is the
+  and NICs per node, DDR per channel, NIC line rate). The relaxation is the
   continuous log-scaled range between the smallest and largest step.
 
-Technology couplings of real parts:
+Technology couplings of real parts (the rules: `codesign.buildability`):
 - HBM capacity and bandwidth come with the accelerator (its stacks);
 - fabric links and their rate come with the accelerator (NVLink or
-  Infinity Fabric generation); the fabric is a switch (NVSwitch-like);
-- the PCIe host link runs at the lower generation of its two ends;
-- DDR bandwidth comes with the CPU (channels x MT/s), DDR capacity is sold
-  in DIMM populations up to the CPU's maximum per socket, and a CPU allows
-  at most its `max_sockets` per node (both are search constraints);
-- NICs come in catalog line rates (100 to 800 Gb/s);
+  Infinity Fabric generation); the fabric is modelled as a switch (every
+  peer one hop: NVSwitch, or the OAM parts' full mesh) of at most the
+  part's domain per node (8 on HGX boards and OAM, 16 V100 as DGX-2: the
+  `fabric_domain` constraint);
+- the PCIe host link runs at the lower generation of its two ends; every
+  accelerator and NIC is an x16 device: past the sockets' root ports, PCIe
+  switches fan them out, each paid for (price, power) and sharing its
+  uplink (host-link bandwidth per accelerator x ports / devices); more
+  devices than one level of switches holds break the `pcie` constraint;
+- DDR bandwidth comes with the CPU (channels x MT/s); DDR is bought per
+  channel (one or two DIMMs, every channel alike), up to the CPU's maximum
+  per socket; a CPU allows `min_sockets` to `max_sockets` per node (all
+  search constraints);
+- NICs come in catalog line rates (100 to 800 Gb/s), and only where there
+  is more than one node: a single node has one front-end NIC at the lowest
+  rate, whatever the NIC axes say (`buildability.canonical_index`);
 - a node's chassis price and power grow with its accelerator and socket
   slots (`NODE_*` below; assumptions), so slots are never free.
 
@@ -47,6 +57,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from codesign import buildability as bd
 from codesign import catalog, hardware, plan_space, platform_presets
 from codesign import part_tables as pt
 from codesign import plan as plan_lib
@@ -69,23 +80,6 @@ STEP_OVERHEAD_S = 200e-6  # as the accelerator presets
 SOCKETS = (1, 2, 4, 8)
 ACCELERATORS_PER_NODE = (1, 2, 4, 8, 16)
 NICS_PER_NODE = (1, 2, 4, 8, 16)
-# DDR per socket, GB: DIMM populations of 8-12 channels (1-2 DIMMs each).
-DDR_PER_SOCKET_GB = (
-  64,
-  96,
-  128,
-  192,
-  256,
-  384,
-  512,
-  768,
-  1024,
-  1536,
-  2048,
-  3072,
-  4096,
-  6144,
-)
 
 HW_AXES = (
   'accelerator',
@@ -93,7 +87,7 @@ HW_AXES = (
   'nodes',
   'sockets_per_node',
   'accelerators_per_node',
-  'ddr_per_socket',
+  'ddr_per_channel',
   'nic_count',
   'nic_bandwidth',
 )
@@ -221,7 +215,7 @@ def make_space(
     tuple(float(n) for n in nodes),
     tuple(float(s) for s in SOCKETS),
     tuple(float(a) for a in ACCELERATORS_PER_NODE),
-    tuple(g * GB for g in DDR_PER_SOCKET_GB),
+    tuple(g * GB for g in bd.DDR_PER_CHANNEL_GB),
     tuple(float(n) for n in NICS_PER_NODE),
     tuple(
       float(catalog.nic_bandwidth(r))
@@ -239,19 +233,6 @@ def make_space(
   )
 
 
-def _fabric(part: str):
-  d = catalog.raw()['accelerators'][part]
-  lat = catalog.raw()['links']['latency_alpha']
-  return platform_presets.fabric(
-    'switch',
-    d['link_count'],
-    d['link_bw_GBps_per_direction'],
-    lat['nvswitch_hgx_h100_astra_validated_ns'] * 1e-9,
-    'catalog: links.latency_alpha nvswitch_hgx_h100_astra_validated_ns',
-    f'catalog: accelerators.{part} link_count, link_bw_GBps_per_direction',
-  )
-
-
 def _template(space: DesignSpace) -> hardware.Platform:
   """A concrete platform with every field the axes do not set."""
   return build(space, (0,) * space.num_hw)
@@ -262,17 +243,28 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   made from catalog parts with their per-field sources."""
   index = [int(i) for i in index]
   acc_name, cpu_name = space.accelerators[index[0]], space.cpus[index[1]]
-  nodes, sockets, accels, ddr, nics, nic_bw = (
+  nodes, sockets, accels, ddr_ch, nics, nic_bw = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
   raw = catalog.raw()
   d = raw['accelerators'][acc_name]
   gen = min(d['pcie_gen'], raw['cpus'][cpu_name]['pcie_gen'])
-  nic = platform_presets.nic(int(nics), nic_bw / (1e9 / 8), 'accelerator')
-  fab = _fabric(acc_name)
-  cpu = catalog.cpu(cpu_name, ddr / GB)
-  cpu = replace(cpu, ddr_capacity=ddr)
-  chassis = 'assumption: codesign.design_space NODE_* chassis model'
+  f = bd.catalog_facts()[cpu_name]
+  w = bd.wiring(
+    nodes, sockets, accels, nics, nic_bw, f['pcie_lanes'], f['pcie_lanes_multi']
+  )
+  nic = platform_presets.nic(
+    round(float(w['nic_count'])),
+    float(w['nic_bandwidth']) / (1e9 / 8),
+    'accelerator',
+  )
+  fab = platform_presets.accel_fabric(acc_name, bd.DESIGN_TOPOLOGY)
+  ddr = float(f['ddr_channels']) * ddr_ch
+  cpu = replace(catalog.cpu(cpu_name, ddr / GB), ddr_capacity=ddr)
+  link = platform_presets.host_link(gen)
+  link = replace(link, bandwidth=link.bandwidth * float(w['host_share']))
+  switches = float(w['switches'])
+  chassis = 'assumption: design_space NODE_*, buildability.SWITCH_* per switch'
   return hardware.Platform(
     name='proposal',
     trainer='accelerator',
@@ -282,35 +274,39 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     cpu=cpu,
     accelerator=catalog.accelerator(acc_name),
     fabric=fab,
-    host_link=platform_presets.host_link(gen),
+    host_link=link,
     nic=nic,
-    node_price=_node_price(accels, sockets),
-    node_power=_node_power(accels, sockets),
+    node_price=_node_price(accels, sockets, switches),
+    node_power=_node_power(accels, sockets, switches),
     sources=(
       ('node_price', chassis),
       ('node_power', chassis),
       (
         'notes',
-        'proposed by codesign.search; fabric topology switch, NICs on the '
-        'accelerators, PCIe at the lower generation of its two ends',
+        "proposed by codesign.search; fabric: the accelerator's own "
+        '(NVSwitch or OAM full mesh), modelled as a switch; NICs on the '
+        'accelerators; PCIe at the lower generation of its two ends, '
+        'uplinks shared where switches fan devices out (buildability)',
       ),
     ),
   )
 
 
-def _node_price(accels, sockets):
+def _node_price(accels, sockets, switches):
   return (
     NODE_BASE_USD
     + NODE_USD_PER_ACCELERATOR * accels
     + NODE_USD_PER_SOCKET * sockets
+    + bd.SWITCH_USD * switches
   )
 
 
-def _node_power(accels, sockets):
+def _node_power(accels, sockets, switches):
   return (
     NODE_BASE_W
     + NODE_W_PER_ACCELERATOR * accels
-    + (NODE_W_PER_SOCKET * sockets)
+    + NODE_W_PER_SOCKET * sockets
+    + bd.SWITCH_W * switches
   )
 
 
@@ -319,9 +315,15 @@ def _node_power(accels, sockets):
 
 def _assemble(space, template, acc, cpu, numbers):
   """A platform from part rows (acc, cpu) and the number-axis values."""
-  nodes, sockets, accels, ddr, nics, nic_bw = numbers
+  nodes, sockets, accels, ddr_ch, nics, nic_bw = numbers
   na = len(pt.ACC_FIELDS)
   nc = len(pt.CPU_FIELDS)
+  links, link_bw, acc_pcie, domain = (acc[na + i] for i in range(4))
+  cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = (
+    cpu[nc + i] for i in range(7)
+  )
+  w = bd.wiring(nodes, sockets, accels, nics, nic_bw, lanes, multi)
+  ddr = channels * ddr_ch
   acc_part = replace(
     template.accelerator,
     **{f: acc[i] for i, f in enumerate(pt.ACC_FIELDS)},
@@ -331,8 +333,6 @@ def _assemble(space, template, acc, cpu, numbers):
     ddr_capacity=ddr,
     **{f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)},
   )
-  links, link_bw, acc_pcie = acc[na], acc[na + 1], acc[na + 2]
-  cpu_pcie = cpu[nc]
   return replace(
     template,
     nodes=nodes,
@@ -344,12 +344,22 @@ def _assemble(space, template, acc, cpu, numbers):
       template.fabric, links_per_accelerator=links, link_bandwidth=link_bw
     ),
     host_link=replace(
-      template.host_link, bandwidth=jnp.minimum(acc_pcie, cpu_pcie)
+      template.host_link,
+      bandwidth=jnp.minimum(acc_pcie, cpu_pcie) * w['host_share'],
     ),
-    nic=replace(template.nic, count=nics, bandwidth=nic_bw),
-    node_price=_node_price(accels, sockets),
-    node_power=_node_power(accels, sockets),
-  ), {'max_sockets': cpu[nc + 1], 'max_ddr': cpu[nc + 2]}
+    nic=replace(
+      template.nic, count=w['nic_count'], bandwidth=w['nic_bandwidth']
+    ),
+    node_price=_node_price(accels, sockets, w['switches']),
+    node_power=_node_power(accels, sockets, w['switches']),
+  ), {
+    'max_sockets': max_sockets,
+    'max_ddr': max_ddr,
+    'min_sockets': min_sockets,
+    'fabric_domain': domain,
+    'devices': w['devices'],
+    'ports': w['ports'],
+  }
 
 
 def _interp_number(grid, z):
@@ -361,9 +371,12 @@ def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
   """The relaxed platform and plan at design vector z (shape (D,)).
 
   Returns:
-    (platform, plan, aux): aux holds `max_sockets` and `max_ddr` (bytes
-    per socket) of the (interpolated) CPU, for the coupling constraints,
-    and `sharding_weights` ((T, K) or None: `plan_space.decode`).
+    (platform, plan, aux): aux holds the numbers of the buildability
+    constraints (`buildability.relative_violations`): the (interpolated)
+    CPU's `max_sockets`, `max_ddr` (bytes per socket), `min_sockets`, the
+    accelerator's `fabric_domain`, and the node's PCIe `devices` and root
+    `ports`; and `sharding_weights` ((T, K) or None:
+    `plan_space.decode`).
   """
   acc_t, cpu_t = pt.tables(space.accelerators, space.cpus)
   template = _template(space)
@@ -510,7 +523,7 @@ def describe_relaxed(space: DesignSpace, z_hw) -> dict:
       if w[i] > 1e-3
     }
   units = {
-    'ddr_per_socket': ('ddr_per_socket_gb', 1e9),
+    'ddr_per_channel': ('ddr_per_channel_gb', 1e9),
     'nic_bandwidth': ('nic_bandwidth_gbit_per_s', 1e9 / 8),
   }
   for i, (name, g) in enumerate(zip(HW_AXES[2:], space.grids, strict=True)):
@@ -527,18 +540,21 @@ def stack_tree(trees):
 
 
 def describe_index(space: DesignSpace, index) -> dict:
-  """A buildable design's choices in boundary units."""
-  index = [int(i) for i in index]
-  nodes, sockets, accels, ddr, nics, nic_bw = (
+  """A buildable design's choices in boundary units (a single node's NICs
+  as built: one at the lowest rate)."""
+  index = [int(i) for i in bd.canonical_index(space, index)]
+  nodes, sockets, accels, ddr_ch, nics, nic_bw = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
+  cpu = space.cpus[index[1]]
   return {
     'accelerator': space.accelerators[index[0]],
-    'cpu': space.cpus[index[1]],
+    'cpu': cpu,
     'nodes': nodes,
     'sockets_per_node': sockets,
     'accelerators_per_node': accels,
-    'ddr_per_socket_gb': ddr / GB,
+    'ddr_per_socket_gb': ddr_ch * bd.catalog_facts()[cpu]['ddr_channels'] / GB,
+    'ddr_per_channel_gb': ddr_ch / GB,
     'nic_count': nics,
     'nic_bandwidth_gbit_per_s': nic_bw / (1e9 / 8),
   }

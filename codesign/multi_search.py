@@ -9,7 +9,8 @@ every (task, start) pair in one vmapped compile. Designs come from the
 search's design space (`design_space.decode` / `decode_index`) and the
 constraints from `search.violations`; the best starts of each task are
 snapped to buildable platforms as the search does (every rounding,
-evaluated exactly).
+evaluated exactly, and only those that pass the concrete buildability
+check, unless none of a task's does).
 """
 
 import dataclasses
@@ -19,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from codesign import constrained, cost_model, search
+from codesign import buildability, constrained, cost_model, search, snapping
 from codesign import design_space as ds
 from codesign.stack import Stack
 
@@ -61,7 +62,7 @@ def _assess_tasks(tasks: Tasks, decode, weights, limit, kind):
     p, plan, aux = decode(w)
     r = cost_model.evaluate(p, w, plan, tasks.stack)
     prob = search.Problem(tasks.space, w, tasks.stack, 'throughput')
-    g = search.violations(prob, p, r, aux)[2:]  # hbm, ddr, sockets, ddr/socket
+    g = search.violations(prob, p, r, aux)[2:]  # memory and buildability
     rows.append(jnp.where(weights[j] > 0, g, -1.0))
     logs.append(jnp.log(jnp.maximum(r.throughput, 1e-300)))
     if j == 0:
@@ -93,7 +94,7 @@ def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
   Returns:
     (z (N, D), per-step metrics of shape (steps, N): loss, violation).
   """
-  constraints = 1 + 4 * len(tasks.workloads)
+  constraints = 1 + (len(search.CONSTRAINTS) - 2) * len(tasks.workloads)
 
   def one(z, wt, lim, kd):
     def assess(z):
@@ -225,7 +226,9 @@ def search_tasks(
     relaxed['feasible'].append(bool(ok[b]))
     relaxed['loss'].append(loss[b])
     for i in order[:snap_top]:
-      nb = ds.neighbour_indices(tasks.space, z[i, :hc])
+      nb = buildability.canonical_index(
+        tasks.space, ds.neighbour_indices(tasks.space, z[i, :hc])
+      )
       cand.append(nb)
       owner.append(np.full(len(nb), t))
   cand = np.concatenate(cand)
@@ -237,16 +240,18 @@ def search_tasks(
     np.asarray(limits, dtype=np.float64)[owner],
     np.asarray(kinds, dtype=np.int32)[owner],
   )
+  ok, _ = snapping.buildable(tasks.space, cand)
   best = []
   for t in range(k):
     rows = np.flatnonzero(owner == t)
+    rows = rows[ok[rows]] if ok[rows].any() else rows
     v = np.max(np.maximum(ev['g'][rows], 0.0), axis=1)
     kk = np.where(ev['feasible'][rows], ev['loss'][rows], 1e200 + v)
     best.append(rows[int(np.argmin(kk))])
   best = np.array(best)
   return {
     'index': cand[best],
-    'feasible': ev['feasible'][best],
+    'feasible': ev['feasible'][best] & ok[best],
     'logs': ev['logs'][best],
     'capex': ev['capex'][best],
     'power': ev['power'][best],

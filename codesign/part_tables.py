@@ -7,9 +7,11 @@ weight vector is exactly the part). A row holds the part's dataclass
 leaves (`hardware.Accelerator` / `hardware.CpuSocket`, SI units) and the
 per-part numbers the platform does not hold directly (the `*_AUX` names:
 fabric links and bandwidth, PCIe x16 bandwidth of the part's generation,
-max sockets and DDR per socket). `default_parts` and `select_parts` say
-which parts a space offers (the user's --only_parts, --exclude_parts and
---available_by).
+the accelerator's fabric domain in the design space, the CPU's socket
+range, DDR per socket and channels, and PCIe lanes per socket alone and in
+a multi-socket node; `codesign.buildability`). `default_parts` and
+`select_parts` say which parts a space offers (the user's --only_parts,
+--exclude_parts and --available_by).
 """
 
 import dataclasses
@@ -17,7 +19,7 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from codesign import catalog, hardware
+from codesign import buildability, catalog, hardware
 from codesign.errors import InputError
 from codesign.units import GB
 
@@ -32,8 +34,16 @@ CPU_FIELDS = tuple(
   if not f.metadata.get('static') and f.name != 'ddr_capacity'
 )
 # Extra per-part numbers the platform does not hold directly.
-ACC_AUX = ('links', 'link_bandwidth', 'pcie_bandwidth')
-CPU_AUX = ('pcie_x16_bandwidth', 'max_sockets', 'max_ddr')
+ACC_AUX = ('links', 'link_bandwidth', 'pcie_bandwidth', 'fabric_domain')
+CPU_AUX = (
+  'pcie_x16_bandwidth',
+  'max_sockets',
+  'max_ddr',
+  'min_sockets',
+  'ddr_channels',
+  'pcie_lanes',
+  'pcie_lanes_multi',
+)
 
 
 def accelerator_row(name: str) -> list[float]:
@@ -43,6 +53,7 @@ def accelerator_row(name: str) -> list[float]:
     float(d['link_count']),
     d['link_bw_GBps_per_direction'] * GB,
     catalog.pcie_x16_bandwidth(d['pcie_gen']),
+    buildability.design_domain(name),
   ]
   return [float(getattr(a, f)) for f in ACC_FIELDS] + aux
 
@@ -50,10 +61,15 @@ def accelerator_row(name: str) -> list[float]:
 def cpu_row(name: str) -> list[float]:
   c = catalog.cpu(name, 64)
   d = catalog.raw()['cpus'][name]
+  f = buildability.catalog_facts()[name]
   aux = [
     catalog.pcie_x16_bandwidth(d['pcie_gen']),
-    float(d['max_sockets']),
-    d['max_mem_per_socket_TB'] * 1e12,
+    float(f['max_sockets']),
+    f['max_ddr'],
+    float(f['min_sockets']),
+    float(f['ddr_channels']),
+    float(f['pcie_lanes']),
+    float(f['pcie_lanes_multi']),
   ]
   return [float(getattr(c, f)) for f in CPU_FIELDS] + aux
 

@@ -128,3 +128,18 @@ def sharding_of_names(space, names: tuple[str, ...]) -> np.ndarray:
   """Sharding coordinates (T x K,) of per-table sharding names."""
   k = len(CHOICES)
   return np.eye(k)[[CHOICES.index(n) for n in names]].reshape(-1)
+
+
+def seed_uniform_shardings(space, z: np.ndarray) -> np.ndarray:
+  """Starts z (S, D) where K of every K + 1 begin with one sharding for
+  every table (each of CHOICES in turn), so that a search over the
+  sharding starts from every uniform sharding a fixed-sharding search
+  would use; unchanged when the sharding is fixed."""
+  if space.sharding != SEARCH:
+    return z
+  hc, k = space.num_hw_coords, len(CHOICES)
+  out = np.array(z, dtype=np.float64)
+  for i in range(len(out)):
+    if i % (k + 1) < k:
+      out[i, hc:] = uniform_sharding(space, out[i, hc:], i % (k + 1))
+  return out

@@ -50,7 +50,8 @@ def fabric(topology, links, link_gbps, latency_s, latency_src, link_src):
   )
 
 
-def _accel_fabric(part: str, topology: str) -> Fabric:
+def accel_fabric(part: str, topology: str) -> Fabric:
+  """The catalog fabric of accelerator `part` on `topology`."""
   d = catalog.raw()['accelerators'][part]
   src = f'catalog: accelerators.{part} link_count, link_bw_GBps_per_direction'
   latency = _LAT['nvswitch_hgx_h100_astra_validated_ns'] * 1e-9
@@ -175,7 +176,7 @@ def cpu_2s() -> Platform:
     0,
     catalog.cpu(SKYLAKE, 384),
     catalog.accelerator('V100-SXM2-32GB'),
-    _accel_fabric('V100-SXM2-32GB', 'pcie_only'),
+    accel_fabric('V100-SXM2-32GB', 'pcie_only'),
     3,
     nic(1, 100, 'socket'),
     5000,
@@ -196,7 +197,7 @@ def cpu_4s() -> Platform:
     0,
     catalog.cpu(COOPER, 192),
     catalog.accelerator('V100-SXM2-32GB'),
-    _accel_fabric('V100-SXM2-32GB', 'pcie_only'),
+    accel_fabric('V100-SXM2-32GB', 'pcie_only'),
     3,
     nic(1, 100, 'socket'),
     8000,
@@ -219,7 +220,7 @@ def big_basin() -> Platform:
     8,
     catalog.cpu(SKYLAKE, 768),
     catalog.accelerator(part),
-    _accel_fabric(part, 'hybrid_cube_mesh'),
+    accel_fabric(part, 'hybrid_cube_mesh'),
     3,
     nic(4, 100, 'accelerator'),
     20000,
@@ -278,7 +279,7 @@ def zionex() -> Platform:
     8,
     catalog.cpu(COOPER, 384),
     catalog.accelerator(part),
-    _accel_fabric(part, 'switch'),
+    accel_fabric(part, 'switch'),
     4,
     nic(8, 200, 'accelerator'),
     30000,
@@ -307,7 +308,7 @@ def _dgx(
     accels,
     catalog.cpu(cpu, ddr_per_socket_gb),
     catalog.accelerator(part),
-    _accel_fabric(part, topology),
+    accel_fabric(part, topology),
     pcie,
     nic(nics, nic_gbps, 'accelerator'),
     25000,

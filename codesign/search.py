@@ -7,10 +7,13 @@ workload, an objective and the buyer's limits. Objectives (`OBJECTIVES`):
 minimized); the search minimizes a log-scale loss of each, so gradients
 are scale free. Constraints (`CONSTRAINTS`, each a relative violation g,
 feasible when g <= 0): capex budget, power budget, HBM and DDR capacity
-(the cost model's memory required over available), the CPU's maximum
-sockets and maximum DDR per socket. The node limit is the upper end of the
-nodes axis (an exact box bound). Technology couplings are built into the
-design space (parts carry their numbers and prices).
+(the cost model's memory required over available), and the buildability
+rules that are inequalities on the number axes (`buildability.TRACED`:
+the CPU's maximum sockets and DDR per socket, its minimum sockets, the
+accelerator's fabric domain, PCIe devices per root port with switches).
+The node limit is the upper end of the nodes axis (an exact box bound).
+Technology couplings are built into the design space (parts carry their
+numbers and prices).
 
 Method (`gradient_search`):
 1. Continuous phase: many starts z in [0, 1]^D (uniform from the seed),
@@ -21,13 +24,15 @@ Method (`gradient_search`):
 2. Snapping: the `snap_top` best starts (feasible first, then loss) are
    rounded down and up on every hardware axis (2^H neighbours each); all
    are evaluated in one batch as buildable platforms with every
-   constraint checked exactly. With searched sharding
+   constraint checked exactly; designs that break a buildability rule
+   (`buildability.violations`, the concrete check) are rejected, and
+   `Result.rejected` counts them per rule. With searched sharding
    (`plan_space.SEARCH`) each rounding's sharding weights snap to one-hot
    per table, and every rounding is also evaluated with each uniform
    sharding.
 3. Plan polish (plan mode `optimize` only): the best buildable platforms
-   that meet the hardware constraints (budget, power, sockets, DDR per
-   socket; memory is the plan's job) keep their hardware, and the plan is
+   that meet the hardware constraints (budget, power, buildability rows;
+   memory is the plan's job) keep their hardware, and the plan is
    re-optimized by the same continuous phase with the hardware
    coordinates frozen; the plans are snapped to `snapping.PLAN_STEP` and every
    constraint is checked again. This repairs plans whose tables no longer
@@ -59,7 +64,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from codesign import batching, constrained, cost_model, plan_space, snapping
+from codesign import (
+  batching,
+  buildability,
+  constrained,
+  cost_model,
+  plan_space,
+  snapping,
+)
 from codesign import design_space as ds
 from codesign import workload as wl
 from codesign.errors import InputError
@@ -74,10 +86,10 @@ OBJECTIVES = (
 # Internal objectives (minimized): the cheapest platform that holds the
 # tables, used to explain infeasible requests.
 _MIN_OBJECTIVES = ('capex', 'power')
-CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'sockets', 'ddr_per_socket')
+CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr') + buildability.TRACED
 FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
 # Constraints a plan cannot change.
-HARDWARE_CONSTRAINTS = ('capex', 'power', 'sockets', 'ddr_per_socket')
+HARDWARE_CONSTRAINTS = ('capex', 'power') + buildability.TRACED
 HARDWARE_COLUMNS = tuple(CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS)
 
 
@@ -209,16 +221,15 @@ def violations(problem: Problem, p, r: cost_model.CostReport, aux):
   budget = problem.budget_usd
   power = problem.power_w
   hbm_avail = r.memory_available['hbm']
-  return jnp.stack(
+  own = jnp.stack(
     [
       r.capex / budget - 1.0 if budget else -one,
       r.power / power - 1.0 if power else -one,
       r.memory_required['hbm'] / jnp.maximum(hbm_avail, 1.0) - 1.0,
       r.memory_required['ddr'] / r.memory_available['ddr'] - 1.0,
-      p.sockets_per_node / aux['max_sockets'] - 1.0,
-      p.cpu.ddr_capacity / aux['max_ddr'] - 1.0,
     ]
   )
+  return jnp.concatenate([own, buildability.relative_violations(p, aux)])
 
 
 def assess(problem: Problem, z):
@@ -423,6 +434,7 @@ class Result:
     continuous_g: (C,) its violations.
     evaluations: cost-model evaluations used (value and gradient = 2).
     history: per-step metric dicts.
+    rejected: buildability rule -> distinct snapped designs it rejected.
   """
 
   method: str
@@ -436,6 +448,7 @@ class Result:
   continuous_g: np.ndarray | None = None
   evaluations: int = 0
   history: list = dataclasses.field(default_factory=list)
+  rejected: dict = dataclasses.field(default_factory=dict)
 
 
 def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
@@ -448,13 +461,7 @@ def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
   space = problem.space
   d = space.dim
   z = jax.vmap(lambda k: jax.random.uniform(k, (d,), dtype=jnp.float64))(keys)
-  z = np.array(z, dtype=np.float64)
-  if space.sharding == plan_space.SEARCH:
-    hc, k = space.num_hw_coords, len(plan_space.CHOICES)
-    for i in range(starts):
-      if i % (k + 1) < k:
-        z[i, hc:] = plan_space.uniform_sharding(space, z[i, hc:], i % (k + 1))
-  return z
+  return plan_space.seed_uniform_shardings(space, np.array(z, np.float64))
 
 
 def gradient_search(
@@ -502,25 +509,7 @@ def gradient_search(
 
   # Snap: every rounding of the best starts, in one batch.
   top = order[: min(config.snap_top, config.starts)]
-  index = np.concatenate([ds.neighbour_indices(space, z[i, :hc]) for i in top])
-  per = index.shape[0] // len(top)
-  plan_z = np.concatenate(
-    [
-      np.repeat(snapping.snap_plan(space, z[i, hc:])[None], per, axis=0)
-      for i in top
-    ]
-  )
-  if space.sharding == plan_space.SEARCH:
-    # Every rounding also with one sharding for every table, so that a
-    # platform the search reaches is never judged by a worse per-table
-    # mix than a uniform sharding would give it.
-    k = len(plan_space.CHOICES)
-    uniform = [
-      np.stack([plan_space.uniform_sharding(space, x, c) for x in plan_z])
-      for c in range(k)
-    ]
-    index = np.concatenate([index] * (k + 1))
-    plan_z = np.concatenate([plan_z, *uniform])
+  index, plan_z = snapping.roundings(space, z[top])
   ev = evaluate_indices(problem, index, plan_z, config.eval_chunk, mesh)
   evaluations += index.shape[0]
 
@@ -551,7 +540,11 @@ def gradient_search(
     plan_z = np.concatenate([plan_z, ppz])
     ev = {k: np.concatenate([ev[k], ev2[k]]) for k in ev}
 
-  b = best_position(ev['loss'], ev['g'], ev['feasible'])
+  # Only designs that pass the concrete buildability check (unless none).
+  ok, result.rejected = snapping.buildable(space, index)
+  ev['feasible'] = ev['feasible'] & ok
+  rows = np.flatnonzero(ok) if ok.any() else np.arange(len(ok))
+  b = rows[best_position(ev['loss'][rows], ev['g'][rows], ev['feasible'][rows])]
   result.best_index = index[b]
   result.best_plan_z = plan_z[b]
   result.best_value = float(ev['value'][b])
@@ -598,23 +591,3 @@ def relaxed(problem: Problem, z):
     cpu=dataclasses.replace(p.cpu, name=label('cpu')),
   )
   return p, plan_space.concrete(plan, aux['sharding_weights'])
-
-
-def violation_sentence(problem: Problem, g) -> str:
-  """Names the most violated constraint of g (C,) and by how much."""
-  g = np.asarray(g)
-  i = int(np.argmax(g))
-  name = CONSTRAINTS[i]
-  pct = 100.0 * float(g[i])
-  if name == 'capex':
-    what = f'the capex budget of ${problem.budget_usd:,.0f}'
-  elif name == 'power':
-    what = f'the power budget of {problem.power_w:,.0f} W'
-  else:
-    what = {
-      'hbm': 'the HBM capacity',
-      'ddr': 'the DDR capacity',
-      'sockets': "the CPU's maximum sockets",
-      'ddr_per_socket': "the CPU's maximum DDR per socket",
-    }[name]
-  return f'{what} is exceeded by {pct:.1f}%'

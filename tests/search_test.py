@@ -27,6 +27,7 @@ from codesign import (
 )
 from codesign import design_space as ds
 from codesign import workload_presets as wp
+from codesign.studies import shared
 
 STACK = stack_presets.get('torchrec')
 
@@ -244,10 +245,10 @@ def test_violation_sentence_without_a_power_limit():
   problem = search.Problem(_space(w), w, STACK, 'throughput', budget_usd=1e5)
   g = np.zeros(len(search.CONSTRAINTS))
   g[search.CONSTRAINTS.index('hbm')] = 0.5
-  assert search.violation_sentence(problem, g) == (
+  assert shared.violation_sentence(problem, g) == (
     'the HBM capacity is exceeded by 50.0%'
   )
   g[search.CONSTRAINTS.index('capex')] = 2.0
-  assert search.violation_sentence(problem, g) == (
+  assert shared.violation_sentence(problem, g) == (
     'the capex budget of $100,000 is exceeded by 200.0%'
   )

@@ -43,7 +43,7 @@ def _index(space, design: dict) -> np.ndarray:
     design['nodes'],
     design['sockets_per_node'],
     design['accelerators_per_node'],
-    design['ddr_per_socket_gb'] * ds.GB,
+    design['ddr_per_channel_gb'] * ds.GB,
     design['nic_count'],
     design['nic_bandwidth_gbit_per_s'] * 1e9 / 8,
   )
@@ -353,9 +353,13 @@ def test_why_not_names_memory_and_power():
   assert shared.why_not(fig, budget_usd=20.0, power_w=1500.0) == (
     'over the power limit by 500 W; tables do not fit in HBM'
   )
-  g = np.array([0.5, -1.0, 0.2, -1.0, -1.0])
+  g = np.array([0.5, -1.0, 0.2, -1.0, -1.0, -1.0, -1.0, -1.0])
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0) == (
     'over the capex budget by $50; tables do not fit in DDR'
+  )
+  g[-1] = 0.5  # PCIe devices beyond the switches
+  assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0).endswith(
+    "not buildable: beyond the sockets' PCIe lanes with one level of switches"
   )
 
 

@@ -186,7 +186,7 @@ def run(
   g = ev['g']
   in_budget = g[:, 0] <= 0.0
   holds = np.stack(
-    [np.all(g[:, 1 + 4 * j : 5 + 4 * j] <= 0.0, axis=1) for j in range(n)],
+    [np.all(g[:, _rows(j)] <= 0.0, axis=1) for j in range(n)],
     axis=1,
   )  # (designs, factors)
   ok = holds & in_budget[:, None]
@@ -216,7 +216,7 @@ def run(
     # Per factor: the budget row and that factor's memory and CPU rows.
     reasons[name] = [
       shared.why_not_rows(
-        np.concatenate([g[d, :1], g[d, 1 + 4 * j : 5 + 4 * j]]),
+        np.concatenate([g[d, :1], g[d, _rows(j)]]),
         'capex',
         budget,
         ev['capex'][d],
@@ -393,3 +393,11 @@ def plot_curves(result: dict) -> dict:
       result['best_found_throughput_samples_per_s']
     ),
   }
+
+
+def _rows(j: int) -> slice:
+  """The constraint rows of workload j in a multi-task g (after the limit
+  row): its memory and buildability rows (`search.violations` less capex
+  and power)."""
+  m = len(search.CONSTRAINTS) - 2
+  return slice(1 + m * j, 1 + m * (j + 1))

@@ -200,7 +200,7 @@ def _explain_infeasible(problem, result, config, max_nodes, on_step, progress):
       )
   return (
     'no buildable platform within the limits was found: '
-    + search.violation_sentence(problem, g)
+    + shared.violation_sentence(problem, g)
     + f' at best (max_nodes={max_nodes})'
   )
 
@@ -395,6 +395,8 @@ def run(
       'steps': config.steps,
       'snap_top': config.snap_top,
       'evaluations': res.evaluations,
+      # Snapped designs the concrete buildability check rejected, per rule.
+      'rejected_unbuildable': dict(sorted(res.rejected.items())),
       'design_space_size': space.size,
       'seed': config.seed,
       'wall_s': 'in timing.json (kept out so result.json is reproducible)',

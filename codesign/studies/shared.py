@@ -7,7 +7,7 @@ No file I/O beyond reading a named input; nothing prints.
 
 import numpy as np
 
-from codesign import inputs
+from codesign import buildability, inputs, search
 from codesign import plan as plan_lib
 from codesign import stack as stack_lib
 from codesign import workload as wl
@@ -133,10 +133,10 @@ def why_not(fig: dict, budget_usd=None, power_w=None) -> str:
 def why_not_rows(g, limit_kind: str, limit: float, capex, power) -> str:
   """The same reason from a multi-task search's constraint rows g (C,):
   g[0] is the limit row (capex in USD or power in W over `limit`, minus
-  1, as `limit_kind` says); then, per workload, HBM, DDR, sockets and DDR
-  per socket (`search.violations` without capex and power). '' when no
-  row is positive. Workloads are numbered from 1 when there are several
-  (the growth factors)."""
+  1, as `limit_kind` says); then, per workload, HBM, DDR and the
+  buildability rows (`buildability.TRACED`; `search.violations` without
+  capex and power). '' when no row is positive. Workloads are numbered
+  from 1 when there are several (the growth factors)."""
   g = np.asarray(g)
   reasons = []
   if g[0] > 0:
@@ -144,19 +144,40 @@ def why_not_rows(g, limit_kind: str, limit: float, capex, power) -> str:
       reasons.append(f'over the capex budget by ${capex - limit:,.0f}')
     else:
       reasons.append(f'over the power limit by {power - limit:,.0f} W')
-  names = ('HBM', 'DDR', 'sockets', 'DDR per socket')
+  names = ('HBM', 'DDR') + buildability.TRACED
   rows = g[1:].reshape(-1, len(names))
   for j, row in enumerate(rows):
     where = f' (workload {j + 1})' if len(rows) > 1 else ''
     tiers = [n for n, v in zip(names[:2], row[:2], strict=True) if v > 0]
     if tiers:
       reasons.append(f'tables do not fit in {"/".join(tiers)}{where}')
-    cpu = [n for n, v in zip(names[2:], row[2:], strict=True) if v > 0]
-    if cpu:
-      reasons.append(f'more {" and ".join(cpu)} than the CPU allows{where}')
+    rules = [n for n, v in zip(names[2:], row[2:], strict=True) if v > 0]
+    if rules:
+      what = ' and '.join(buildability.TRACED_WHAT[n] for n in rules)
+      reasons.append(f'not buildable: beyond {what}{where}')
   return '; '.join(reasons)
 
 
 def csv_value(x):
   """A value as a CSV cell: numpy scalars as Python numbers."""
   return x.item() if isinstance(x, np.generic) else x
+
+
+def violation_sentence(problem: search.Problem, g) -> str:
+  """Names the most violated constraint of g (len(search.CONSTRAINTS),)
+  and by how much."""
+  g = np.asarray(g)
+  i = int(np.argmax(g))
+  name = search.CONSTRAINTS[i]
+  pct = 100.0 * float(g[i])
+  if name == 'capex':
+    what = f'the capex budget of ${problem.budget_usd:,.0f}'
+  elif name == 'power':
+    what = f'the power budget of {problem.power_w:,.0f} W'
+  else:
+    what = {
+      'hbm': 'the HBM capacity',
+      'ddr': 'the DDR capacity',
+      **buildability.TRACED_WHAT,
+    }[name]
+  return f'{what} is exceeded by {pct:.1f}%'
