@@ -416,6 +416,8 @@ class Result:
     continuous_g: (C,) its violations.
     evaluations: cost-model evaluations used (value and gradient = 2).
     history: per-step metric dicts.
+    top_index, top_plan_z, top_feasible: every distinct buildable design
+      evaluated, best first (`snapping.distinct_best`).
   """
 
   method: str
@@ -429,6 +431,9 @@ class Result:
   continuous_g: np.ndarray | None = None
   evaluations: int = 0
   history: list = dataclasses.field(default_factory=list)
+  top_index: np.ndarray | None = None
+  top_plan_z: np.ndarray | None = None
+  top_feasible: np.ndarray | None = None
 
 
 def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
@@ -529,6 +534,9 @@ def gradient_search(
   result.best_value = float(ev['value'][b])
   result.best_feasible = bool(ev['feasible'][b])
   result.best_g = ev['g'][b]
+  top = snapping.distinct_best(index, ev, len(index))
+  result.top_index, result.top_plan_z = index[top], plan_z[top]
+  result.top_feasible = ev['feasible'][top]
   result.evaluations = int(evaluations)
   return result
 
