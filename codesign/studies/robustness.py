@@ -325,13 +325,13 @@ def sentence(rob: dict) -> str:
   """One sentence: the share of perturbations under which the proposal
   stays best, and the winner under the first few where it does not."""
   kinds = [c['kind'] for c in rob['candidates']]
-  among = (
-    f'among the proposal, {kinds.count("found")} other designs the search '
-    f'found and {kinds.count("preset")} presets within the limits'
+  others = (
+    f'{kinds.count("found")} other designs the search found and '
+    f'{kinds.count("preset")} presets within the limits'
   )
   n = rob['perturbation_count']
   if not n:
-    return f'no perturbation applies ({among})'
+    return f'no perturbation applies (candidates: the proposal, {others})'
   head, verb = '', 'stays'
   if rob['nominal_best'] != 'proposal':
     head = (
@@ -340,7 +340,7 @@ def sentence(rob: dict) -> str:
     )
     verb = 'is'
   text = (
-    f'{head}the proposal {verb} best {among} under '
+    f'{head}the proposal {verb} best against {others} under '
     f'{rob["proposal_stays_best"]} of {n} perturbations '
     f'({100 * rob["share"]:.0f}%)'
   )
