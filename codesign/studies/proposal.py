@@ -197,7 +197,8 @@ def run(
     settings: what to propose.
     progress: called with one line at the start of each phase (the
       search, compile included; the search of the minimum capex or power
-      that explains an infeasible request; the evaluations).
+      that explains an infeasible request; the evaluations; the ranking
+      check).
     on_step: called as on_step(step, metrics) after every chunk of Adam
       steps (for `codesign.api.propose`); metrics is the search's history
       row (`phase`, `step`, `objective`: best feasible value so far or
@@ -209,7 +210,9 @@ def run(
   Returns:
     (result, metrics). result: the dict `experiments.propose` writes to
     result.json (workload, stack, objective, objective_unit, limits,
-    proposal, continuous_optimum, presets, search), plus `proposal_json`
+    proposal, continuous_optimum, presets, prices (set by --price; the
+    proposal's parts, `part_tables.price_info`), assumptions and
+    robustness (`codesign.studies.robustness`), search), plus `proposal_json`
     (the workload, platform, plan and stack sections of proposal.json,
     which `experiments.evaluate` reads back) and `timing` (wall-clock
     seconds, compile included: search_wall_s, total_wall_s). metrics: one
