@@ -113,6 +113,8 @@ class DesignSpace:
     overlap: the plan's overlap when it is not optimized.
     optimize_overlap: make the overlap a variable too (off by default: it
       is a property of the software stack, and presets use 0.5).
+    prices: part prices the user set (`part_tables.Prices`, --price);
+      every other part at the catalog's price.
   """
 
   accelerators: tuple[str, ...]
@@ -124,6 +126,7 @@ class DesignSpace:
   comm_precision: str = 'fp32'
   overlap: float = 0.5
   optimize_overlap: bool = False
+  prices: pt.Prices = ()
 
   @property
   def sizes(self) -> tuple[int, ...]:
@@ -166,6 +169,7 @@ def make_space(
   cpus: tuple[str, ...] | None = None,
   node_grid: tuple[int, ...] | None = None,
   optimize_overlap: bool = False,
+  prices: pt.Prices = (),
 ) -> DesignSpace:
   """The default design space for `workload`.
 
@@ -180,6 +184,7 @@ def make_space(
     node_grid: buildable node counts (default: every integer up to
       max_nodes).
     optimize_overlap: whether the overlap is a search variable.
+    prices: part prices set by the user (`part_tables.parse_prices`).
   """
   if int(max_nodes) < 1:
     raise InputError(f'max_nodes must be at least 1, got {max_nodes}')
@@ -230,6 +235,7 @@ def make_space(
     plan_mode=plan_mode,
     sharding=sharding,
     optimize_overlap=optimize_overlap,
+    prices=tuple(prices),
   )
 
 
@@ -265,7 +271,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   link = replace(link, bandwidth=link.bandwidth * float(w['host_share']))
   switches = float(w['switches'])
   chassis = 'assumption: design_space NODE_*, buildability.SWITCH_* per switch'
-  return hardware.Platform(
+  platform = hardware.Platform(
     name='proposal',
     trainer='accelerator',
     nodes=float(nodes),
@@ -290,6 +296,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
       ),
     ),
   )
+  return pt.priced(platform, space.prices)
 
 
 def _node_price(accels, sockets, switches):
@@ -378,7 +385,7 @@ def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
     `ports`; and `sharding_weights` ((T, K) or None:
     `plan_space.decode`).
   """
-  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus)
+  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus, space.prices)
   template = _template(space)
   a, c = len(space.accelerators), len(space.cpus)
   acc = pt.mix(acc_t, z[:a])
@@ -396,7 +403,7 @@ def decode_index(
 ):
   """The buildable platform at integer `index` (shape (H,)) with plan
   vector `plan_z` (shape (D - H,)); traced, matches `build` exactly."""
-  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus)
+  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus, space.prices)
   template = _template(space)
   acc = jnp.asarray(acc_t)[index[0]]
   cpu = jnp.asarray(cpu_t)[index[1]]

@@ -435,6 +435,8 @@ class Result:
     evaluations: cost-model evaluations used (value and gradient = 2).
     history: per-step metric dicts.
     rejected: buildability rule -> distinct snapped designs it rejected.
+    top_index, top_plan_z, top_feasible: every distinct buildable design
+      evaluated, best first (`snapping.distinct_best`).
   """
 
   method: str
@@ -449,13 +451,14 @@ class Result:
   evaluations: int = 0
   history: list = dataclasses.field(default_factory=list)
   rejected: dict = dataclasses.field(default_factory=dict)
+  top_index: np.ndarray | None = None
+  top_plan_z: np.ndarray | None = None
+  top_feasible: np.ndarray | None = None
 
 
 def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
-  """Uniform starts in [0, 1]^D, shape (starts, D). With searched
-  sharding, K of every K + 1 starts begin with one sharding for every
-  table (each of `plan_space.CHOICES` in turn), so that the search starts
-  from every uniform sharding a fixed-sharding search would use."""
+  """Uniform starts in [0, 1]^D, shape (starts, D), with uniform
+  shardings seeded (`plan_space.seed_uniform_shardings`)."""
   key = jax.random.key(seed)
   keys = jax.random.split(key, starts)
   space = problem.space
@@ -550,6 +553,9 @@ def gradient_search(
   result.best_value = float(ev['value'][b])
   result.best_feasible = bool(ev['feasible'][b])
   result.best_g = ev['g'][b]
+  top = snapping.distinct_best(index, ev, len(index))
+  result.top_index, result.top_plan_z = index[top], plan_z[top]
+  result.top_feasible = ev['feasible'][top]
   result.evaluations = int(evaluations)
   return result
 

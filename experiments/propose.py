@@ -3,15 +3,21 @@ r"""Propose the platform to build for a DLRM, under the buyer's limits.
   python -m experiments.propose                      # zion_scale, perf/$
   python -m experiments.propose --objective=throughput --budget_usd=2e6 \
       --power_w=40000 --max_nodes=8
+  python -m experiments.propose --price=H100=22000 --price=MI300X=18000
 
 Parses the flags and runs `codesign.studies.proposal.run` (which runs
 `codesign.search.gradient_search`: augmented-Lagrangian Adam over a
 relaxation of catalog parts and counts, then snapping to buildable
 platforms); prints a line at the start of each phase, then the proposal
 beside the platform presets on the same workload with the bottleneck of
-each (and why a platform is not within the limits), and writes to --workdir:
-  result.json    proposal, continuous_optimum, presets, search (no
-                 timings: the same flags and seed give the same bytes);
+each (and why a platform is not within the limits), the proposal's parts
+with their prices, the workload assumptions that decide it and whether it
+stays the best candidate when uncertain prices and the popularity skew
+move, and writes to --workdir:
+  result.json    proposal, continuous_optimum, presets, prices (set by
+                 --price; the proposal's parts), assumptions, robustness,
+                 search (no timings: the same flags and seed give the same
+                 bytes);
   metrics.jsonl  per step: best feasible objective and constraint
                  violations over the starts;
   proposal.json  workload, platform and plan sections, so that
@@ -83,6 +89,14 @@ flags.DEFINE_list(
   [],
   'Catalog parts the search may use, per part axis it names parts of '
   '(--only_parts=H100,A100 keeps every CPU); may be empty.',
+)
+flags.DEFINE_multi_string(
+  'price',
+  [],
+  'PART=USD: the price of one catalog part (a name or the beginning of '
+  'one, as --only_parts; an accelerator with its HBM) in place of the '
+  "catalog's, for the search, the proposal and the presets. Repeatable, "
+  'or comma-separated; may be empty.',
 )
 flags.DEFINE_integer(
   'available_by',

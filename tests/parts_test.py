@@ -72,7 +72,10 @@ def test_the_proposal_prints_its_parts_with_price_power_and_confidence():
     }
   )
   h100 = catalog.accelerator('H100-SXM5-80GB')
-  assert f'H100-SXM5-80GB ${float(h100.price):,.0f}' in line
+  # The part as bought, with its HBM: the catalog's price_usd_rough.
+  usd = catalog.raw()['accelerators']['H100-SXM5-80GB']['price_usd_rough']
+  assert f'H100-SXM5-80GB {usd:,.0f} USD (catalog, low confidence)' in line
   assert f'{float(h100.power):,.0f} W' in line
   assert 'low (price)' in line  # the catalog's confidence in that price
-  assert 'EPYC-7742 (Rome) $' in line and 'confidence: medium' in line
+  assert 'EPYC-7742 (Rome) 6,950 USD (catalog)' in line
+  assert 'confidence: medium' in line

@@ -8,7 +8,12 @@ platforms), turns the best buildable design into platform and plan JSON,
 evaluates its figures (with its searched plan and with the auto plan), the
 continuous optimum's and those of the platform presets on the same
 workload, and returns them as the dict `experiments.propose` writes to
-result.json, with the history of the search. A request no buildable
+result.json, with the history of the search, the workload assumptions
+that decide the proposal and whether it stays the best candidate when
+uncertain prices and the popularity skew move
+(`codesign.studies.robustness`). Part prices the user sets (--price) are
+passed explicitly: the search, the proposal and the presets all see them
+(`part_tables.priced`). A request no buildable
 platform meets raises `InputError` with one sentence naming the constraint
 and by how much.
 
@@ -40,7 +45,7 @@ from codesign import platform_presets as presets_lib
 from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
-from codesign.studies import shared
+from codesign.studies import robustness, shared
 
 # Platform presets evaluated beside the proposal by default.
 PRESETS = (
@@ -87,6 +92,9 @@ class Settings:
     exclude_parts, only_parts, available_by: the catalog parts the search
       may use (`part_tables.select_parts`: names or their beginnings; a
       year). Empty and None: every modelled part.
+    price: 'PART=USD' strings: the price of one catalog part (a name or
+      the beginning of one; an accelerator with its HBM) in place of the
+      catalog's (`part_tables.parse_prices`).
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -104,6 +112,7 @@ class Settings:
   exclude_parts: tuple[str, ...] = ()
   only_parts: tuple[str, ...] = ()
   available_by: int | None = None
+  price: tuple[str, ...] = ()
 
 
 def _figures(p, w, plan, stack) -> dict:
@@ -216,7 +225,8 @@ def run(
     settings: what to propose.
     progress: called with one line at the start of each phase (the
       search, compile included; the search of the minimum capex or power
-      that explains an infeasible request; the evaluations).
+      that explains an infeasible request; the evaluations; the ranking
+      check).
     on_step: called as on_step(step, metrics) after every chunk of Adam
       steps (for `codesign.api.propose`); metrics is the search's history
       row (`phase`, `step`, `objective`: best feasible value so far or
@@ -228,7 +238,9 @@ def run(
   Returns:
     (result, metrics). result: the dict `experiments.propose` writes to
     result.json (workload, stack, objective, objective_unit, limits,
-    proposal, continuous_optimum, presets, search), plus `proposal_json`
+    proposal, continuous_optimum, presets, prices (set by --price; the
+    proposal's parts, `part_tables.price_info`), assumptions and
+    robustness (`codesign.studies.robustness`), search), plus `proposal_json`
     (the workload, platform, plan and stack sections of proposal.json,
     which `experiments.evaluate` reads back) and `timing` (wall-clock
     seconds, compile included: search_wall_s, total_wall_s). metrics: one
@@ -250,6 +262,7 @@ def run(
     if value is not None and value < 0:
       raise InputError(f'{key} must not be negative')
   max_nodes = int(settings.max_nodes)
+  prices = part_tables.parse_prices(tuple(settings.price))
   parts = {}
   if settings.exclude_parts or settings.only_parts or settings.available_by:
     acc, cpu = part_tables.select_parts(
@@ -259,7 +272,7 @@ def run(
     )
     parts = {'accelerators': acc, 'cpus': cpu}
   space = design_space.make_space(
-    w, max_nodes=max_nodes, sharding=settings.sharding, **parts
+    w, max_nodes=max_nodes, sharding=settings.sharding, prices=prices, **parts
   )
   problem = search.check_problem(
     search.Problem(
@@ -341,10 +354,20 @@ def run(
   cfig = _figures(pc, w, planc, stack)
   cj = schema.platform_to_json(pc)
 
+  def score(f):
+    return objective(f) if within_limits(f, limits) else None
+
   preset_rows = []
+  candidates = [
+    robustness.Candidate('proposal', 'proposal', p_back, plan_back, fig),
+    *robustness.found_designs(problem, res, score),
+  ]
   for name in preset_names:
-    pp = presets_lib.get(name)
-    f = _figures(pp, w, planner.make(w, pp, stack), stack)
+    pp = part_tables.priced(presets_lib.get(name), prices)
+    pplan = planner.make(w, pp, stack)
+    f = _figures(pp, w, pplan, stack)
+    if score(f) is not None:
+      candidates.append(robustness.Candidate(name, 'preset', pp, pplan, f))
     preset_rows.append(
       {
         'name': name,
@@ -355,6 +378,20 @@ def run(
       }
     )
 
+  perts, left_out = robustness.perturbations(candidates, w, prices)
+  progress(
+    f'checking the ranking of {len(candidates)} candidates under '
+    f'{len(perts)} perturbations of uncertain prices and popularity_skew'
+  )
+  rob = robustness.check(
+    candidates,
+    perts,
+    w,
+    stack,
+    score,
+    search.maximized(problem.objective),
+    prices,
+  )
   t_total = time.perf_counter() - t_start
   sj = schema.stack_to_json(stack)
   result = {
@@ -388,6 +425,15 @@ def run(
       **cfig,
     },
     'presets': preset_rows,
+    'prices': {
+      'set_by_flag_usd': dict(prices),
+      'proposal_parts': [
+        part_tables.price_info(n, prices)
+        for n in (pj['accelerator']['name'], pj['cpu']['name'])
+      ],
+    },
+    'assumptions': robustness.assumptions(w, p_back, plan_back),
+    'robustness': {**rob, 'left_out': left_out},
     'search': {
       'method': 'augmented-Lagrangian Adam over the relaxation, snapping '
       'to 2^H neighbouring roundings of the best starts, plan polish',
@@ -445,24 +491,41 @@ def _rows(result: dict):
   return rows
 
 
-def parts_line(pj: dict) -> str:
+def price_words(info: dict) -> str:
+  """A part's price and where it comes from, from its
+  `part_tables.price_info`: '20,000 USD (set by --price; catalog 30,000,
+  low confidence)'."""
+  low = ', low confidence' if info['low_confidence'] else ''
+  if info['set_by_flag']:
+    why = f'set by --price; catalog {info["catalog_price_usd"]:,.0f}{low}'
+  elif info['price_source'].startswith('catalog'):
+    why = 'catalog' + low
+  else:  # derived or assumed in codesign.catalog
+    why = info['price_source'].split(':')[0] + low
+  return f'{info["price_usd"]:,.0f} USD ({why})'
+
+
+def parts_line(pj: dict, prices=()) -> str:
   """The proposal's parts with the assumptions that price them: price each
-  (USD), power (W) and the catalog's confidence, which says how far to
-  trust the price (`codesign/data/catalog.json`)."""
+  (USD, an accelerator with its HBM; `prices` as the user set them,
+  `part_tables.Prices`), power (W) and the catalog's confidence, which
+  says how far to trust the price (`codesign/data/catalog.json`)."""
   raw = catalog.raw()
   acc, cpu = pj['accelerator']['name'], pj['cpu']['name']
   out = []
   if acc in raw['accelerators']:
     a = catalog.accelerator(acc)
+    info = part_tables.price_info(acc, prices)
     out.append(
-      f'{acc} ${float(a.price):,.0f}, {float(a.power):,.0f} W '
-      f'(confidence: {raw["accelerators"][acc]["confidence"]})'
+      f'{acc} {price_words(info)}, {float(a.power):,.0f} W '
+      f'(confidence: {info["confidence"]})'
     )
   if cpu in raw['cpus']:
     c = catalog.cpu(cpu, 64)
+    info = part_tables.price_info(cpu, prices)
     out.append(
-      f'{cpu} ${float(c.price):,.0f}, {float(c.power):,.0f} W '
-      f'(confidence: {raw["cpus"][cpu]["confidence"]})'
+      f'{cpu} {price_words(info)}, {float(c.power):,.0f} W '
+      f'(confidence: {info["confidence"]})'
     )
   return 'parts (price each, power, catalog confidence): ' + '; '.join(out)
 
@@ -496,7 +559,14 @@ def table(result: dict) -> str:
     f'{pj["cpu"]["ddr_capacity_gb"]:.0f} GB/socket, {pj["nic"]["count"]:.0f}'
     f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
   )
-  lines.append(parts_line(pj))
+  prices = result.get('prices', {}).get('set_by_flag_usd', {})
+  lines.append(parts_line(pj, tuple(sorted(prices.items()))))
+  if 'assumptions' in result:
+    lines.append(robustness.assumptions_line(result['assumptions']))
+  if 'robustness' in result:
+    rob = result['robustness']
+    left = ''.join(f'; {x}, left out' for x in rob['left_out'])
+    lines.append(f'ranking: {rob["sentence"]}{left}')
   if 'timing' in result:
     t = result['timing']
     lines.append(

@@ -1,0 +1,395 @@
+"""What a proposal rests on: the workload assumptions that decide it, and
+whether it stays the best candidate when its uncertain numbers move.
+
+`assumptions` gathers the workload numbers that decide a proposal
+(popularity skew, pooling, table bytes against the proposal's HBM, global
+batch) with where each comes from. `check` re-ranks candidate designs (the
+proposal, other designs the search found, presets) under perturbations of
+those numbers, by the cost model alone (no new search):
+- a price (`perturbations`): every part of a candidate whose price is
+  uncertain (`part_tables.low_confidence_price`; a price the user set is
+  theirs and stays) x0.7 and x1.3 one at a time, then all of them at once.
+  A price moves only the capex (`terms.capex_and_power`): step time and
+  plans do not depend on prices, so the throughput stays.
+- the popularity skew x0.5 and x2 (where it stays inside the model's
+  bounds): every candidate keeps its sharding and its other plan fields,
+  and its HBM fractions are re-fitted by the planner's rule (hottest
+  bytes first, `refit_hbm`), as hotter or flatter traffic moves which
+  rows the HBM should hold.
+A candidate competes under a perturbation if it is within the limits
+there; the candidates are those within the limits at the nominal numbers.
+
+No I/O, no printing.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from codesign import (
+  catalog,
+  cost_model,
+  hardware,
+  part_tables,
+  planner,
+  report,
+  search,
+  terms,
+)
+from codesign import design_space as ds
+from codesign import plan as plan_lib
+from codesign import workload as wl
+from codesign import workload_presets as wp
+from codesign.stack import Stack
+from codesign.studies import shared
+
+PRICE_FACTORS = (0.7, 1.3)
+SKEW_FACTORS = (0.5, 2.0)
+# Distinct designs of the search beside the proposal that compete.
+FOUND_DESIGNS = 4
+# Shares of a plan's HBM bytes tried, in turn, when a new skew moves them
+# (`refit_hbm`).
+REFIT_SHARES = (1.0, 0.99, 0.97, 0.93, 0.85, 0.7, 0.5, 0.25, 0.0)
+# Perturbations whose winner the sentence names (the rest: result.json).
+NAMED_FLIPS = 3
+METHOD = (
+  'candidates within the limits at the nominal numbers, re-ranked by the '
+  'objective under each perturbation (cost model only); a price (uncertain '
+  'ones: catalog confidence low, or no catalog price) x0.7 and x1.3 one at '
+  'a time and all at once, which moves the capex only; popularity_skew '
+  'x0.5 and x2, with each plan keeping its sharding and the bytes it holds '
+  'in HBM, re-distributed hottest first by the planner (planner.water_fill;'
+  ' fewer bytes where they no longer fit: refit_hbm)'
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+  """A design that competes with the proposal.
+
+  Attributes:
+    name: how sentences name it ('proposal', a preset, a design's shape).
+    kind: 'proposal', 'found' (by the search) or 'preset'.
+    platform: the concrete platform, at the run's prices.
+    plan: its plan (searched, or the preset's auto plan).
+    figures: its `report.to_result` figures at the nominal numbers.
+  """
+
+  name: str
+  kind: str
+  platform: hardware.Platform
+  plan: plan_lib.Plan
+  figures: dict
+
+
+def _origin(w: wl.Workload) -> str:
+  """Where the workload's numbers come from, in a few words."""
+  if w.name in wp.WORKLOADS and w == wp.get(w.name):
+    return f'{w.name} default'
+  return 'as given'
+
+
+def assumptions(w: wl.Workload, p: hardware.Platform, plan) -> dict:
+  """The workload numbers that decide a proposal on platform `p` with
+  `plan`: popularity skew (and the share of lookups the hottest 20% of
+  rows get), pooling per table, the table bytes (with optimizer state)
+  against the proposal's HBM and what the plan keeps there, global batch;
+  `origin` says whether they are a preset's defaults (no preset's skew is
+  measured: zion_scale's 8 and the others' uniform 1 are assumptions,
+  see `workload_presets`)."""
+  k = float(w.popularity_skew)
+  pooling = np.array([t.pooling for t in w.tables], dtype=np.float64)
+  tb = planner.table_bytes(w)
+  frac = np.asarray(plan.hbm_fraction, dtype=np.float64)
+  dp = np.array([s == 'data_parallel' for s in plan.sharding], np.float64)
+  accelerators = 0.0 if p.trainer == 'cpu' else float(p.accelerators_per_node)
+  if p.trainer == 'cpu':
+    frac = np.zeros_like(frac)
+  in_hbm = dp + (1.0 - dp) * frac
+  hits = 1.0 - (1.0 - in_hbm) ** k
+  return {
+    'origin': _origin(w),
+    'popularity_skew': k,
+    'hottest_20pct_rows_lookup_share': 1.0 - 0.8**k,
+    'pooling_mean_per_table': float(pooling.mean()),
+    'pooling_max_per_table': float(pooling.max()),
+    'table_bytes_with_optimizer_state': float(tb.sum()),
+    'proposal_hbm_bytes': float(p.nodes)
+    * accelerators
+    * float(p.accelerator.hbm_capacity),
+    'table_bytes_share_in_hbm': float(np.sum(in_hbm * tb) / np.sum(tb)),
+    'lookup_share_from_hbm': float(np.sum(hits * pooling) / pooling.sum()),
+    'global_batch': int(w.global_batch),
+  }
+
+
+def assumptions_line(a: dict) -> str:
+  """The `assumptions` dict as one printed line."""
+  origin = a['origin']
+  skew = origin + (', an assumption' if 'default' in origin else '')
+  return (
+    f'assumptions: popularity_skew {a["popularity_skew"]:g} ({skew}: the '
+    f'hottest 20% of rows get {a["hottest_20pct_rows_lookup_share"]:.0%} '
+    f'of lookups); pooling {a["pooling_mean_per_table"]:.3g} mean, '
+    f'{a["pooling_max_per_table"]:.3g} max lookups per table per sample '
+    f'({origin}); tables {a["table_bytes_with_optimizer_state"] / 1e9:,.0f}'
+    f' GB with optimizer state vs {a["proposal_hbm_bytes"] / 1e9:,.0f} GB '
+    f'of HBM in the proposal, whose plan keeps '
+    f'{a["table_bytes_share_in_hbm"]:.0%} of the table bytes there '
+    f'({a["lookup_share_from_hbm"]:.0%} of lookups); global batch '
+    f'{a["global_batch"]:,} ({origin})'
+  )
+
+
+def _short(part: str) -> str:
+  """'EPYC-7742 (Rome)' -> 'EPYC-7742'; accelerator names stay whole."""
+  return part.split(' ')[0]
+
+
+def _parts_of(p: hardware.Platform) -> list[str]:
+  """The catalog parts of a platform whose price counts in its capex."""
+  raw = catalog.raw()
+  names = [p.cpu.name]
+  if p.trainer == 'accelerator':
+    names.insert(0, p.accelerator.name)
+  return [n for n in names if n in raw['accelerators'] or n in raw['cpus']]
+
+
+def perturbations(
+  candidates: list[Candidate], w: wl.Workload, prices=()
+) -> tuple[list[dict], list[str]]:
+  """(perturbations, left out): the uncertain prices of the candidates'
+  parts (not those `prices` sets) x each of PRICE_FACTORS, one at a time
+  and (with several parts) all at once; the popularity skew x each of
+  SKEW_FACTORS. Left out: one sentence per skew outside the model's
+  bounds."""
+  given = dict(prices)
+  parts = []
+  for c in candidates:
+    for n in _parts_of(c.platform):
+      uncertain = part_tables.low_confidence_price(n) and n not in given
+      if uncertain and n not in parts:
+        parts.append(n)
+  out = []
+  for n in parts:
+    for f in PRICE_FACTORS:
+      name = f'{_short(n)} price {100 * (f - 1):+.0f}%'
+      out.append({'name': name, 'kind': 'price', 'parts': [n], 'factor': f})
+  if len(parts) > 1:
+    for f in PRICE_FACTORS:
+      out.append(
+        {
+          'name': f'every uncertain price {100 * (f - 1):+.0f}%',
+          'kind': 'price',
+          'parts': list(parts),
+          'factor': f,
+        }
+      )
+  left_out = []
+  lo, hi = wl.BOUNDS['popularity_skew']
+  for f in SKEW_FACTORS:
+    k = float(w.popularity_skew) * f
+    name = f'popularity_skew {k:g} (x{f:g})'
+    if lo <= k <= hi:
+      out.append(
+        {'name': name, 'kind': 'popularity_skew', 'factor': f, 'value': k}
+      )
+    else:
+      left_out.append(f"{name} is outside the model's {lo:g} to {hi:g}")
+  return out, left_out
+
+
+def _repriced(c: Candidate, prices: dict) -> dict:
+  """The figures of `c` with its parts at `prices` (part -> USD)."""
+  p = part_tables.priced(c.platform, tuple(sorted(prices.items())))
+  capex, _ = terms.capex_and_power(p)
+  capex = float(capex)
+  thr = c.figures['throughput_samples_per_s']
+  return {**c.figures, 'capex_usd': capex, 'perf_per_usd': thr / capex}
+
+
+def refit_hbm(w: wl.Workload, p, stack: Stack, plan) -> np.ndarray:
+  """HBM fractions of `plan` re-fitted for workload `w` (another skew) on
+  platform `p`: the table bytes the plan holds in HBM, re-distributed by
+  the planner's hottest-bytes-first rule (`planner.water_fill`) for `w`'s
+  hotness, or, where the busiest rank's HBM (`planner.hbm_required`) no
+  longer holds them, the largest of REFIT_SHARES of those bytes that it
+  holds: a few memory terms instead of the planner's forty-step fit
+  (`planner.fit_hbm`), which places up to about 1% more on zion_scale's
+  presets."""
+  dp = np.array([x == 'data_parallel' for x in plan.sharding], np.float64)
+  frac = np.asarray(plan.hbm_fraction, np.float64)
+  held = float(np.sum(frac * planner.table_bytes(w) * (1.0 - dp)))
+  avail = planner.hbm_available(p, stack)
+  for share in REFIT_SHARES:
+    frac = planner.water_fill(w, share * held, dp)
+    if planner.hbm_required(w, p, stack, plan.sharding, frac) <= avail:
+      return frac
+  return frac
+
+
+def _reskewed(c: Candidate, w: wl.Workload, stack: Stack) -> dict:
+  """The figures of `c` on workload `w` (another skew), its HBM fractions
+  re-fitted (`refit_hbm`)."""
+  plan = c.plan
+  if c.platform.trainer != 'cpu':
+    frac = refit_hbm(w, c.platform, stack, plan)
+    plan = dataclasses.replace(plan, hbm_fraction=frac)
+  r = cost_model.evaluate(hardware.as_arrays(c.platform), w, plan, stack)
+  return report.to_result(r)
+
+
+def _figures_under(pert, candidates, w, stack, prices) -> list[dict]:
+  if pert['kind'] == 'price':
+    moved = dict(prices)
+    for n in pert['parts']:
+      moved[n] = pert['factor'] * part_tables.price_usd(n, prices)
+    return [_repriced(c, moved) for c in candidates]
+  w2 = dataclasses.replace(w, popularity_skew=pert['value'])
+  return [_reskewed(c, w2, stack) for c in candidates]
+
+
+def _ranking(values, maximize: bool) -> list[int]:
+  """Positions of the candidates within the limits (value not None), best
+  first; ties keep the candidates' order (the proposal first)."""
+  ok = [i for i, v in enumerate(values) if v is not None]
+  return sorted(ok, key=lambda i: -values[i] if maximize else values[i])
+
+
+def check(
+  candidates: list[Candidate],
+  perturbations_: list[dict],
+  w: wl.Workload,
+  stack: Stack,
+  score: Callable[[dict], float | None],
+  maximize: bool,
+  prices=(),
+) -> dict:
+  """Whether candidates[0] (the proposal) stays the best under each
+  perturbation (a `perturbations` dict).
+
+  Args:
+    candidates: the proposal first, then its competitors, at the run's
+      prices (`prices`, the user's) and workload `w`.
+    perturbations_: what to move.
+    w, stack: the workload and the stack.
+    score: figures -> objective value, None when not within the limits.
+    maximize: whether a larger objective is better.
+    prices: the part prices the user set (`part_tables.Prices`).
+
+  Returns:
+    The `robustness` dict of result.json: `method`, `candidates` (name,
+    kind, nominal objective), `nominal_best`, per perturbation its `best`,
+    `proposal_stays_best`, the proposal's and the best's objective and
+    the `ranking`; `proposal_stays_best` (a count), `perturbation_count`,
+    `share` (None without perturbations) and `sentence`.
+  """
+  names = [c.name for c in candidates]
+  nominal = [score(c.figures) for c in candidates]
+  order = _ranking(nominal, maximize)
+  rows = []
+  for pert in perturbations_:
+    values = [
+      score(f) for f in _figures_under(pert, candidates, w, stack, prices)
+    ]
+    rank = _ranking(values, maximize)
+    rows.append(
+      {
+        **pert,
+        'best': names[rank[0]] if rank else None,
+        'proposal_stays_best': bool(rank) and rank[0] == 0,
+        'proposal_value': values[0],
+        'best_value': values[rank[0]] if rank else None,
+        'ranking': [names[i] for i in rank],
+      }
+    )
+  stays = sum(r['proposal_stays_best'] for r in rows)
+  out = {
+    'method': METHOD,
+    'candidates': [
+      {'name': c.name, 'kind': c.kind, 'objective_value': v}
+      for c, v in zip(candidates, nominal, strict=True)
+    ],
+    'nominal_best': names[order[0]] if order else None,
+    'perturbations': rows,
+    'proposal_stays_best': int(stays),
+    'perturbation_count': len(rows),
+    'share': stays / len(rows) if rows else None,
+  }
+  out['sentence'] = sentence(out)
+  return out
+
+
+def sentence(rob: dict) -> str:
+  """One sentence: the share of perturbations under which the proposal
+  stays best, and the winner under the first few where it does not."""
+  kinds = [c['kind'] for c in rob['candidates']]
+  others = (
+    f'{kinds.count("found")} other designs the search found and '
+    f'{kinds.count("preset")} presets within the limits'
+  )
+  n = rob['perturbation_count']
+  if not n:
+    return f'no perturbation applies (candidates: the proposal, {others})'
+  head, verb = '', 'stays'
+  if rob['nominal_best'] != 'proposal':
+    head = (
+      f'at the nominal numbers the best candidate is {rob["nominal_best"]}, '
+      'not the proposal; '
+    )
+    verb = 'is'
+  text = (
+    f'{head}the proposal {verb} best against {others} under '
+    f'{rob["proposal_stays_best"]} of {n} perturbations '
+    f'({100 * rob["share"]:.0f}%)'
+  )
+  flips = [r for r in rob['perturbations'] if not r['proposal_stays_best']]
+  for r in flips[:NAMED_FLIPS]:
+    if r['best'] is None:
+      text += f'; under {r["name"]} no candidate is within the limits'
+    else:
+      text += f'; under {r["name"]} the best is {r["best"]}'
+  if len(flips) > NAMED_FLIPS:
+    text += f'; {len(flips) - NAMED_FLIPS} more in result.json robustness'
+  return text
+
+
+def found_designs(problem, res, score, limit: int = FOUND_DESIGNS):
+  """Candidates from the search: up to `limit` distinct buildable designs
+  it evaluated (`search.Result.top_index`), best first, feasible and
+  within the limits (`score` not None), each of another shape or CPU than
+  the proposal (its best) and than each other: variants that differ only
+  in DDR or NICs are left out, so the candidates differ in kind. Each is
+  named by its shape ('2x(2S+8 H100)'), with its CPU where the proposal
+  or another of them has the same shape."""
+  space = problem.space
+  w, stack = problem.workload, problem.stack
+
+  def kind(idx):
+    d = ds.describe_index(space, idx)
+    return shared.design_name(d), d['cpu']
+
+  seen = [kind(res.best_index)]
+  found = []
+  for idx, pz, ok in zip(
+    res.top_index, res.top_plan_z, res.top_feasible, strict=True
+  ):
+    if len(found) == limit:
+      break
+    if not ok or kind(idx) in seen:
+      continue
+    p, plan = search.buildable(problem, idx, pz)
+    fig = report.to_result(
+      cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
+    )
+    if score(fig) is not None:
+      seen.append(kind(idx))
+      found.append((p, plan, fig))
+  shapes = [name for name, _ in seen]
+  out = []
+  for (name, cpu), (p, plan, fig) in zip(seen[1:], found, strict=True):
+    if shapes.count(name) > 1:
+      name += f' {_short(cpu)}'
+    out.append(Candidate(name, 'found', p, plan, fig))
+  return out
