@@ -200,6 +200,47 @@ def nv_dlrm_large() -> Workload:
   return _nv_dlrm('large')
 
 
+# The table layout of the zion_scale family: 64 tables, rows log-spaced
+# from 2.5M to 150M, pooling log-spaced from 1 to 64 (interleaved).
+_ZION_TABLES = 64
+_ZION_DIM = 128
+
+
+def _zion_layout() -> tuple[list[int], list[float]]:
+  """(rows, pooling) of the zion_scale family's 64 tables (see zion_scale)."""
+  n = _ZION_TABLES
+  rows = [round(2.5e6 * (150e6 / 2.5e6) ** (i / (n - 1))) for i in range(n)]
+  pool = [round(64.0 ** (i / (n - 1)), 2) for i in range(n)]
+  # Interleave sizes and pooling so big tables are not also the hottest.
+  return rows, pool[::2] + pool[1::2]
+
+
+def _zion_family(name, rows, precision, dense_precision, source) -> Workload:
+  """A zion_scale-family workload: its layout with these rows and
+  precisions, its dense part, batch, optimizer and skew."""
+  _, pool = _zion_layout()
+  return Workload(
+    name=name,
+    tables=_tables(rows, _ZION_DIM, pool, precision),
+    num_dense=512,
+    bottom_mlp=(1024, 512, 128),
+    top_mlp=(2048, 1024, 512, 256, 1),
+    global_batch=65536,
+    optimizer='rowwise_adagrad',
+    dense_precision=dense_precision,
+    popularity_skew=8.0,
+    source=source,
+  )
+
+
+def _scaled_rows(target_params: float) -> list[int]:
+  """The family's rows scaled by one factor so that rows x dim totals
+  `target_params` embedding parameters (each table at least 1 row)."""
+  rows, _ = _zion_layout()
+  scale = target_params / (_ZION_DIM * sum(rows))
+  return [max(1, round(r * scale)) for r in rows]
+
+
 def zion_scale() -> Workload:
   """SYNTHETIC production-scale DLRM, about 1.2 TB of fp32 tables.
 
@@ -217,22 +258,69 @@ def zion_scale() -> Workload:
   Sized so that it exceeds 8 x 32 GB (Big Basin) and 8 x 80 GB (DGX A100)
   of HBM but fits the host DDR of a Zion-like node.
   """
-  n = 64
-  rows = [round(2.5e6 * (150e6 / 2.5e6) ** (i / (n - 1))) for i in range(n)]
-  pool = [round(64.0 ** (i / (n - 1)), 2) for i in range(n)]
-  # Interleave sizes and pooling so big tables are not also the hottest.
-  pool = pool[::2] + pool[1::2]
-  return Workload(
-    name='zion_scale',
-    tables=_tables(rows, 128, pool),
-    num_dense=512,
-    bottom_mlp=(1024, 512, 128),
-    top_mlp=(2048, 1024, 512, 256, 1),
-    global_batch=65536,
-    optimizer='rowwise_adagrad',
-    dense_precision='bf16',
-    popularity_skew=8.0,
-    source='synthetic (see codesign.workload_presets.zion_scale docstring)',
+  rows, _ = _zion_layout()
+  return _zion_family(
+    'zion_scale',
+    rows,
+    'fp32',
+    'bf16',
+    'synthetic (see codesign.workload_presets.zion_scale docstring)',
+  )
+
+
+def zion_2019() -> Workload:
+  """The zion_scale family at the size of the Zion era: 1 TB of fp32 tables.
+
+  Size: the Zion paper's platform was built for embedding tables "tens of
+  GB to TB" in size (zion_context.md, [paper]: Naumov et al., arXiv
+  2003.09518); this preset takes the top of that range, 1e12 B of fp32
+  rows (the family's rows x 0.83, 1.95e9 rows of dim 128). That is 3.9x
+  the 8 x 32 GB of HBM of an 8-V100 node (Big Basin, Zion's 8 OAMs;
+  zion_context.md [spec]) and 2x the 16 x 32 GB of a DGX-2. fp32 tables:
+  the 2019 reference DLRM trains fp32 nn.EmbeddingBag tables (catalog
+  models.criteo_*: facebookresearch/dlrm). Dense in fp16 mixed precision:
+  V100 tensor cores have fp16, not bf16 (catalog V100 entries).
+  Skew: no public number gives the access skew of Facebook's tables; the
+  family's assumption (popularity_skew 8: the hottest 20% of rows get 83%
+  of the lookups) is kept, the same in both eras of
+  `experiments.zion_decision`. Layout, dense part, batch and optimizer:
+  as zion_scale (synthetic).
+  """
+  return _zion_family(
+    'zion_2019',
+    _scaled_rows(1e12 / 4),
+    'fp32',
+    'fp16',
+    'zion_scale family at 1 TB of fp32 tables: Zion-era tables "tens of '
+    'GB to TB" (Naumov et al. arXiv 2003.09518, via zion_context.md); skew '
+    'and layout assumed (see codesign.workload_presets.zion_2019)',
+  )
+
+
+def neo_12t() -> Workload:
+  """The zion_scale family at the size of Neo's production model: 12e12
+  embedding parameters, fp16 rows, 24 TB.
+
+  Size: catalog models.meta_neo_12T: a 12-trillion-parameter production
+  DLRM trained on 16 ZionEX nodes (Mudigere et al., ISCA'22 abstract); its
+  table layout is not public (catalog notes). The dense part is a few
+  million parameters, so the tables are taken to hold all 12e12, spread
+  over the family's 64 tables of dim 128 (rows x 40, 9.4e10 rows).
+  Precision [derived]: fp16 rows, 24 TB; in fp32 (48 TB) they would not
+  fit the 16 nodes' HBM and DDR (128 x 40 GB + 16 x 1.5 TB = 29 TB;
+  zion_context.md), in fp16 they do (Neo's abstract names quality-
+  preserving compression and an HBM+DDR+SSD hierarchy). Dense in bf16
+  (A100 and later). Skew, layout, dense part, batch and optimizer: as
+  zion_scale (assumed).
+  """
+  return _zion_family(
+    'neo_12t',
+    _scaled_rows(12e12),
+    'fp16',
+    'bf16',
+    _catalog_source('meta_neo_12T')
+    + '; zion_scale layout at 12e12 fp16 parameters (see '
+    'codesign.workload_presets.neo_12t)',
   )
 
 
@@ -251,6 +339,8 @@ WORKLOADS = {
     nv_dlrm_small,
     nv_dlrm_large,
     zion_scale,
+    zion_2019,
+    neo_12t,
   )
 }
 

@@ -200,6 +200,11 @@ BAD_FLAGS = {
     ['--override=platform.nodes=2'],
     ['workload.', 'stack.'],
   ),
+  'unknown_preset_compared': (
+    'zion_decision',
+    ['--presets=zion,nope'],
+    ["'nope'", 'valid choices'],
+  ),
 }
 
 

@@ -106,6 +106,7 @@ SCRIPT_FLAGS = {
   'search_quality': ['population', 'exhaustive_chunk', 'workloads'],
   'benchmark': ['batches', 'grad_batch', 'eager_designs', 'min_time_s'],
   'calibrate': ['fit_steps', 'seed'],
+  'zion_decision': ['budget_2019_usd', 'budget_today_usd', 'starts', 'steps'],
 }
 BAD_VALUES = ['nan', 'inf', '-inf', '-1', 'abc', '', '1e400', ',,']
 
