@@ -11,6 +11,8 @@ Counts (sockets, accelerators, links, NICs, nodes) are continuous in the
 model; a buildable platform rounds them (see the search).
 """
 
+import dataclasses
+
 import jax.numpy as jnp
 
 from codesign.pytree import dataclass, field, replace
@@ -259,3 +261,23 @@ def as_arrays(platform: Platform, dtype=None) -> Platform:
   import jax
 
   return jax.tree.map(lambda x: jnp.asarray(x, dtype=dtype), platform)
+
+
+def unlabelled(platform: Platform) -> Platform:
+  """The same platform without its labels (names and sources, static
+  fields that no term reads), so that platforms that differ only in
+  numbers share one jit compile."""
+
+  def strip(x):
+    if not dataclasses.is_dataclass(x):
+      return x
+    changes = {}
+    for f in dataclasses.fields(x):
+      v = getattr(x, f.name)
+      if f.name in ('name', 'sources'):
+        changes[f.name] = '' if f.name == 'name' else ()
+      elif dataclasses.is_dataclass(v):
+        changes[f.name] = strip(v)
+    return dataclasses.replace(x, **changes)
+
+  return strip(platform)

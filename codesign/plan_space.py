@@ -143,3 +143,17 @@ def seed_uniform_shardings(space, z: np.ndarray) -> np.ndarray:
     if i % (k + 1) < k:
       out[i, hc:] = uniform_sharding(space, out[i, hc:], i % (k + 1))
   return out
+
+
+def vector_of(space, plan: plan_lib.Plan) -> np.ndarray:
+  """The plan coordinates (size(space),) of a concrete plan whose
+  shardings are among CHOICES (a searched space) or the space's own."""
+  out = []
+  if space.plan_mode == 'optimize':
+    out += [np.asarray(plan.hbm_fraction, dtype=np.float64)]
+    out += [np.array([plan.cpu_lookup_fraction])]
+    if space.optimize_overlap:
+      out += [np.array([plan.overlap])]
+  if space.sharding == SEARCH:
+    out += [sharding_of_names(space, plan.sharding)]
+  return np.concatenate(out) if out else np.zeros(0)

@@ -25,6 +25,7 @@ from concrete numbers. Two rules decide it:
   rank's fair share; split none; every table column-wise.
 """
 
+import functools
 import math
 
 import jax
@@ -83,9 +84,30 @@ def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
 
 
 def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
-  """`hbm_need` of a concrete platform and plan, in bytes (float)."""
+  """`hbm_need` of a concrete platform and plan, in bytes (float).
+
+  Jitted, once per workload, row scale and kind of platform: the
+  platform's labels are dropped (`hardware.unlabelled`) and named
+  shardings are passed as one-hot weights (`terms.table_arrays_mixed`, the
+  same bytes), so that every preset and candidate sharding shares one
+  compile. A plan with data-parallel tables (not among the weights' four
+  shardings) is evaluated op by op."""
   frac = np.asarray(frac, np.float64)
-  return float(hbm_need(w, hardware.as_arrays(p), s, sharding, frac, row_scale))
+  if 'data_parallel' in sharding:
+    need = hbm_need(w, hardware.as_arrays(p), s, sharding, frac, row_scale)
+    return float(need)
+  choices = terms.SEARCHED_SHARDINGS
+  weights = np.eye(len(choices))[[choices.index(x) for x in sharding]]
+  fn = _hbm_need_jit(w, float(row_scale))
+  hw = hardware.unlabelled(hardware.as_arrays(p))
+  return float(fn(hw, s, weights, frac))
+
+
+@functools.cache
+def _hbm_need_jit(w: wl.Workload, row_scale: float):
+  return jax.jit(
+    lambda p, s, weights, frac: hbm_need(w, p, s, weights, frac, row_scale)
+  )
 
 
 def hbm_available(p: Platform, s: Stack) -> float:

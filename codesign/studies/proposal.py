@@ -156,19 +156,6 @@ def _auto_plan_wins(problem, auto_fig, fig, limits) -> bool:
   return a > b if search.maximized(problem.objective) else a < b
 
 
-def _plan_vector(space, plan) -> np.ndarray:
-  """The plan coordinates (`plan_space`) of a concrete plan on `space`."""
-  out = []
-  if space.plan_mode == 'optimize':
-    out += [np.asarray(plan.hbm_fraction, dtype=np.float64)]
-    out += [np.array([plan.cpu_lookup_fraction])]
-    if space.optimize_overlap:
-      out += [np.array([plan.overlap])]
-  if space.sharding == plan_space.SEARCH:
-    out += [plan_space.sharding_of_names(space, plan.sharding)]
-  return np.concatenate(out) if out else np.zeros(0)
-
-
 def _limits(problem, max_nodes) -> dict:
   return {
     'budget_usd': problem.budget_usd,
@@ -343,7 +330,7 @@ def run(
     plan_source = 'auto'
     plj = schema.plan_to_json(auto_plan)
     fig = _figures(p_back, w, schema.plan_from_json(plj, w), stack)
-    plan_z = _plan_vector(space, auto_plan)
+    plan_z = plan_space.vector_of(space, auto_plan)
   # Recomputed op by op here, so the result does not depend on the devices
   # the batched search ran on.
   _, g_best, _ = search.assess_index(
