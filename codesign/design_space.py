@@ -115,6 +115,10 @@ class DesignSpace:
       is a property of the software stack, and presets use 0.5).
     prices: part prices the user set (`part_tables.Prices`, --price);
       every other part at the catalog's price.
+    trainer: `accelerator`, or `cpu`: the CPU sockets train (no
+      accelerators: the accelerator axes are degenerate and cost nothing,
+      the fabric is PCIe only and the NICs hang off the sockets, as the
+      CPU presets).
   """
 
   accelerators: tuple[str, ...]
@@ -127,6 +131,7 @@ class DesignSpace:
   overlap: float = 0.5
   optimize_overlap: bool = False
   prices: pt.Prices = ()
+  trainer: str = 'accelerator'
 
   @property
   def sizes(self) -> tuple[int, ...]:
@@ -156,8 +161,9 @@ class DesignSpace:
 
   @property
   def size(self) -> int:
-    """Number of buildable platforms."""
-    return math.prod(self.sizes)
+    """Number of buildable platforms (distinct choices per axis)."""
+    parts = (self.accelerators, self.cpus, *self.grids)
+    return math.prod(len(set(x)) for x in parts)
 
 
 def make_space(
@@ -170,6 +176,7 @@ def make_space(
   node_grid: tuple[int, ...] | None = None,
   optimize_overlap: bool = False,
   prices: pt.Prices = (),
+  trainer: str = 'accelerator',
 ) -> DesignSpace:
   """The default design space for `workload`.
 
@@ -185,6 +192,8 @@ def make_space(
       max_nodes).
     optimize_overlap: whether the overlap is a search variable.
     prices: part prices set by the user (`part_tables.parse_prices`).
+    trainer: `accelerator`, or `cpu` (a CPU trainer: one accelerator
+      choice kept as a placeholder, none per node).
   """
   if int(max_nodes) < 1:
     raise InputError(f'max_nodes must be at least 1, got {max_nodes}')
@@ -213,13 +222,21 @@ def make_space(
     catalog.cpu(c, 64)
   if len(accelerators) < 2 or len(cpus) < 2:
     raise InputError('a design space needs at least two parts per part axis')
+  if trainer not in hardware.TRAINERS:
+    raise InputError(
+      f'unknown trainer {trainer!r}; valid choices: '
+      + ', '.join(hardware.TRAINERS)
+    )
+  per_node = ACCELERATORS_PER_NODE
+  if trainer == 'cpu':
+    accelerators, per_node = (accelerators[0],) * 2, (1, 1)
   nodes = node_grid or tuple(range(1, int(max_nodes) + 1))
   if len(nodes) < 2:
     nodes = (1, 1)  # one choice: a degenerate axis that stays at 1 node
   grids = (
     tuple(float(n) for n in nodes),
     tuple(float(s) for s in SOCKETS),
-    tuple(float(a) for a in ACCELERATORS_PER_NODE),
+    tuple(float(a) for a in per_node),
     tuple(g * GB for g in bd.DDR_PER_CHANNEL_GB),
     tuple(float(n) for n in NICS_PER_NODE),
     tuple(
@@ -236,6 +253,7 @@ def make_space(
     sharding=sharding,
     optimize_overlap=optimize_overlap,
     prices=tuple(prices),
+    trainer=trainer,
   )
 
 
@@ -252,6 +270,8 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   nodes, sockets, accels, ddr_ch, nics, nic_bw = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
+  cpu_trainer = space.trainer == 'cpu'
+  accels = 0.0 if cpu_trainer else accels
   raw = catalog.raw()
   d = raw['accelerators'][acc_name]
   gen = min(d['pcie_gen'], raw['cpus'][cpu_name]['pcie_gen'])
@@ -262,9 +282,10 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   nic = platform_presets.nic(
     round(float(w['nic_count'])),
     float(w['nic_bandwidth']) / (1e9 / 8),
-    'accelerator',
+    'socket' if cpu_trainer else 'accelerator',
   )
-  fab = platform_presets.accel_fabric(acc_name, bd.DESIGN_TOPOLOGY)
+  topology = 'pcie_only' if cpu_trainer else bd.DESIGN_TOPOLOGY
+  fab = platform_presets.accel_fabric(acc_name, topology)
   ddr = float(f['ddr_channels']) * ddr_ch
   cpu = replace(catalog.cpu(cpu_name, ddr / GB), ddr_capacity=ddr)
   link = platform_presets.host_link(gen)
@@ -273,7 +294,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   chassis = 'assumption: design_space NODE_*, buildability.SWITCH_* per switch'
   platform = hardware.Platform(
     name='proposal',
-    trainer='accelerator',
+    trainer=space.trainer,
     nodes=float(nodes),
     sockets_per_node=float(sockets),
     accelerators_per_node=float(accels),
@@ -287,16 +308,23 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     sources=(
       ('node_price', chassis),
       ('node_power', chassis),
-      (
-        'notes',
-        "proposed by codesign.search; fabric: the accelerator's own "
-        '(NVSwitch or OAM full mesh), modelled as a switch; NICs on the '
-        'accelerators; PCIe at the lower generation of its two ends, '
-        'uplinks shared where switches fan devices out (buildability)',
-      ),
+      ('notes', CPU_TRAINER_NOTE if cpu_trainer else ACCELERATOR_NOTE),
     ),
   )
   return pt.priced(platform, space.prices)
+
+
+ACCELERATOR_NOTE = (
+  "proposed by codesign.search; fabric: the accelerator's own (NVSwitch "
+  'or OAM full mesh), modelled as a switch; NICs on the accelerators; PCIe '
+  'at the lower generation of its two ends, uplinks shared where switches '
+  'fan devices out (buildability)'
+)
+CPU_TRAINER_NOTE = (
+  'proposed by codesign.search; a CPU trainer: the sockets train and hold '
+  'the tables in DDR, no accelerators (their fields are unused); NICs on '
+  'the sockets'
+)
 
 
 def _node_price(accels, sockets, switches):
@@ -323,6 +351,8 @@ def _node_power(accels, sockets, switches):
 def _assemble(space, template, acc, cpu, numbers):
   """A platform from part rows (acc, cpu) and the number-axis values."""
   nodes, sockets, accels, ddr_ch, nics, nic_bw = numbers
+  if space.trainer == 'cpu':
+    accels = 0.0 * accels
   na = len(pt.ACC_FIELDS)
   nc = len(pt.CPU_FIELDS)
   links, link_bw, acc_pcie, domain = (acc[na + i] for i in range(4))
@@ -555,11 +585,12 @@ def describe_index(space: DesignSpace, index) -> dict:
   )
   cpu = space.cpus[index[1]]
   return {
+    'trainer': space.trainer,
     'accelerator': space.accelerators[index[0]],
     'cpu': cpu,
     'nodes': nodes,
     'sockets_per_node': sockets,
-    'accelerators_per_node': accels,
+    'accelerators_per_node': 0.0 if space.trainer == 'cpu' else accels,
     'ddr_per_socket_gb': ddr_ch * bd.catalog_facts()[cpu]['ddr_channels'] / GB,
     'ddr_per_channel_gb': ddr_ch / GB,
     'nic_count': nics,

@@ -98,6 +98,13 @@ flags.DEFINE_multi_string(
   "catalog's, for the search, the proposal and the presets. Repeatable, "
   'or comma-separated; may be empty.',
 )
+flags.DEFINE_list(
+  'trainers',
+  ['accelerator', 'cpu'],
+  'Kinds of platform searched, each in its own design space: accelerator '
+  '(catalog accelerators with CPU hosts), cpu (CPU sockets that train '
+  "alone, as the Zion paper's CPU-only baseline); the best is proposed.",
+)
 flags.DEFINE_integer(
   'available_by',
   None,

@@ -25,7 +25,6 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -45,7 +44,7 @@ from codesign import platform_presets as presets_lib
 from codesign import stack as stack_lib
 from codesign import workload as wl
 from codesign.errors import InputError
-from codesign.studies import robustness, shared
+from codesign.studies import proposal_search, robustness, shared
 
 # Platform presets evaluated beside the proposal by default.
 PRESETS = (
@@ -95,6 +94,9 @@ class Settings:
     price: 'PART=USD' strings: the price of one catalog part (a name or
       the beginning of one; an accelerator with its HBM) in place of the
       catalog's (`part_tables.parse_prices`).
+    trainers: the kinds of platform searched, each in its own design space
+      (`accelerator`, `cpu`: CPU sockets that train alone); the best is
+      proposed (`proposal_search`).
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -113,6 +115,7 @@ class Settings:
   only_parts: tuple[str, ...] = ()
   available_by: int | None = None
   price: tuple[str, ...] = ()
+  trainers: tuple[str, ...] = ('accelerator', 'cpu')
 
 
 def _figures(p, w, plan, stack) -> dict:
@@ -163,42 +166,6 @@ def _limits(problem, max_nodes) -> dict:
     'max_nodes': max_nodes,
     'samples': problem.samples,
   }
-
-
-def _explain_infeasible(problem, result, config, max_nodes, on_step, progress):
-  """One sentence: which constraint no buildable platform meets, by how
-  much."""
-  g = result.best_g
-  worst = search.CONSTRAINTS[int(g.argmax())]
-  if worst in ('capex', 'power'):
-    # The cheapest (or leanest) platform that holds the tables, found by the
-    # same search without the budget.
-    free = dataclasses.replace(
-      problem, objective=worst, budget_usd=None, power_w=None
-    )
-    progress(f'no feasible platform; searching the minimum {worst}')
-    low = search.gradient_search(free, config, progress=on_step(worst))
-    if low.best_feasible:
-      if worst == 'capex':
-        limit, need = problem.budget_usd, low.best_value
-        return (
-          f'the capex budget of ${limit:,.0f} cannot be met: the cheapest '
-          f'buildable platform found that holds the tables costs '
-          f'${need:,.0f}, ${need - limit:,.0f} ({100 * (need / limit - 1):.0f}'
-          '%) over the budget'
-        )
-      limit, need = problem.power_w, low.best_value
-      return (
-        f'the power budget of {limit:,.0f} W cannot be met: the leanest '
-        f'buildable platform found that holds the tables draws {need:,.0f} '
-        f'W, {need - limit:,.0f} W ({100 * (need / limit - 1):.0f}%) over '
-        'the budget'
-      )
-  return (
-    'no buildable platform within the limits was found: '
-    + shared.violation_sentence(problem, g)
-    + f' at best (max_nodes={max_nodes})'
-  )
 
 
 def run(
@@ -258,20 +225,6 @@ def run(
       settings.available_by,
     )
     parts = {'accelerators': acc, 'cpus': cpu}
-  space = design_space.make_space(
-    w, max_nodes=max_nodes, sharding=settings.sharding, prices=prices, **parts
-  )
-  problem = search.check_problem(
-    search.Problem(
-      space,
-      w,
-      stack,
-      settings.objective,
-      budget_usd=float(settings.budget_usd) if settings.budget_usd else None,
-      power_w=float(settings.power_w) if settings.power_w else None,
-      samples=float(settings.samples),
-    )
-  )
   config = search.check_config(
     search.Config(
       starts=int(settings.starts),
@@ -289,18 +242,33 @@ def run(
 
     return report_step
 
-  progress(
-    f'searching {space.size:,} buildable platforms (and their plans) for '
-    f'{w.name}, objective {problem.objective}, {config.starts} starts x '
-    f'{config.steps} steps on {len(jax.devices())} device(s)'
+  found = proposal_search.search_trainers(
+    w,
+    stack,
+    {
+      'objective': settings.objective,
+      'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
+      'power_w': float(settings.power_w) if settings.power_w else None,
+      'samples': float(settings.samples),
+    },
+    {
+      'max_nodes': max_nodes,
+      'sharding': settings.sharding,
+      'prices': prices,
+      **parts,
+    },
+    tuple(settings.trainers),
+    config,
+    progress,
+    on_step_of,
   )
-  res = search.gradient_search(
-    problem, config, progress=on_step_of(problem.objective)
-  )
+  problem, res, space = found.problem, found.result, found.problem.space
   t_search = time.perf_counter() - t_start
   if not res.best_feasible:
     raise InputError(
-      _explain_infeasible(problem, res, config, max_nodes, on_step_of, progress)
+      proposal_search.explain_infeasible(
+        problem, res, config, max_nodes, on_step_of, progress
+      )
     )
 
   limits = _limits(problem, max_nodes)
@@ -431,6 +399,10 @@ def run(
       # Snapped designs the concrete buildability check rejected, per rule.
       'rejected_unbuildable': dict(sorted(res.rejected.items())),
       'design_space_size': space.size,
+      'trainer': space.trainer,
+      # Each trainer's own search: its best objective value (None when
+      # nothing was feasible), evaluations and design space size.
+      'per_trainer': found.per_trainer,
       'seed': config.seed,
       'wall_s': 'in timing.json (kept out so result.json is reproducible)',
     },
@@ -500,7 +472,7 @@ def parts_line(pj: dict, prices=()) -> str:
   raw = catalog.raw()
   acc, cpu = pj['accelerator']['name'], pj['cpu']['name']
   out = []
-  if acc in raw['accelerators']:
+  if acc in raw['accelerators'] and pj['trainer'] == 'accelerator':
     a = catalog.accelerator(acc)
     info = part_tables.price_info(acc, prices)
     out.append(
@@ -542,7 +514,13 @@ def table(result: dict) -> str:
   ]
   pj = result['proposal']['platform']
   lines.append(
-    f'proposal: {pj["accelerator"]["name"]}, {pj["cpu"]["name"]}, DDR '
+    'proposal: '
+    + (
+      f'{pj["accelerator"]["name"]}, '
+      if pj['trainer'] == 'accelerator'
+      else 'a CPU trainer (no accelerators), '
+    )
+    + f'{pj["cpu"]["name"]}, DDR '
     f'{pj["cpu"]["ddr_capacity_gb"]:.0f} GB/socket, {pj["nic"]["count"]:.0f}'
     f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
   )

@@ -1,0 +1,147 @@
+"""The search behind a proposal: one design space per trainer, the best.
+
+`studies.proposal.run` asks this module for the best buildable design:
+`search_trainers` builds the design space of each trainer the user
+allows (`accelerator`: catalog accelerators with CPU hosts; `cpu`: CPU
+sockets that train alone, as the paper's CPU-only baseline), with the
+user's parts and prices, runs `search.gradient_search` on each and keeps
+the best feasible design (the objective, feasible first).
+`explain_infeasible` says in one sentence why nothing was feasible. No
+I/O.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+import jax
+
+from codesign import design_space, search
+from codesign import workload as wl
+from codesign.errors import InputError
+from codesign.hardware import TRAINERS
+from codesign.stack import Stack
+from codesign.studies import shared
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+  """The best design of each trainer's search and the winner.
+
+  problem, result: the winning trainer's search problem and result.
+  per_trainer: trainer -> (objective value or None when infeasible,
+  evaluations).
+  """
+
+  problem: search.Problem
+  result: search.Result
+  per_trainer: dict
+
+
+def check_trainers(trainers: tuple[str, ...]) -> tuple[str, ...]:
+  """The trainers, checked (one sentence for an unknown one)."""
+  if not trainers:
+    raise InputError('--trainers needs at least one of: ' + ', '.join(TRAINERS))
+  for t in trainers:
+    if t not in TRAINERS:
+      raise InputError(
+        f'unknown trainer {t!r}; valid choices: ' + ', '.join(TRAINERS)
+      )
+  return tuple(dict.fromkeys(trainers))
+
+
+def search_trainers(
+  w: wl.Workload,
+  stack: Stack,
+  problem_args: dict,
+  space_args: dict,
+  trainers: tuple[str, ...],
+  config: search.Config,
+  progress: Callable[[str], None],
+  on_step_of: Callable,
+) -> Found:
+  """Runs the gradient search on each trainer's design space.
+
+  Args:
+    w, stack: the workload and the stack that trains it.
+    problem_args: `search.Problem` fields besides space, workload and stack
+      (objective, budget_usd, power_w, samples).
+    space_args: `design_space.make_space` arguments besides the workload
+      and the trainer.
+    trainers: `hardware.TRAINERS` to search.
+    config: the search settings.
+    progress: called with a line before each search.
+    on_step_of: objective -> per-chunk callback of the search (or None).
+
+  Returns:
+    `Found`: the best feasible design over the trainers (a search with no
+    feasible design loses to one with; among infeasible ones the first).
+  """
+  best, per = None, {}
+  for trainer in check_trainers(trainers):
+    space = design_space.make_space(w, trainer=trainer, **space_args)
+    problem = search.check_problem(
+      search.Problem(space, w, stack, **problem_args)
+    )
+    progress(
+      f'searching {space.size:,} buildable {trainer}-trainer platforms (and '
+      f'their plans) for {w.name}, objective {problem.objective}, '
+      f'{config.starts} starts x {config.steps} steps on '
+      f'{len(jax.devices())} device(s)'
+    )
+    res = search.gradient_search(
+      problem, config, progress=on_step_of(problem.objective)
+    )
+    per[trainer] = {
+      'objective_value': res.best_value if res.best_feasible else None,
+      'evaluations': res.evaluations,
+      'design_space_size': space.size,
+    }
+    if best is None or _better(problem, res, best[1]):
+      best = (problem, res)
+  return Found(problem=best[0], result=best[1], per_trainer=per)
+
+
+def _better(problem, res, other) -> bool:
+  if res.best_feasible != other.best_feasible:
+    return res.best_feasible
+  if not res.best_feasible:
+    return False
+  if search.maximized(problem.objective):
+    return res.best_value > other.best_value
+  return res.best_value < other.best_value
+
+
+def explain_infeasible(problem, result, config, max_nodes, on_step, progress):
+  """One sentence: which constraint no buildable platform meets, by how
+  much."""
+  g = result.best_g
+  worst = search.CONSTRAINTS[int(g.argmax())]
+  if worst in ('capex', 'power'):
+    # The cheapest (or leanest) platform that holds the tables, found by the
+    # same search without the budget.
+    free = dataclasses.replace(
+      problem, objective=worst, budget_usd=None, power_w=None
+    )
+    progress(f'no feasible platform; searching the minimum {worst}')
+    low = search.gradient_search(free, config, progress=on_step(worst))
+    if low.best_feasible:
+      if worst == 'capex':
+        limit, need = problem.budget_usd, low.best_value
+        return (
+          f'the capex budget of ${limit:,.0f} cannot be met: the cheapest '
+          f'buildable platform found that holds the tables costs '
+          f'${need:,.0f}, ${need - limit:,.0f} ({100 * (need / limit - 1):.0f}'
+          '%) over the budget'
+        )
+      limit, need = problem.power_w, low.best_value
+      return (
+        f'the power budget of {limit:,.0f} W cannot be met: the leanest '
+        f'buildable platform found that holds the tables draws {need:,.0f} '
+        f'W, {need - limit:,.0f} W ({100 * (need / limit - 1):.0f}%) over '
+        'the budget'
+      )
+  return (
+    'no buildable platform within the limits was found: '
+    + shared.violation_sentence(problem, g)
+    + f' at best (max_nodes={max_nodes})'
+  )
