@@ -267,7 +267,7 @@ def run(
   if not res.best_feasible:
     raise InputError(
       proposal_search.explain_infeasible(
-        problem, res, config, max_nodes, on_step_of, progress
+        found, config, max_nodes, on_step_of, progress
       )
     )
 

@@ -28,13 +28,15 @@ class Found:
   """The best design of each trainer's search and the winner.
 
   problem, result: the winning trainer's search problem and result.
-  per_trainer: trainer -> (objective value or None when infeasible,
-  evaluations).
+  per_trainer: trainer -> its best objective value (None when
+  infeasible), evaluations and design space size.
+  searches: (problem, result) of every trainer, in order.
   """
 
   problem: search.Problem
   result: search.Result
   per_trainer: dict
+  searches: tuple
 
 
 def check_trainers(trainers: tuple[str, ...]) -> tuple[str, ...]:
@@ -76,7 +78,7 @@ def search_trainers(
     `Found`: the best feasible design over the trainers (a search with no
     feasible design loses to one with; among infeasible ones the first).
   """
-  best, per = None, {}
+  best, per, searches = None, {}, []
   for trainer in check_trainers(trainers):
     space = design_space.make_space(w, trainer=trainer, **space_args)
     problem = search.check_problem(
@@ -96,9 +98,10 @@ def search_trainers(
       'evaluations': res.evaluations,
       'design_space_size': space.size,
     }
+    searches.append((problem, res))
     if best is None or _better(problem, res, best[1]):
       best = (problem, res)
-  return Found(problem=best[0], result=best[1], per_trainer=per)
+  return Found(best[0], best[1], per, tuple(searches))
 
 
 def _better(problem, res, other) -> bool:
@@ -111,29 +114,35 @@ def _better(problem, res, other) -> bool:
   return res.best_value < other.best_value
 
 
-def explain_infeasible(problem, result, config, max_nodes, on_step, progress):
-  """One sentence: which constraint no buildable platform meets, by how
-  much."""
-  g = result.best_g
+def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
+  """One sentence: which constraint no buildable platform of any trainer
+  meets, by how much (a budget: the cheapest or leanest platform that
+  holds the tables, searched over every trainer without the budget)."""
+  g = found.result.best_g
+  problem = found.problem
   worst = search.CONSTRAINTS[int(g.argmax())]
   if worst in ('capex', 'power'):
     # The cheapest (or leanest) platform that holds the tables, found by the
-    # same search without the budget.
-    free = dataclasses.replace(
-      problem, objective=worst, budget_usd=None, power_w=None
-    )
+    # same searches without the budget.
     progress(f'no feasible platform; searching the minimum {worst}')
-    low = search.gradient_search(free, config, progress=on_step(worst))
-    if low.best_feasible:
+    need = None
+    for p, _ in found.searches:
+      free = dataclasses.replace(
+        p, objective=worst, budget_usd=None, power_w=None
+      )
+      low = search.gradient_search(free, config, progress=on_step(worst))
+      if low.best_feasible and (need is None or low.best_value < need):
+        need = low.best_value
+    if need is not None:
       if worst == 'capex':
-        limit, need = problem.budget_usd, low.best_value
+        limit = problem.budget_usd
         return (
           f'the capex budget of ${limit:,.0f} cannot be met: the cheapest '
           f'buildable platform found that holds the tables costs '
           f'${need:,.0f}, ${need - limit:,.0f} ({100 * (need / limit - 1):.0f}'
           '%) over the budget'
         )
-      limit, need = problem.power_w, low.best_value
+      limit = problem.power_w
       return (
         f'the power budget of {limit:,.0f} W cannot be met: the leanest '
         f'buildable platform found that holds the tables draws {need:,.0f} '
