@@ -64,7 +64,13 @@ flags.DEFINE_float(
 flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.', lower_bound=1)
 flags.DEFINE_integer('starts', 64, 'Starts per search.', lower_bound=1)
 flags.DEFINE_integer('steps', 300, 'Adam steps per phase.', lower_bound=1)
-common.define_sharding_flag('searched plans')
+common.define_sharding_flag('searched plans', searched=True)
+flags.DEFINE_list(
+  'trainers',
+  ['accelerator', 'cpu'],
+  'Kinds of platform each era searches: accelerator, cpu (CPU sockets '
+  "that train alone, the paper's CPU-only baseline).",
+)
 flags.DEFINE_bool(
   'cpu_lookups_2019',
   True,

@@ -149,6 +149,7 @@ PRICED = proposal.Settings(
   presets=('dgx_h100', 'dgx_a100_80gb'),
   only_parts=('H100', 'EPYC-7742'),
   price=('H100=20000',),
+  trainers=('accelerator',),
 )
 
 

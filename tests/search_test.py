@@ -176,6 +176,7 @@ def _propose(tmp_path, name, *flags, devices=1):
       '--starts=6',
       '--steps=30',
       '--presets=zion,dgx_h100',
+      '--trainers=accelerator',
       f'--workdir={tmp_path / name}',
       *flags,
     ],

@@ -28,6 +28,7 @@ TINY = [
   '--starts=2',
   '--steps=4',
   '--top_fields=2',
+  '--trainers=accelerator',
 ]
 PROPOSAL_KEYS = {
   'era',

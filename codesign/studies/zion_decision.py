@@ -70,7 +70,8 @@ class Settings:
     budget_2019_usd, budget_today_usd: capex limit of each era's cluster,
       USD (0: none).
     max_nodes: largest number of nodes of either search.
-    starts, steps, seed, sharding: of each search (`proposal.Settings`).
+    starts, steps, seed, sharding, trainers: of each search
+      (`proposal.Settings`).
     stack: a `Stack`, a preset name or a stack JSON file, for both eras.
     cpu_lookups_2019: run the 2019 era with the stack's UVM caching off
       (DDR rows looked up by the CPU sockets, as Zion was built for).
@@ -89,7 +90,8 @@ class Settings:
   starts: int = 64
   steps: int = 300
   seed: int = 0
-  sharding: str = 'table_wise'
+  sharding: str = 'search'
+  trainers: tuple[str, ...] = ('accelerator', 'cpu')
   stack: str | stack_lib.Stack = 'torchrec'
   cpu_lookups_2019: bool = True
   presets: tuple[str, ...] = ('zion', 'zionex', 'dgx_h100')
@@ -225,6 +227,7 @@ def _era_run(settings, era, w, stack, progress):
     steps=settings.steps,
     seed=settings.seed,
     sharding=settings.sharding,
+    trainers=tuple(settings.trainers),
     presets=tuple(settings.presets),
     stack=stack,
     available_by=YEAR_2019 if era == '2019' else None,
