@@ -22,6 +22,7 @@ import numpy as np
 
 from codesign import buildability, constrained, cost_model, search, snapping
 from codesign import design_space as ds
+from codesign.errors import InputError
 from codesign.stack import Stack
 
 # Buildable designs are evaluated in batches of 8 x CHUNK (one compile).
@@ -36,7 +37,9 @@ class Tasks:
   """Static part of a multi-task search. Hashable.
 
   Attributes:
-    space: the design space (plan mode `auto`: no plan coordinates).
+    space: the design space (plan mode `auto` and one sharding for every
+      table: no plan coordinates, so one buildable design serves
+      workloads of different table counts).
     workloads: J workloads; a task's objective is the weighted mean of
       their log throughputs, and it must hold every workload of positive
       weight.
@@ -46,6 +49,13 @@ class Tasks:
   space: object
   workloads: tuple
   stack: Stack
+
+  def __post_init__(self):
+    if self.space.num_plan:
+      raise InputError(
+        'a multi-task search needs plan mode auto and one sharding for '
+        f'every table (got {self.space.plan_mode!r}, {self.space.sharding!r})'
+      )
 
 
 def _assess_tasks(tasks: Tasks, decode, weights, limit, kind):
