@@ -319,13 +319,45 @@ def make(
   ]
   if len(plans) == 1:
     return plans[0]
-  hw = hardware.as_arrays(p)
 
   def rank(pl):  # feasible first, then faster
-    r = cost_model.evaluate(hw, w, pl, s, row_scale)
-    return (not bool(r.feasible), float(r.step_time))
+    feasible, step_time = _feasible_and_step_time(w, p, s, pl, row_scale)
+    return (not feasible, step_time)
 
   return min(plans, key=rank)
+
+
+def _feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale):
+  """(feasible, step time in s) of a concrete plan; jitted as
+  `hbm_required` is (labels dropped, shardings as one-hot weights), so
+  that ranking the candidates of every preset shares one compile."""
+  hw = hardware.as_arrays(p)
+  if 'data_parallel' in plan.sharding:
+    r = cost_model.evaluate(hw, w, plan, s, row_scale)
+    return bool(r.feasible), float(r.step_time)
+  choices = terms.SEARCHED_SHARDINGS
+  weights = np.eye(len(choices))[[choices.index(x) for x in plan.sharding]]
+  fn = _rank_jit(w, float(row_scale), plan.column_shards, plan.comm_precision)
+  leaves = (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap)
+  feasible, step_time = fn(hardware.unlabelled(hw), s, weights, *leaves)
+  return bool(feasible), float(step_time)
+
+
+@functools.cache
+def _rank_jit(w, row_scale, column_shards, comm_precision):
+  def run(p, s, weights, frac, cpu_lookup, overlap):
+    plan = Plan(
+      hbm_fraction=frac,
+      cpu_lookup_fraction=cpu_lookup,
+      overlap=overlap,
+      sharding=(terms.SEARCHED_SHARDINGS[0],) * w.num_tables,
+      column_shards=column_shards,
+      comm_precision=comm_precision,
+    )
+    r = cost_model.evaluate(p, w, plan, s, row_scale, weights)
+    return r.feasible, r.step_time
+
+  return jax.jit(run)
 
 
 def _build(w, p, s, shardings, placement, comm_precision, row_scale) -> Plan:

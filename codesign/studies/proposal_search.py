@@ -12,6 +12,7 @@ I/O.
 
 import dataclasses
 from collections.abc import Callable
+from concurrent import futures
 
 import jax
 
@@ -71,37 +72,47 @@ def search_trainers(
       and the trainer.
     trainers: `hardware.TRAINERS` to search.
     config: the search settings.
-    progress: called with a line before each search.
+    progress: called with a line per search before they start.
     on_step_of: objective -> per-chunk callback of the search (or None).
 
   Returns:
     `Found`: the best feasible design over the trainers (a search with no
     feasible design loses to one with; among infeasible ones the first).
   """
-  best, per, searches = None, {}, []
+  problems = []
   for trainer in check_trainers(trainers):
     space = design_space.make_space(w, trainer=trainer, **space_args)
-    problem = search.check_problem(
-      search.Problem(space, w, stack, **problem_args)
+    problems.append(
+      search.check_problem(search.Problem(space, w, stack, **problem_args))
     )
     progress(
       f'searching {space.size:,} buildable {trainer}-trainer platforms (and '
-      f'their plans) for {w.name}, objective {problem.objective}, '
+      f'their plans) for {w.name}, objective {problems[-1].objective}, '
       f'{config.starts} starts x {config.steps} steps on '
       f'{len(jax.devices())} device(s)'
     )
-    res = search.gradient_search(
+
+  def run(problem):
+    return search.gradient_search(
       problem, config, progress=on_step_of(problem.objective)
     )
-    per[trainer] = {
+
+  # The searches run in threads: most of a search is XLA compiling, which
+  # runs outside Python's lock, so two searches compile on two cores at
+  # once. Each search is deterministic, so the result does not depend on
+  # the interleaving.
+  with futures.ThreadPoolExecutor(max_workers=len(problems)) as pool:
+    results = list(pool.map(run, problems))
+  best, per = None, {}
+  for problem, res in zip(problems, results, strict=True):
+    per[problem.space.trainer] = {
       'objective_value': res.best_value if res.best_feasible else None,
       'evaluations': res.evaluations,
-      'design_space_size': space.size,
+      'design_space_size': problem.space.size,
     }
-    searches.append((problem, res))
     if best is None or _better(problem, res, best[1]):
       best = (problem, res)
-  return Found(best[0], best[1], per, tuple(searches))
+  return Found(best[0], best[1], per, tuple(zip(problems, results)))
 
 
 def _better(problem, res, other) -> bool:
