@@ -171,6 +171,20 @@ def _searches(settings, problem, config, clock, progress, label):
   return {'gradient': grad, 'random': rand, 'cma_es': cma}
 
 
+def _quarters(label, total, progress):
+  """A progress(done, metrics) that prints a line as `done` passes each
+  quarter of `total` (not at the end)."""
+  mark = [1]
+
+  def report(done, metrics):
+    del metrics
+    if done < total and 4 * done >= mark[0] * total:
+      progress(f'{label} {done:,}/{total:,} designs')
+      mark[0] = 4 * done // total + 1
+
+  return report
+
+
 def _run_small(settings, w, stack, config, progress):
   """All four methods on one workload's small space: (entry, gradient
   history, times, (problem, exhaustive result))."""
@@ -182,7 +196,11 @@ def _run_small(settings, w, stack, config, progress):
   exh = clock(
     'exhaustive',
     f'{space.size:,} designs',
-    lambda: baselines.exhaustive(problem, chunk=settings.exhaustive_chunk),
+    lambda: baselines.exhaustive(
+      problem,
+      chunk=settings.exhaustive_chunk,
+      progress=_quarters(f'{w.name}: exhaustive', space.size, progress),
+    ),
   )
   optimum = exh.best_value if exh.best_feasible else None
   entry = {
