@@ -1,5 +1,6 @@
 """How good is the gradient search? Baselines on a space exhaustively
-known, and on one a billion-fold and more too large to enumerate.
+known, and on one 4^T times larger (T tables: 4.5e15 and more for the
+default workloads), which cannot be enumerated.
 
 The library part of `experiments.search_quality`, with no file I/O and no
 printing. Two comparisons per workload (`Settings.spaces`):
@@ -21,8 +22,8 @@ enumerate. Gradient search, random search and CMA-ES run there at the
 gradient search's evaluation count; the reference is the best design
 any of them found, or the small space's exhaustive optimum (one sharding
 for every table, so a point of the large space, evaluated there) when
-the small comparison ran. Gaps are to that reference: an upper bound on
-the true gap is not known.
+the small comparison ran. Gaps are to that reference, so they are lower
+bounds of the gaps to the large space's unknown optimum.
 
 Units: objective values in `shared.OBJECTIVE_UNITS[objective]`; gaps in
 percent of the optimum (small space) or the reference (large space);
