@@ -102,12 +102,16 @@ def cma_es(
   seed: int = 0,
   chunk: int = 4096,
   devices=None,
+  block: int = 256,
 ) -> search.Result:
   """evosax CMA-ES on the relaxed hardware coordinates (part weights and
   number axes) and, where the sharding is searched, the sharding weights;
   each candidate is rounded to the nearest buildable design
   (`design_space.nearest_index`, every table's heaviest sharding) and
-  scored there (infeasible ones by 1e3 plus their violation)."""
+  scored there (infeasible ones by 1e3 plus their violation). `block`:
+  designs per vmapped block of each generation's evaluation (a batch is
+  padded to at least two blocks, so a block of half the population
+  wastes no rows; the values do not depend on it)."""
   from evosax.algorithms import CMA_ES
 
   _require_auto(problem)
@@ -128,7 +132,7 @@ def cma_es(
     zc = np.clip(np.asarray(pop), 0.0, 1.0)
     index = ds.nearest_index(space, zc[:, :hc])
     plan_z = np.stack([plan_space.snap_sharding(space, x) for x in zc[:, hc:]])
-    ev = search.evaluate_indices(problem, index, plan_z, chunk, mesh)
+    ev = search.evaluate_indices(problem, index, plan_z, chunk, mesh, block)
     used += population
     viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
     fit = np.where(ev['feasible'], ev['loss'], 1e3 + viol)

@@ -27,7 +27,14 @@ from codesign import (
 )
 from codesign import design_space as ds
 from codesign.errors import InputError
-from codesign.studies import growth, pareto, proposal, search_quality, shared
+from codesign.studies import (
+  growth,
+  pareto,
+  proposal,
+  search_quality,
+  search_quality_large,
+  shared,
+)
 
 STACK = stack_presets.get('torchrec')
 W = workload_presets.get('criteo_kaggle')
@@ -250,33 +257,45 @@ def test_growth_bad_factors_are_one_sentence():
 # ---- search_quality --------------------------------------------------------
 
 
-def test_search_quality_gaps_are_to_the_exhaustive_optimum(monkeypatch):
-  # Two accelerators and two CPUs: 1/16 of the space, so that the
-  # exhaustive enumeration takes seconds.
+@pytest.fixture(scope='module')
+def quality():
+  # Two accelerators and two CPUs, one node: 1/16 of the space per node,
+  # so that the exhaustive enumeration takes seconds. Both spaces, once.
   import functools
 
-  monkeypatch.setattr(
-    search_quality.design_space,
-    'make_space',
-    functools.partial(
-      ds.make_space,
-      accelerators=('A100-SXM4-80GB', 'H100-SXM5-80GB'),
-      cpus=('EPYC-7763 (Milan)', 'Xeon-Platinum-8480+ (Sapphire Rapids-SP)'),
-    ),
-  )
-  settings = search_quality.Settings(
-    workloads=(W,),
-    stack=STACK,
-    objective='throughput',
-    budget_usd=3e5,
-    max_nodes=1,
-    starts=2,
-    steps=4,
-    population=4,
-  )
-  lines = []
-  result, metrics = search_quality.run(settings, progress=lines.append)
-  assert len(lines) == 4  # one per method
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setattr(
+      search_quality.design_space,
+      'make_space',
+      functools.partial(
+        ds.make_space,
+        accelerators=('A100-SXM4-80GB', 'H100-SXM5-80GB'),
+        cpus=(
+          'EPYC-7763 (Milan)',
+          'Xeon-Platinum-8480+ (Sapphire Rapids-SP)',
+        ),
+      ),
+    )
+    settings = search_quality.Settings(
+      workloads=(W,),
+      stack=STACK,
+      objective='throughput_per_usd',
+      budget_usd=3e5,
+      max_nodes=1,
+      starts=2,
+      steps=4,
+      population=32,
+    )
+    lines = []
+    result, metrics = search_quality.run(settings, progress=lines.append)
+  return settings, result, metrics, lines
+
+
+def test_search_quality_gaps_are_to_the_exhaustive_optimum(quality):
+  settings, result, metrics, lines = quality
+  # A line per method and space and per chunk of gradient steps: small
+  # space 4 + 1, large space 3 + 2 (the polish of the sharding weights).
+  assert len(lines) == 5 + 5
   v = result['per_workload'][W.name]
   opt = v['exhaustive']['value']
   assert opt is not None and v['exhaustive']['gap_pct'] == 0.0
@@ -284,17 +303,81 @@ def test_search_quality_gaps_are_to_the_exhaustive_optimum(monkeypatch):
     if v[m]['value'] is not None:
       assert v[m]['value'] <= opt * (1 + 1e-9)
       assert v[m]['gap_pct'] == pytest.approx(100 * (opt - v[m]['value']) / opt)
-  assert set(result['timing'][W.name]) == {
+  assert set(result['timing']['small_space'][W.name]) == {
     'gradient',
     'random',
     'cma_es',
     'exhaustive',
   }
   header, rows = search_quality.csv_table(result)
-  assert 'optimum_samples_per_s' in header and 'gradient_gap_pct' in header
+  assert 'optimum_samples_per_s_per_usd' in header
+  assert 'gradient_gap_pct' in header
   assert len(rows) == 1 and rows[0][0] == W.name
-  assert len(metrics) == settings.steps
+  small = [r for r in metrics if r['space'] == 'small']
+  assert len(small) == settings.steps
   assert 'within 1% of the optimum' in search_quality.table(result)
+
+
+def test_search_quality_large_space_is_judged_against_the_best_found(quality):
+  settings, result, metrics, _ = quality
+  large = result['large_space']
+  v = large['per_workload'][W.name]
+  # 26 tables, 4 shardings each: 4^26 times the small space.
+  assert v['tables'] == W.num_tables >= 15
+  assert v['size_factor_over_small'] == 4.0**W.num_tables >= 1e9
+  small_size = result['per_workload'][W.name]['design_space_size']
+  assert v['platforms'] == small_size
+  assert v['design_space_size'] == pytest.approx(small_size * 4.0**26)
+  # The small space's optimum is a design of the large space (its one
+  # sharding is one of the choices) with the same value there.
+  opt = v['small_space_optimum']
+  assert ds.make_space(W).sharding in large['sharding_choices']
+  assert opt['sharding_tables'] == {'table_wise': W.num_tables}
+  assert (
+    opt['value_in_small_space']
+    == (result['per_workload'][W.name]['exhaustive']['value'])
+  )
+  assert opt['value'] == pytest.approx(
+    opt['value_in_small_space'], rel=search_quality_large.TIE_REL
+  )
+  # The reference is the best value of any entry; gaps are to it.
+  entries = search_quality_large.ENTRIES
+  values = [v[m]['value'] for m in entries if v[m]['value'] is not None]
+  assert v['reference'] == max(values)
+  for m in entries:
+    assert v[m]['gap_pct'] >= 0.0
+    assert v[m]['gap_pct'] == pytest.approx(
+      100 * (v['reference'] - v[m]['value']) / v['reference']
+    )
+    assert (m in v['best']) == (v[m]['gap_pct'] <= 1e-7)
+  rest = [v[m]['gap_pct'] for m in entries if m not in v['best']]
+  assert v['margin_pct'] == (min(rest) if rest else None)
+  # Equal evaluations; every search's design is buildable and costed.
+  evals = v['gradient']['evaluations']
+  assert evals > settings.starts * (2 * settings.steps + 1)
+  assert v['random']['evaluations'] == evals
+  assert evals - settings.population < v['cma_es']['evaluations'] <= evals
+  for m in search_quality.METHODS:
+    assert sum(v[m]['sharding_tables'].values()) == W.num_tables
+  s = large['summary']
+  assert s['wins'] == {m: int(m in v['best']) for m in entries}
+  assert s['median_gap_pct'] == {m: v[m]['gap_pct'] for m in entries}
+  assert (W.name in s['gradient_not_best']) == ('gradient' not in v['best'])
+  assert (
+    s['small_space_optimum_max_relative_difference']
+    == (opt['relative_difference'])
+  )
+  header, rows = search_quality_large.csv_table(result)
+  assert len(rows) == 1 and rows[0][0] == W.name
+  assert rows[0][header.index('best')] == '+'.join(v['best'])
+  assert 'best on:' in search_quality.table(result)
+  assert [r['space'] for r in metrics].count('large') == 2 * settings.steps
+
+
+def test_search_quality_refuses_bad_spaces():
+  for spaces in ((), ('huge',), ('small', 'small')):
+    with pytest.raises(InputError, match='--spaces'):
+      search_quality.run(search_quality.Settings(spaces=spaces))
 
 
 # ---- proposal --------------------------------------------------------------
