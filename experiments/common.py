@@ -214,20 +214,58 @@ def check_flag_values() -> None:
       raise InputError(f'--{name} has an empty element: {",".join(value)!r}')
 
 
-def progress_printer(stream=None):
+def progress_printer(stream=None, heartbeat_s: float | None = None):
   """A `progress` callable for the studies: prints each line to `stream`
   (default stderr, so that stdout keeps only the tables) with the seconds
-  since this call, so that a long phase is never silent."""
+  since this call, so that a long phase is never silent. With
+  `heartbeat_s`, a phase that prints nothing for that long (an XLA
+  compile, a batch of evaluations) gets a line saying it is still
+  running, from a daemon thread."""
+  import threading
   import time
 
   start = time.perf_counter()
+  lock = threading.Lock()
+  state = {'last': start, 'line': None}
 
-  def progress(line: str) -> None:
+  def emit(line):
     out = stream or sys.stderr
     print(f'[{time.perf_counter() - start:6.1f} s] {line}', file=out)
     out.flush()
 
+  def progress(line: str) -> None:
+    with lock:
+      state.update(last=time.perf_counter(), line=line)
+      emit(line)
+
+  def beat():
+    while True:
+      time.sleep(0.5)
+      with lock:
+        quiet = time.perf_counter() - state['last']
+        if state['line'] is not None and quiet >= heartbeat_s:
+          emit(f'still running ({quiet:.0f} s since: {state["line"][:60]})')
+          state['last'] = time.perf_counter()
+
+  if heartbeat_s:
+    threading.Thread(target=beat, daemon=True).start()
   return progress
+
+
+def search_step_printer(progress, steps: int):
+  """An `on_step` callable for `studies.proposal.run`: a progress line per
+  chunk of Adam steps of each search (its trainer, phase, step and best
+  feasible objective so far)."""
+
+  def on_step(step, m):
+    best = m['objective']
+    progress(
+      f'{m.get("trainer", "")} {m["phase"]} step {step}/{steps}: '
+      f'best feasible {m["searching"]} '
+      + ('none yet' if best is None else f'{best:.4g}')
+    )
+
+  return on_step
 
 
 def parse_flags(argv: list[str]) -> list[str]:

@@ -141,8 +141,9 @@ def main():
   )
   # Progress on stdout: stderr holds only the one-sentence error of a
   # request no platform meets.
-  progress = common.progress_printer(sys.stdout)
-  result, metrics = proposal.run(settings, progress=progress)
+  progress = common.progress_printer(sys.stdout, heartbeat_s=5.0)
+  on_step = common.search_step_printer(progress, settings.steps)
+  result, metrics = proposal.run(settings, progress=progress, on_step=on_step)
   workdir = results.make_workdir('propose', FLAGS.workdir)
   extra = {k: result[k] for k in proposal.EXTRA_KEYS}
   config_json = {

@@ -317,7 +317,9 @@ def run(
     robustness.Candidate('proposal', 'proposal', p_back, plan_back, fig),
     *robustness.found_designs(problem, res, score),
   ]
-  for name in preset_names:
+  for i, name in enumerate(preset_names):
+    if i % 4 == 3:  # a line every few presets: none of the phase is silent
+      progress(f'evaluating preset {i + 1} of {len(preset_names)}: {name}')
     pp = part_tables.priced(presets_lib.get(name), prices)
     pplan = planner.make(w, pp, stack)
     f = _figures(pp, w, pplan, stack)

@@ -73,7 +73,8 @@ def search_trainers(
     trainers: `hardware.TRAINERS` to search.
     config: the search settings.
     progress: called with a line per search before they start.
-    on_step_of: objective -> per-chunk callback of the search (or None).
+    on_step_of: objective -> per-chunk callback of the search (or None);
+      its metrics get the search's `trainer`.
 
   Returns:
     `Found`: the best feasible design over the trainers (a search with no
@@ -93,9 +94,14 @@ def search_trainers(
     )
 
   def run(problem):
-    return search.gradient_search(
-      problem, config, progress=on_step_of(problem.objective)
-    )
+    report = on_step_of(problem.objective)
+    if report is not None:
+      trainer = problem.space.trainer
+
+      def report(step, m, inner=report):
+        inner(step, {**m, 'trainer': trainer})
+
+    return search.gradient_search(problem, config, progress=report)
 
   # The searches run in threads: most of a search is XLA compiling, which
   # runs outside Python's lock, so two searches compile on two cores at
