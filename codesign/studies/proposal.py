@@ -24,6 +24,7 @@ samples/s, seconds; figures are `codesign.report.to_result` dicts.
 import dataclasses
 import time
 from collections.abc import Callable
+from concurrent import futures
 
 import jax.numpy as jnp
 import numpy as np
@@ -317,12 +318,19 @@ def run(
     robustness.Candidate('proposal', 'proposal', p_back, plan_back, fig),
     *robustness.found_designs(problem, res, score),
   ]
-  for i, name in enumerate(preset_names):
-    if i % 4 == 3:  # a line every few presets: none of the phase is silent
-      progress(f'evaluating preset {i + 1} of {len(preset_names)}: {name}')
+
+  def preset(name):
     pp = part_tables.priced(presets_lib.get(name), prices)
     pplan = planner.make(w, pp, stack)
-    f = _figures(pp, w, pplan, stack)
+    progress(f'evaluated preset {name}')
+    return pp, pplan, _figures(pp, w, pplan, stack)
+
+  # Two threads: most of a preset's evaluation is XLA compiling (outside
+  # Python's lock); each is deterministic, so the order of work does not
+  # change the rows, which keep the presets' order.
+  with futures.ThreadPoolExecutor(max_workers=2) as pool:
+    evaluated = list(pool.map(preset, preset_names))
+  for name, (pp, pplan, f) in zip(preset_names, evaluated, strict=True):
     if score(f) is not None:
       candidates.append(robustness.Candidate(name, 'preset', pp, pplan, f))
     preset_rows.append(
