@@ -86,11 +86,11 @@ def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
 def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   """`hbm_need` of a concrete platform and plan, in bytes (float).
 
-  Jitted, once per workload, row scale and kind of platform: the
-  platform's labels are dropped (`hardware.unlabelled`) and named
-  shardings are passed as one-hot weights (`terms.table_arrays_mixed`, the
-  same bytes), so that every preset and candidate sharding shares one
-  compile. A plan with data-parallel tables (not among the weights' four
+  Jitted, once per workload and kind of platform (the row scale is an
+  argument): the platform's labels are dropped (`hardware.unlabelled`)
+  and named shardings are passed as one-hot weights
+  (`terms.table_arrays_mixed`, the same bytes), so that every preset,
+  size and candidate sharding shares one compile. A plan with data-parallel tables (not among the weights' four
   shardings) is evaluated op by op."""
   frac = np.asarray(frac, np.float64)
   if 'data_parallel' in sharding:
@@ -98,15 +98,16 @@ def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
     return float(need)
   choices = terms.SEARCHED_SHARDINGS
   weights = np.eye(len(choices))[[choices.index(x) for x in sharding]]
-  fn = _hbm_need_jit(w, float(row_scale))
   hw = hardware.unlabelled(hardware.as_arrays(p))
-  return float(fn(hw, s, weights, frac))
+  return float(_hbm_need_jit(w)(hw, s, weights, frac, float(row_scale)))
 
 
 @functools.cache
-def _hbm_need_jit(w: wl.Workload, row_scale: float):
+def _hbm_need_jit(w: wl.Workload):
   return jax.jit(
-    lambda p, s, weights, frac: hbm_need(w, p, s, weights, frac, row_scale)
+    lambda p, s, weights, frac, row_scale: hbm_need(
+      w, p, s, weights, frac, row_scale
+    )
   )
 
 
@@ -337,15 +338,16 @@ def _feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale):
     return bool(r.feasible), float(r.step_time)
   choices = terms.SEARCHED_SHARDINGS
   weights = np.eye(len(choices))[[choices.index(x) for x in plan.sharding]]
-  fn = _rank_jit(w, float(row_scale), plan.column_shards, plan.comm_precision)
+  fn = _rank_jit(w, plan.column_shards, plan.comm_precision)
   leaves = (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap)
-  feasible, step_time = fn(hardware.unlabelled(hw), s, weights, *leaves)
+  hw = hardware.unlabelled(hw)
+  feasible, step_time = fn(hw, s, weights, *leaves, float(row_scale))
   return bool(feasible), float(step_time)
 
 
 @functools.cache
-def _rank_jit(w, row_scale, column_shards, comm_precision):
-  def run(p, s, weights, frac, cpu_lookup, overlap):
+def _rank_jit(w, column_shards, comm_precision):
+  def run(p, s, weights, frac, cpu_lookup, overlap, row_scale):
     plan = Plan(
       hbm_fraction=frac,
       cpu_lookup_fraction=cpu_lookup,

@@ -67,10 +67,20 @@ def test_the_proposal_prints_its_parts_with_price_power_and_confidence():
 
   line = proposal.parts_line(
     {
+      'trainer': 'accelerator',
       'accelerator': {'name': 'H100-SXM5-80GB'},
       'cpu': {'name': 'EPYC-7742 (Rome)'},
     }
   )
+  cpu_only = proposal.parts_line(
+    {
+      'trainer': 'cpu',
+      'accelerator': {'name': 'H100-SXM5-80GB'},
+      'cpu': {'name': 'EPYC-7742 (Rome)'},
+    }
+  )
+  # A CPU trainer buys no accelerator: its line names the CPU alone.
+  assert 'H100' not in cpu_only and 'EPYC-7742 (Rome) 6,950 USD' in cpu_only
   h100 = catalog.accelerator('H100-SXM5-80GB')
   # The part as bought, with its HBM: the catalog's price_usd_rough.
   usd = catalog.raw()['accelerators']['H100-SXM5-80GB']['price_usd_rough']
