@@ -121,7 +121,7 @@ def test_sharding_search_is_no_worse_than_uniform_sharding_on_its_platform():
   )
   problem = search.Problem(space, w, STACK, 'throughput', budget_usd=3e5)
   res = search.gradient_search(
-    problem, search.Config(starts=10, steps=30, snap_top=3)
+    problem, search.Config(starts=6, steps=20, snap_top=2)
   )
   assert res.best_feasible
   p, plan = search.buildable(problem, res.best_index, res.best_plan_z)

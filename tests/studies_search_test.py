@@ -424,6 +424,13 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
   assert len(history) == 2 * settings.steps
   # on_step (codesign.api.propose's progress) sees the chunks of steps.
   assert steps and steps[-1] == (settings.steps, 'throughput_per_usd')
+  # Both trainers were searched, each in its own space; the proposal is
+  # the better of their best designs (or its auto plan, when better).
+  per = result['search']['per_trainer']
+  assert set(per) == {'accelerator', 'cpu'}
+  best = max(v['objective_value'] or 0.0 for v in per.values())
+  assert per[result['search']['trainer']]['objective_value'] == best
+  assert prop['objective_value'] >= best * (1 - 1e-6)
 
 
 def test_why_not_names_memory_and_power():
