@@ -237,9 +237,11 @@ def propose(
   seed: int = 0,
   progress: Callable[[int, dict], None] | None = None,
   samples: float = 1e9,
-  sharding: str = 'table_wise',
+  sharding: str = 'search',
   presets: tuple[str, ...] | None = None,
   x64: bool = True,
+  trainers: tuple[str, ...] = ('accelerator', 'cpu'),
+  price: tuple[str, ...] = (),
 ) -> dict:
   """Proposes the platform to build for a workload, under limits.
 
@@ -265,11 +267,17 @@ def propose(
     progress: called as progress(step, metrics) between chunks of steps
       (see `codesign.studies.proposal.run`).
     samples: samples to train, for `time_to_train`.
-    sharding: sharding of every table in the searched plans.
+    sharding: `search` (each table's sharding searched with the hardware;
+      the proposal keeps the auto plan where it does better), or one of
+      `plan.SHARDINGS` for every table.
     presets: platform preset names evaluated beside the proposal (None:
       `codesign.studies.proposal.PRESETS`, from Zion and ZionEX to DGX and CPU
       nodes).
     x64: search in float64 (as the script does by default).
+    trainers: kinds of platform searched, each in its own design space
+      (`accelerator`, `cpu`); the best is proposed.
+    price: 'PART=USD' strings, a catalog part's price in place of the
+      catalog's (as `--price`).
 
   Returns:
     A dict: `proposal` (`platform` and `plan` JSON, `objective_value`,
@@ -302,6 +310,8 @@ def propose(
     sharding=sharding,
     presets=proposal.PRESETS if presets is None else tuple(presets),
     stack=stack,
+    trainers=tuple(trainers),
+    price=tuple(price),
   )
   with jax.enable_x64(x64):
     result, history = proposal.run(settings, on_step=progress)
