@@ -90,8 +90,9 @@ def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   argument): the platform's labels are dropped (`hardware.unlabelled`)
   and named shardings are passed as one-hot weights
   (`terms.table_arrays_mixed`, the same bytes), so that every preset,
-  size and candidate sharding shares one compile. A plan with data-parallel tables (not among the weights' four
-  shardings) is evaluated op by op."""
+  size and candidate sharding shares one compile. A plan with
+  data-parallel tables (not among the weights' four shardings) is
+  evaluated op by op."""
   frac = np.asarray(frac, np.float64)
   if 'data_parallel' in sharding:
     need = hbm_need(w, hardware.as_arrays(p), s, sharding, frac, row_scale)
