@@ -165,7 +165,10 @@ def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
 
 def _propose(tmp_path, name, *flags, devices=1):
   env = dict(os.environ)
-  env['XLA_FLAGS'] = f'--xla_force_host_platform_device_count={devices}'
+  env['XLA_FLAGS'] = (
+    f'--xla_force_host_platform_device_count={devices} '
+    + os.environ.get('XLA_FLAGS', '')
+  ).strip()
   env['JAX_PLATFORMS'] = 'cpu'
   return subprocess.run(
     [

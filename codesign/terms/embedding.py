@@ -205,7 +205,8 @@ def busiest_rank(load, whole, ranks, order):
   """Load of the busiest of `ranks` ranks that hold whole tables.
 
   `load` (..., T) is each table's load (several loads at once along the
-  leading axes), `whole` (T,) masks the tables placed whole (static), and
+  leading axes), `whole` (T,) masks the tables placed whole (static; or
+  a search's relaxed per-table weights, traced: see below), and
   `order` ((..., T) or (T,), static) orders the tables from the largest
   load down. A greedy planner cannot beat the packing bounds: every
   rank's share sum/R, and for each j the (jR + 1) largest whole tables,
