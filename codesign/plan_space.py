@@ -126,8 +126,7 @@ def uniform_sharding(space, plan_z: np.ndarray, choice: int) -> np.ndarray:
 
 def sharding_of_names(space, names: tuple[str, ...]) -> np.ndarray:
   """Sharding coordinates (T x K,) of per-table sharding names."""
-  k = len(CHOICES)
-  return np.eye(k)[[CHOICES.index(n) for n in names]].reshape(-1)
+  return terms.one_hot_sharding(names).reshape(-1)
 
 
 def seed_uniform_shardings(space, z: np.ndarray) -> np.ndarray:

@@ -97,8 +97,7 @@ def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   if 'data_parallel' in sharding:
     need = hbm_need(w, hardware.as_arrays(p), s, sharding, frac, row_scale)
     return float(need)
-  choices = terms.SEARCHED_SHARDINGS
-  weights = np.eye(len(choices))[[choices.index(x) for x in sharding]]
+  weights = terms.one_hot_sharding(sharding)
   hw = hardware.unlabelled(hardware.as_arrays(p))
   return float(_hbm_need_jit(w)(hw, s, weights, frac, float(row_scale)))
 
@@ -337,8 +336,7 @@ def _feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale):
   if 'data_parallel' in plan.sharding:
     r = cost_model.evaluate(hw, w, plan, s, row_scale)
     return bool(r.feasible), float(r.step_time)
-  choices = terms.SEARCHED_SHARDINGS
-  weights = np.eye(len(choices))[[choices.index(x) for x in plan.sharding]]
+  weights = terms.one_hot_sharding(plan.sharding)
   fn = _rank_jit(w, plan.column_shards, plan.comm_precision)
   leaves = (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap)
   hw = hardware.unlabelled(hw)

@@ -155,6 +155,13 @@ def sharding_names(weights) -> tuple[str, ...]:
   )
 
 
+def one_hot_sharding(names) -> np.ndarray:
+  """Per-table weights (T, len(SEARCHED_SHARDINGS)) that are exactly the
+  named shardings (the inverse of `sharding_names`)."""
+  k = len(SEARCHED_SHARDINGS)
+  return np.eye(k)[[SEARCHED_SHARDINGS.index(n) for n in names]]
+
+
 def present(mask) -> bool:
   """Whether a sharding's term is needed (static): always for traced or
   relaxed masks, else when some table has that sharding."""
