@@ -11,13 +11,13 @@ from codesign.api import load_stack as load_stack
 from codesign.api import load_workload as load_workload
 from codesign.api import make_plan as make_plan
 from codesign.api import propose as propose
-from codesign.cost_model import CostReport as CostReport
-from codesign.errors import InputError as InputError
-from codesign.hardware import Platform as Platform
-from codesign.plan import Plan as Plan
-from codesign.stack import Stack as Stack
-from codesign.workload import Table as Table
-from codesign.workload import Workload as Workload
+from codesign.core.errors import InputError as InputError
+from codesign.model.cost_model import CostReport as CostReport
+from codesign.spec.hardware import Platform as Platform
+from codesign.spec.plan import Plan as Plan
+from codesign.spec.stack import Stack as Stack
+from codesign.spec.workload import Table as Table
+from codesign.spec.workload import Workload as Workload
 
 __version__ = '0.1.0'
 

@@ -20,10 +20,12 @@ from collections.abc import Callable
 
 import jax
 
-from codesign import cost_model, hardware, inputs, planner, report, schema
-from codesign import plan as plan_lib
-from codesign import stack as stack_lib
-from codesign import workload as wl
+from codesign.boundary import inputs
+from codesign.model import cost_model, planner, report
+from codesign.spec import hardware, schema
+from codesign.spec import plan as plan_lib
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
 
 NameOrPath = str | os.PathLike | dict
 
@@ -51,7 +53,7 @@ def load_workload(name_or_path: NameOrPath) -> wl.Workload:
 
   Args:
     name_or_path: a preset name (`criteo_kaggle`, `mlperf_dlrm_v1`, `rm1`,
-      `zion_scale`, ...; see `codesign.workload_presets`), a path to a JSON
+      `zion_scale`, ...; see `codesign.spec.workload_presets`), a path to a JSON
       file in the dumped schema (or a run's config.json), or such a dict
       (or a dict holding it as its `workload` section). Table sizes are in
       rows and floats per row, the batch in samples per step (global, over
@@ -72,7 +74,7 @@ def load_platform(name_or_path: NameOrPath) -> hardware.Platform:
 
   Args:
     name_or_path: a preset name (`big_basin`, `zion`, `zionex`,
-      `dgx_a100_80gb`, `dgx_h100`, ...; see `codesign.platform_presets`),
+      `dgx_a100_80gb`, `dgx_h100`, ...; see `codesign.spec.platform_presets`),
       a path to a JSON file in the dumped schema (keys in boundary units:
       GB, GB/s, TFLOP/s, us, USD, W; or a run's config.json or
       proposal.json), or such a dict (or one holding it as its `platform`
@@ -94,7 +96,7 @@ def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
 
   Args:
     name_or_path: a preset name (`torchrec`, `nvidia_pytorch`, `hugectr`,
-      `ipex_cpu`, `jax_xla`; see `codesign.stack_presets`; presets carry
+      `ipex_cpu`, `jax_xla`; see `codesign.spec.stack_presets`; presets carry
       the numbers fitted on the published cases), a path to a stack JSON
       file (keys in boundary units such as `step_floor_us`; or a run's
       config.json), or such a dict (or one holding it as its `stack`
@@ -134,7 +136,7 @@ def make_plan(
   sharding: str = 'auto',
   x64: bool = True,
 ) -> plan_lib.Plan:
-  """Makes an execution plan (`codesign.planner.make`).
+  """Makes an execution plan (`codesign.model.planner.make`).
 
   Args:
     workload: a `Workload`, or what `load_workload` takes.

@@ -20,7 +20,7 @@ machine load, so it prints them; tests do not assert them.
 import jax
 from absl import flags
 
-from codesign.errors import InputError
+from codesign.core.errors import InputError
 from experiments import common
 
 common.define_input_flags(
@@ -60,7 +60,7 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import results
+  from codesign.core import results
   from codesign.studies import benchmark
 
   try:

@@ -16,11 +16,11 @@ Steps (JAX picks the backend; nothing here is CPU-specific):
 3. The device profile: microbenchmarks of the local device (GEMMs,
    embedding-bag gathers and scatters, streaming, call chains) and the
    efficiency fields fitted to them through the cost model
-   (`codesign.microbenchmarks`, `codesign.profile_fit`), or the profile
-   given by --device_profile.
-   FITTING DATA: the microbenchmarks only. They are timed in the same
-   interleaved rounds as the validation steps of 4, so that both see the
-   same machine (`microbenchmarks.time_interleaved`).
+   (`codesign.calibration.microbenchmarks`,
+   `codesign.calibration.profile_fit`), or the profile given by
+   --device_profile. FITTING DATA: the microbenchmarks only. They are timed in
+   the same interleaved rounds as the validation steps of 4, so that both see
+   the same machine (`microbenchmarks.time_interleaved`).
 4. `local_cases`: real jitted train steps of the Flax DLRM on synthetic
    data for configurations that differ in batch, tables, dims, pooling,
    MLP widths and interaction, against the cost model's step time on a
@@ -94,15 +94,16 @@ def _single_thread() -> None:
   JAX creates its backend (first device use), so this runs before."""
   xf = os.environ.get('XLA_FLAGS', '')
   if FLAGS.single_thread and 'xla_cpu_multi_thread_eigen' not in xf:
-    from codesign.microbenchmarks import SINGLE_THREAD_XLA_FLAGS
+    from codesign.calibration.microbenchmarks import SINGLE_THREAD_XLA_FLAGS
 
     os.environ['XLA_FLAGS'] = (xf + ' ' + SINGLE_THREAD_XLA_FLAGS).strip()
 
 
 def main():
   _single_thread()
-  from codesign import device_profile, plotting, results
-  from codesign.studies import calibration
+  from codesign.calibration import device_profile
+  from codesign.core import results
+  from codesign.studies import calibration, plotting
 
   t_start = time.perf_counter()
   settings = calibration.Settings(

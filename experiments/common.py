@@ -6,7 +6,7 @@ import sys
 
 from absl import flags
 
-from codesign.errors import InputError, exit_with
+from codesign.core.errors import InputError, exit_with
 
 flags.DEFINE_string(
   'from_config',
@@ -34,7 +34,7 @@ def _overrides() -> list[str]:
 
 def load_stack():
   """The stack of --stack with the `stack.` overrides applied."""
-  from codesign import inputs
+  from codesign.boundary import inputs
 
   return inputs.load_stack(flags.FLAGS.stack, _overrides())
 
@@ -42,8 +42,8 @@ def load_stack():
 def resolve_inputs():
   """(workload, platform, plan, stack) of the input flags (--workload,
   --platform, --plan, --override, --device_profile, --stack), loaded by
-  `codesign.inputs.resolve`."""
-  from codesign import inputs
+  `codesign.boundary.inputs.resolve`."""
+  from codesign.boundary import inputs
 
   fv = flags.FLAGS
   return inputs.resolve(
@@ -58,7 +58,7 @@ def resolve_inputs():
 
 def load_workload():
   """The workload of --workload with the `workload.` overrides applied."""
-  from codesign import inputs
+  from codesign.boundary import inputs
 
   return inputs.load_workload(flags.FLAGS.workload, _overrides())
 
@@ -105,7 +105,7 @@ def define_input_flags(
   defaults; None: the script has no such flag), --plan, --override (the
   sections it may override, e.g. 'workload,platform,plan,stack') and
   --device_profile. Help texts list the preset names."""
-  from codesign import platform_presets, workload_presets
+  from codesign.spec import platform_presets, workload_presets
 
   if workload is not None:
     flags.DEFINE_string(
@@ -292,7 +292,7 @@ def run_main(main_fn):
     logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
     if len(argv) > 1:
       exit_with(InputError(f'unexpected arguments: {" ".join(argv[1:])}'))
-    from codesign import results
+    from codesign.core import results
 
     fv = flags.FLAGS
     try:
@@ -300,7 +300,7 @@ def run_main(main_fn):
         apply_config(fv.from_config)
       check_flag_values()
       if 'device_profile' in fv and fv.device_profile:
-        from codesign import device_profile
+        from codesign.calibration import device_profile
 
         # Fail early; each script passes the profile to `inputs.resolve`.
         device_profile.load(fv.device_profile)
@@ -329,7 +329,7 @@ def config_json(w, p=None, plan=None, s=None) -> dict:
   """config.json of a run: this script's flags and the fully resolved
   inputs it used (None: not an input of the script), so that --workload,
   --platform and --plan pointed at the file reproduce the run."""
-  from codesign import schema
+  from codesign.spec import schema
 
   config = {'flags': flag_values(), 'workload': schema.workload_to_json(w)}
   if p is not None:
@@ -369,7 +369,7 @@ def apply_config(path: str) -> None:
     InputError: the file is missing or malformed, or records a flag this
       script does not have, or a value the flag rejects.
   """
-  from codesign.inputs import read_json
+  from codesign.boundary.inputs import read_json
 
   config = read_json(path, 'config')
   recorded = config.get('flags') if isinstance(config, dict) else None

@@ -80,7 +80,7 @@ FLAGS = flags.FLAGS
 
 def _plot(path, result, study):
   """platforms.png: each metric against the embedding size, per platform."""
-  from codesign import plotting
+  from codesign.studies import plotting
 
   per = result['platforms']
   plotting.platform_curves(
@@ -98,7 +98,9 @@ def _plot(path, result, study):
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import inputs, results, schema
+  from codesign.boundary import inputs
+  from codesign.core import results
+  from codesign.spec import schema
   from codesign.studies import compare_platforms as study
 
   base, stack = common.load_workload(), common.load_stack()

@@ -4,7 +4,7 @@ r"""Evaluate one design: a workload on a platform under an execution plan.
   python -m experiments.evaluate --workload=criteo_kaggle \
       --platform=big_basin --override=workload.global_batch=8192
 
-Prints a breakdown table and a per-rank table (`codesign.rank_stats`);
+Prints a breakdown table and a per-rank table (`codesign.model.rank_stats`);
 writes config.json (flags and the fully resolved workload, platform and
 plan), env.json, result.json, ranks.json, breakdown.csv and ranks.csv to
 --workdir.
@@ -42,12 +42,14 @@ FLAGS = flags.FLAGS
 
 def main():
   if FLAGS.dump_schema:
-    from codesign import schema
+    from codesign.spec import schema
 
     print(schema.schema_text())
     return
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import api, rank_stats, report, results
+  from codesign import api
+  from codesign.core import results
+  from codesign.model import rank_stats, report
 
   w, p, plan, s = common.resolve_inputs()
   workdir = results.make_workdir('evaluate', FLAGS.workdir)

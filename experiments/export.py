@@ -6,8 +6,8 @@ RUN is a run directory of `experiments.propose` (its proposal.json) or
 `experiments.evaluate` (its config.json): the workload, platform, plan and
 stack in it become TorchRec sharding-planner inputs (`Topology`,
 `ParameterConstraints` per table, the batch size per rank), written
-atomically to RUN/torchrec_planner.json (see `codesign.export`). Bad input
-ends in one sentence on stderr, exit status 2 and no file.
+atomically to RUN/torchrec_planner.json (see `codesign.boundary.export`). Bad
+input ends in one sentence on stderr, exit status 2 and no file.
 """
 
 import logging
@@ -16,7 +16,7 @@ import pathlib
 import jax
 from absl import app, flags
 
-from codesign.errors import InputError, exit_with
+from codesign.core.errors import InputError, exit_with
 
 flags.DEFINE_enum(
   'to',
@@ -30,7 +30,9 @@ SECTIONS = ('workload', 'platform', 'plan', 'stack')
 
 def load_run(run: str):
   """(workload, platform, plan, stack, file) of a run directory."""
-  from codesign import api, inputs, schema
+  from codesign import api
+  from codesign.boundary import inputs
+  from codesign.spec import schema
 
   path = pathlib.Path(run)
   if not path.is_dir():
@@ -65,7 +67,9 @@ def parse_flags(argv: list[str]) -> list[str]:
 def main(argv):
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
   jax.config.update('jax_enable_x64', True)
-  from codesign import __version__, export, results
+  from codesign import __version__
+  from codesign.boundary import export
+  from codesign.core import results
 
   try:
     if len(argv) != 2:

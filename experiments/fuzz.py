@@ -5,8 +5,8 @@ r"""Fuzz the cost model and its input boundary at scale (not run in CI).
 
 Draws --designs random designs inside `hardware.BOUNDS` and `stack.BOUNDS`
 (a quarter of the leaves exactly on a bound, plan fractions in [0, 1]),
-spread over the configurations of `codesign.fuzzing.SCALE_CONFIGS` (every
-trainer and stack preset), and counts the designs whose values (step
+spread over the configurations of `codesign.boundary.fuzzing.SCALE_CONFIGS`
+(every trainer and stack preset), and counts the designs whose values (step
 time, throughput, capex, power, breakdown) or gradients (of log
 throughput with respect to every platform and stack leaf) are not finite.
 Then every numeric input field through the scripts' own resolution: its
@@ -48,7 +48,8 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import fuzzing, results
+  from codesign.boundary import fuzzing
+  from codesign.core import results
 
   progress = common.progress_printer()
   workdir = results.make_workdir('fuzz', FLAGS.workdir)

@@ -7,9 +7,9 @@ Parses the flags and runs `codesign.studies.growth.run`. Recommendation
 models grow fast (about 3x compute a year). The workload is
 grown by each of --factors in embedding size (every table's rows) and in
 dense compute (hidden MLP widths, so that dense FLOPs per sample grow by
-the same factor; `codesign.sweeps.grow`). Under one capex budget, searches
-run at once (one vmapped augmented-Lagrangian Adam loop over the search's
-design space, auto plan, the settings of `codesign.search`):
+the same factor; `codesign.studies.sweeps.grow`). Under one capex budget,
+searches run at once (one vmapped augmented-Lagrangian Adam loop over the
+search's design space, auto plan, the settings of `codesign.search.gradient`):
   - one per factor, maximizing that grown workload's throughput alone (the
     first factor's design is the one tuned for today);
   - the horizon design, maximizing the mean log-throughput over all
@@ -73,7 +73,7 @@ FLAGS = flags.FLAGS
 
 def _factors() -> tuple[float, ...]:
   """--factors as numbers (the study checks the rest)."""
-  from codesign.errors import InputError
+  from codesign.core.errors import InputError
 
   try:
     return tuple(float(x) for x in FLAGS.factors)
@@ -85,8 +85,9 @@ def _factors() -> tuple[float, ...]:
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import plotting, results, schema
-  from codesign.studies import growth
+  from codesign.core import results
+  from codesign.spec import schema
+  from codesign.studies import growth, plotting
 
   factors = _factors()
   names = {f.name for f in dataclasses.fields(growth.Settings)}

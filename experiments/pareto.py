@@ -9,9 +9,9 @@ budget-constrained hardware searches at once: --budgets capex
 limits (log-spaced from --min_budget_usd to --max_budget_usd) and as many
 power limits, each with --starts starts, all in one vmapped
 augmented-Lagrangian Adam loop over the search's design space
-(`codesign.design_space`, auto plan, --sharding for every table; the
-method and settings of `codesign.search`), maximizing throughput. The best
-starts of each search are snapped to buildable platforms. The frontier is
+(`codesign.search.design_space`, auto plan, --sharding for every table; the
+method and settings of `codesign.search.gradient`), maximizing throughput. The
+best starts of each search are snapped to buildable platforms. The frontier is
 the set of found buildable designs that no other found design beats on
 both throughput and cost (capex, or power). The platform presets are
 evaluated on the same workload (auto plan with the same sharding, fitted
@@ -80,8 +80,10 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import inputs, plotting, results, schema
-  from codesign.studies import pareto
+  from codesign.boundary import inputs
+  from codesign.core import results
+  from codesign.spec import schema
+  from codesign.studies import pareto, plotting
 
   names = {f.name for f in dataclasses.fields(pareto.Settings)}
   settings = pareto.Settings(

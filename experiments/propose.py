@@ -6,7 +6,7 @@ r"""Propose the platform to build for a DLRM, under the buyer's limits.
   python -m experiments.propose --price=H100=22000 --price=MI300X=18000
 
 Parses the flags and runs `codesign.studies.proposal.run` (which runs
-`codesign.search.gradient_search`: augmented-Lagrangian Adam over a
+`codesign.search.gradient.gradient_search`: augmented-Lagrangian Adam over a
 relaxation of catalog parts and counts, then snapping to buildable
 platforms); prints a line at the start of each phase, then the proposal
 beside the platform presets on the same workload with the bottleneck of
@@ -38,7 +38,7 @@ import sys
 import jax
 from absl import flags
 
-from codesign.errors import InputError
+from codesign.core.errors import InputError
 from experiments import common
 
 flags.DEFINE_enum(
@@ -126,7 +126,7 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import results
+  from codesign.core import results
   from codesign.studies import proposal
 
   for key in ('budget_usd', 'power_w'):

@@ -95,7 +95,7 @@ FLAGS = flags.FLAGS
 
 
 def _node_counts() -> tuple[int, ...]:
-  from codesign.errors import InputError
+  from codesign.core.errors import InputError
 
   try:
     return tuple(int(x) for x in FLAGS.nodes)
@@ -107,14 +107,14 @@ def _node_counts() -> tuple[int, ...]:
 
 def _inputs():
   """(workload, platform, stack) of the flags; the plan must be auto."""
-  from codesign.errors import InputError
+  from codesign.core.errors import InputError
 
   if FLAGS.plan != 'auto':
     raise InputError(
       '--plan must be auto here: each node count gets its own auto plan'
     )
   # No plan is made here (the study plans per node count).
-  from codesign import inputs
+  from codesign.boundary import inputs
 
   overrides = FLAGS.override
   inputs.split_overrides(overrides)  # a malformed override fails first
@@ -127,7 +127,7 @@ def _inputs():
 
 def _plots(workdir, result, study):
   """nic_required.png, efficiency.png and breakdown.png."""
-  from codesign import plotting
+  from codesign.studies import plotting
 
   rows = result['per_node_count']
   x = np.array([r['nodes'] for r in rows])
@@ -183,7 +183,8 @@ def _plots(workdir, result, study):
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import results, schema
+  from codesign.core import results
+  from codesign.spec import schema
   from codesign.studies import scale_out as study
 
   # Checked before the inputs load (the auto plan costs seconds); the

@@ -9,11 +9,11 @@ known, and on one too large to enumerate.
 Parses the flags and runs `codesign.studies.search_quality.run`. For
 each workload, in the spaces of --spaces:
 - small: the discrete space of buildable platforms
-  (`codesign.design_space`, plan mode `auto`, one sharding for every
+  (`codesign.search.design_space`, plan mode `auto`, one sharding for every
   table: one plan per platform, so the space can be enumerated; millions
   of platforms with 16 nodes): exhaustive enumeration gives the true
   optimum; gradient search optimizes the continuous relaxation of the
-  same space, then snaps to it (`codesign.search.gradient_search`);
+  same space, then snaps to it (`codesign.search.gradient.gradient_search`);
   random search and CMA-ES (evosax) get as many evaluations as the
   gradient search used (a value and gradient counts as 2);
 - large: the same platforms with each table's sharding searched among
@@ -85,7 +85,8 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import results, workload_presets
+  from codesign.core import results
+  from codesign.spec import workload_presets
   from codesign.studies import search_quality as study
   from codesign.studies import search_quality_large as large
 

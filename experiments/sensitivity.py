@@ -72,7 +72,7 @@ FLAGS = flags.FLAGS
 
 def _plot(path, result, study):
   """elasticities.png: the --show largest, both metrics side by side."""
-  from codesign import plotting
+  from codesign.studies import plotting
 
   shown = study.ranked_fields(result, FLAGS.show)
   e = result['elasticities']
@@ -91,8 +91,9 @@ def _plot(path, result, study):
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import results, schema
-  from codesign.errors import InputError
+  from codesign.core import results
+  from codesign.core.errors import InputError
+  from codesign.spec import schema
   from codesign.studies import sensitivity as study
 
   # Checked before the inputs load (an auto plan costs seconds); the names

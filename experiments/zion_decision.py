@@ -103,7 +103,7 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign import results
+  from codesign.core import results
   from codesign.studies import zion_decision as study
 
   names = {f.name for f in dataclasses.fields(study.Settings)}

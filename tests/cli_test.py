@@ -78,7 +78,7 @@ def test_bad_input_is_one_sentence(tmp_path):
   # One test (not one per case) so that pytest-xdist does not start the
   # subprocesses twice; all of them run side by side.
   (tmp_path / 'broken.json').write_text('{"name": "criteo_kaggle", "tables": [')
-  from codesign import schema, stack_presets
+  from codesign.spec import schema, stack_presets
 
   stack = schema.stack_to_json(stack_presets.get('torchrec'))
   missing = {k: v for k, v in stack.items() if k != 'op_host_time_us'}

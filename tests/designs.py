@@ -6,17 +6,12 @@ import dataclasses
 import jax
 import numpy as np
 
-from codesign import (
-  cost_model,
-  hardware,
-  planner,
-  platform_presets,
-  stack_presets,
-)
-from codesign import stack as stack_lib
-from codesign import workload_presets as presets
-from codesign.plan import SHARDINGS
-from codesign.pytree import replace
+from codesign.core.pytree import replace
+from codesign.model import cost_model, planner
+from codesign.spec import hardware, platform_presets, stack_presets
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload_presets as presets
+from codesign.spec.plan import SHARDINGS
 
 PATHS = hardware.leaf_paths(platform_presets.get('big_basin'))
 LO = np.array([hardware.BOUNDS[k][0] for k in PATHS])

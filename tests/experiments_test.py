@@ -2,7 +2,7 @@
 
 Each script runs as a subprocess (the scripts share absl flag names, so
 they cannot be imported into one process) on a setting small enough to
-finish in seconds. The pure pieces of `codesign.sweeps` they rely on are
+finish in seconds. The pure pieces of `codesign.studies.sweeps` they rely on are
 checked in-process.
 """
 
@@ -16,16 +16,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from codesign import (
-  cost_model,
+from codesign.model import cost_model, planner
+from codesign.spec import (
   hardware,
-  planner,
   platform_presets,
   stack_presets,
-  sweeps,
   workload_presets,
 )
-from codesign import workload as wl
+from codesign.spec import workload as wl
+from codesign.studies import sweeps
 
 STACK = stack_presets.get('torchrec')
 

@@ -140,7 +140,7 @@ def test_api_matches_the_scripts_inputs():
     'big_basin',
     'torchrec',
   )
-  from codesign import schema
+  from codesign.spec import schema
 
   assert codesign.load_platform(schema.platform_to_json(p)) == p
   try:

@@ -7,13 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from codesign import (
-  cost_model,
+from codesign.core import results
+from codesign.model import cost_model, planner, report
+from codesign.spec import (
   hardware,
-  planner,
   platform_presets,
-  report,
-  results,
   stack_presets,
   workload_presets,
 )

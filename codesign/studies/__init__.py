@@ -1,4 +1,5 @@
-"""The studies behind the experiment scripts, as library functions.
+"""Layer 7, studies: the studies behind the experiment scripts, as
+library functions.
 
 Each module is one study: a frozen `Settings` dataclass (the flags that
 change the answer, in the units of the flag names) and
@@ -27,4 +28,8 @@ table and plots print), so that result.json stays reproducible.
   calibration        the model against this device's train steps and C1-C9
   benchmark          how fast the cost model evaluates
   shared             what they share: loading, checks, names, reasons
+  sweeps             evaluation over a grid of designs, elasticities
+  plotting           the figures the launchers draw
+
+Imports: every layer below (core to boundary).
 """

@@ -23,11 +23,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from codesign import cost_model, hardware, inputs
-from codesign import plan as plan_lib
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
+from codesign.boundary import inputs
+from codesign.core.errors import InputError
+from codesign.model import cost_model
+from codesign.spec import hardware
+from codesign.spec import plan as plan_lib
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,10 +11,10 @@ CPU-specific):
    `workload.dense_flops_per_sample * batch`; bytes accessed beside the
    cost model's dense bytes.
 3. The device profile: microbenchmarks of the local device
-   (`codesign.microbenchmarks`) and the efficiency fields fitted to them
-   through the cost model (`codesign.profile_fit`), or the profile given
-   in the settings. FITTING DATA: the microbenchmarks only. They are
-   timed in the same interleaved rounds as the validation steps of 4, so
+   (`codesign.calibration.microbenchmarks`) and the efficiency fields fitted to
+   them through the cost model (`codesign.calibration.profile_fit`), or the
+   profile given in the settings. FITTING DATA: the microbenchmarks only. They
+   are timed in the same interleaved rounds as the validation steps of 4, so
    that both see the same machine (`microbenchmarks.time_interleaved`).
 4. `local_cases`: real jitted train steps of the Flax DLRM on synthetic
    data for configurations that differ in batch, tables, dims, pooling,
@@ -44,20 +44,19 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from codesign import (
-  cost_model,
+from codesign.calibration import (
   count_checks,
   device_profile,
   dlrm,
-  hardware,
   microbenchmarks,
   profile_fit,
   synthetic_data,
-  workload_presets,
 )
-from codesign import public_cases as pc
-from codesign import workload as wl
-from codesign.errors import InputError
+from codesign.calibration import public_cases as pc
+from codesign.core.errors import InputError
+from codesign.model import cost_model
+from codesign.spec import hardware, workload_presets
+from codesign.spec import workload as wl
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,8 +322,8 @@ def _public_case(c, fold: dict) -> dict:
 def public_cases():
   """The published cases C1-C9, each predicted out of sample: with the
   stack and GPU numbers fitted on the OTHER cases only (leave-one-case-
-  out, `codesign.public_cases`), and with the priors beside it. Returns
-  (cases, per-parameter fit report, stack_fit.json dict)."""
+  out, `codesign.calibration.public_cases`), and with the priors beside it.
+  Returns (cases, per-parameter fit report, stack_fit.json dict)."""
   with jax.default_device(jax.devices('cpu')[0]):
     cases = pc.load()
     loco = pc.leave_one_case_out(cases)

@@ -22,12 +22,13 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from codesign import cost_model, inputs, sweeps
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
-from codesign.hardware import Platform
-from codesign.studies import shared
+from codesign.boundary import inputs
+from codesign.core.errors import InputError
+from codesign.model import cost_model
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
+from codesign.studies import shared, sweeps
 
 # (key in `sweeps.size_sweep`, key in the result, label with its unit).
 METRICS = (

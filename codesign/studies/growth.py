@@ -3,10 +3,10 @@
 The library part of `experiments.growth`, with no file I/O and no
 printing. The workload is grown by each of `factors` in embedding size
 (every table's rows) and in dense compute (hidden MLP widths, so that
-dense FLOPs per sample grow by the same factor; `codesign.sweeps.grow`).
-Under one capex budget, searches run at once (`codesign.multi_search`:
+dense FLOPs per sample grow by the same factor; `codesign.studies.sweeps.grow`).
+Under one capex budget, searches run at once (`codesign.search.multi_search`:
 one vmapped augmented-Lagrangian Adam loop over the search's design
-space, auto plan, the settings of `codesign.search`):
+space, auto plan, the settings of `codesign.search.gradient`):
   - one per factor, maximizing that grown workload's throughput alone (the
     first factor's design is the one tuned for today);
   - the horizon design, maximizing the mean log-throughput over all
@@ -24,12 +24,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from codesign import design_space as ds
-from codesign import multi_search, search, sweeps
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
-from codesign.studies import shared
+from codesign.core.errors import InputError
+from codesign.search import design_space as ds
+from codesign.search import gradient, multi_search
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.studies import shared, sweeps
 
 # Keys of `run`'s result that are not part of result.json: what the table
 # prints beside the numbers (reasons, short design names).
@@ -157,7 +157,7 @@ def run(
   # Tasks 0..n-1: one factor alone (0 is today); task n: the horizon.
   weights = np.concatenate([np.eye(n), np.full((1, n), 1.0 / n)])
   names = [f'tuned_x{f:g}' for f in factors] + ['horizon']
-  config = search.Config(
+  config = gradient.Config(
     starts=settings.starts, steps=settings.steps, seed=settings.seed
   )
   progress(
@@ -399,5 +399,5 @@ def _rows(j: int) -> slice:
   """The constraint rows of workload j in a multi-task g (after the limit
   row): its memory and buildability rows (`search.violations` less capex
   and power)."""
-  m = len(search.CONSTRAINTS) - 2
+  m = len(gradient.CONSTRAINTS) - 2
   return slice(1 + m * j, 1 + m * (j + 1))

@@ -4,8 +4,8 @@ The library part of `experiments.pareto`, with no file I/O and no
 printing: `budgets` capex limits (log-spaced from `min_budget_usd` to
 `max_budget_usd`) and as many power limits, each searched with `starts`
 starts, all in one vmapped augmented-Lagrangian Adam loop over the
-search's design space (`codesign.multi_search`: auto plan, one sharding
-for every table, the loop of `codesign.constrained` with the settings of
+search's design space (`codesign.search.multi_search`: auto plan, one sharding
+for every table, the loop of `codesign.search.constrained` with the settings of
 a `search.Config`), maximizing throughput. The best starts of each search
 are snapped to buildable platforms. The frontier is the set of found
 buildable designs that no other found design beats on both throughput
@@ -21,21 +21,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from codesign import (
-  cost_model,
-  hardware,
-  inputs,
-  multi_search,
-  planner,
-  report,
-  search,
-  sweeps,
-)
-from codesign import design_space as ds
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
-from codesign.studies import shared
+from codesign.boundary import inputs
+from codesign.core.errors import InputError
+from codesign.model import cost_model, planner, report
+from codesign.search import design_space as ds
+from codesign.search import gradient, multi_search
+from codesign.spec import hardware
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.studies import shared, sweeps
 
 PRESETS = ('cpu_2s', 'big_basin', 'zion', 'zionex', 'dgx_a100_80gb', 'dgx_h100')
 # Keys of `run`'s result that are not part of result.json: what the table
@@ -160,7 +154,7 @@ def run(
     ]
   )
   kinds = np.repeat([0, 1], k)
-  config = search.Config(
+  config = gradient.Config(
     starts=settings.starts, steps=settings.steps, seed=settings.seed
   )
   tasks = multi_search.Tasks(space, (w,), stack)

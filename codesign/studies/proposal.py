@@ -2,7 +2,7 @@
 
 The library part of `experiments.propose`, with no file I/O and no printing:
 `run(settings)` builds the design space and the search problem, runs
-`codesign.search.gradient_search` (augmented-Lagrangian Adam over a
+`codesign.search.gradient.gradient_search` (augmented-Lagrangian Adam over a
 relaxation of catalog parts and counts, then snapping to buildable
 platforms), turns the best buildable design into platform and plan JSON,
 evaluates its figures (with its searched plan and with the auto plan), the
@@ -17,8 +17,8 @@ passed explicitly: the search, the proposal and the presets all see them
 platform meets raises `InputError` with one sentence naming the constraint
 and by how much.
 
-Units are those of the JSON schema (`codesign.schema`): USD, W,
-samples/s, seconds; figures are `codesign.report.to_result` dicts.
+Units are those of the JSON schema (`codesign.spec.schema`): USD, W,
+samples/s, seconds; figures are `codesign.model.report.to_result` dicts.
 """
 
 import dataclasses
@@ -29,22 +29,13 @@ from concurrent import futures
 import jax.numpy as jnp
 import numpy as np
 
-from codesign import (
-  catalog,
-  cost_model,
-  design_space,
-  hardware,
-  part_tables,
-  plan_space,
-  planner,
-  report,
-  schema,
-  search,
-)
-from codesign import platform_presets as presets_lib
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
+from codesign.core.errors import InputError
+from codesign.model import cost_model, planner, report
+from codesign.search import design_space, gradient, part_tables, plan_space
+from codesign.spec import catalog, hardware, schema
+from codesign.spec import platform_presets as presets_lib
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
 from codesign.studies import proposal_search, robustness, shared
 
 # Platform presets evaluated beside the proposal by default.
@@ -86,7 +77,7 @@ class Settings:
     steps: Adam steps per phase (continuous, then plan polish).
     seed: random seed of the starts.
     sharding: `search` (each table's sharding searched with the hardware,
-      `codesign.plan_space`), or one of `plan.SHARDINGS` for every table.
+      `codesign.search.plan_space`), or one of `plan.SHARDINGS` for every table.
     presets: platform preset names evaluated beside the proposal.
     stack: a `Stack`, a preset name or a stack JSON file.
     exclude_parts, only_parts, available_by: the catalog parts the search
@@ -157,7 +148,7 @@ def _auto_plan_wins(problem, auto_fig, fig, limits) -> bool:
     return False
   a = objective_of(auto_fig, problem.objective, problem.samples)
   b = objective_of(fig, problem.objective, problem.samples)
-  return a > b if search.maximized(problem.objective) else a < b
+  return a > b if gradient.maximized(problem.objective) else a < b
 
 
 def _limits(problem, max_nodes) -> dict:
@@ -226,8 +217,8 @@ def run(
       settings.available_by,
     )
     parts = {'accelerators': acc, 'cpus': cpu}
-  config = search.check_config(
-    search.Config(
+  config = gradient.check_config(
+    gradient.Config(
       starts=int(settings.starts),
       steps=int(settings.steps),
       seed=int(settings.seed),
@@ -282,7 +273,7 @@ def run(
     f'{len(preset_names)} presets'
   )
   # The proposal as the evaluate CLI would read it back.
-  p, plan = search.buildable(problem, res.best_index, res.best_plan_z)
+  p, plan = gradient.buildable(problem, res.best_index, res.best_plan_z)
   pj = schema.platform_to_json(p)
   plj = schema.plan_to_json(plan)
   wj = schema.workload_to_json(w)
@@ -302,11 +293,11 @@ def run(
     plan_z = plan_space.vector_of(space, auto_plan)
   # Recomputed op by op here, so the result does not depend on the devices
   # the batched search ran on.
-  _, g_best, _ = search.assess_index(
+  _, g_best, _ = gradient.assess_index(
     problem, jnp.asarray(res.best_index), jnp.asarray(plan_z)
   )
   g_best = np.asarray(g_best)
-  pc, planc = search.relaxed(problem, res.continuous_z)
+  pc, planc = gradient.relaxed(problem, res.continuous_z)
   cfig = _figures(pc, w, planc, stack)
   cj = schema.platform_to_json(pc)
 
@@ -354,7 +345,7 @@ def run(
     w,
     stack,
     score,
-    search.maximized(problem.objective),
+    gradient.maximized(problem.objective),
     prices,
   )
   t_total = time.perf_counter() - t_start
@@ -372,7 +363,7 @@ def run(
       'within_limits': within_limits(fig, limits),
       'plan_source': plan_source,
       'constraint_violations': dict(
-        zip(search.CONSTRAINTS, g_best.tolist(), strict=True)
+        zip(gradient.CONSTRAINTS, g_best.tolist(), strict=True)
       ),
       'with_auto_plan': auto_fig,
       **fig,
@@ -385,7 +376,7 @@ def run(
       ),
       'objective_value': objective(cfig),
       'constraint_violations': dict(
-        zip(search.CONSTRAINTS, res.continuous_g.tolist(), strict=True)
+        zip(gradient.CONSTRAINTS, res.continuous_g.tolist(), strict=True)
       ),
       **cfig,
     },

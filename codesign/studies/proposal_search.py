@@ -16,11 +16,11 @@ from concurrent import futures
 
 import jax
 
-from codesign import design_space, search
-from codesign import workload as wl
-from codesign.errors import InputError
-from codesign.hardware import TRAINERS
-from codesign.stack import Stack
+from codesign.core.errors import InputError
+from codesign.search import design_space, gradient
+from codesign.spec import workload as wl
+from codesign.spec.hardware import TRAINERS
+from codesign.spec.stack import Stack
 from codesign.studies import shared
 
 
@@ -34,8 +34,8 @@ class Found:
   searches: (problem, result) of every trainer, in order.
   """
 
-  problem: search.Problem
-  result: search.Result
+  problem: gradient.Problem
+  result: gradient.Result
   per_trainer: dict
   searches: tuple
 
@@ -58,7 +58,7 @@ def search_trainers(
   problem_args: dict,
   space_args: dict,
   trainers: tuple[str, ...],
-  config: search.Config,
+  config: gradient.Config,
   progress: Callable[[str], None],
   on_step_of: Callable,
 ) -> Found:
@@ -84,7 +84,7 @@ def search_trainers(
   for trainer in check_trainers(trainers):
     space = design_space.make_space(w, trainer=trainer, **space_args)
     problems.append(
-      search.check_problem(search.Problem(space, w, stack, **problem_args))
+      gradient.check_problem(gradient.Problem(space, w, stack, **problem_args))
     )
     progress(
       f'searching {space.size:,} buildable {trainer}-trainer platforms (and '
@@ -101,7 +101,7 @@ def search_trainers(
       def report(step, m, inner=report):
         inner(step, {**m, 'trainer': trainer})
 
-    return search.gradient_search(problem, config, progress=report)
+    return gradient.gradient_search(problem, config, progress=report)
 
   # The searches run in threads: most of a search is XLA compiling, which
   # runs outside Python's lock, so two searches compile on two cores at
@@ -126,7 +126,7 @@ def _better(problem, res, other) -> bool:
     return res.best_feasible
   if not res.best_feasible:
     return False
-  if search.maximized(problem.objective):
+  if gradient.maximized(problem.objective):
     return res.best_value > other.best_value
   return res.best_value < other.best_value
 
@@ -137,7 +137,7 @@ def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
   holds the tables, searched over every trainer without the budget)."""
   g = found.result.best_g
   problem = found.problem
-  worst = search.CONSTRAINTS[int(g.argmax())]
+  worst = gradient.CONSTRAINTS[int(g.argmax())]
   if worst in ('capex', 'power'):
     # The cheapest (or leanest) platform that holds the tables, found by the
     # same searches without the budget.
@@ -147,7 +147,7 @@ def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
       free = dataclasses.replace(
         p, objective=worst, budget_usd=None, power_w=None
       )
-      low = search.gradient_search(free, config, progress=on_step(worst))
+      low = gradient.gradient_search(free, config, progress=on_step(worst))
       if low.best_feasible and (need is None or low.best_value < need):
         need = low.best_value
     if need is not None:

@@ -27,21 +27,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from codesign import (
-  catalog,
-  cost_model,
-  hardware,
-  part_tables,
-  planner,
-  report,
-  search,
-  terms,
-)
-from codesign import design_space as ds
-from codesign import plan as plan_lib
-from codesign import workload as wl
-from codesign import workload_presets as wp
-from codesign.stack import Stack
+from codesign.model import cost_model, planner, report, terms
+from codesign.search import design_space as ds
+from codesign.search import gradient, part_tables
+from codesign.spec import catalog, hardware
+from codesign.spec import plan as plan_lib
+from codesign.spec import workload as wl
+from codesign.spec import workload_presets as wp
+from codesign.spec.stack import Stack
 from codesign.studies import shared
 
 PRICE_FACTORS = (0.7, 1.3)
@@ -379,7 +372,7 @@ def found_designs(problem, res, score, limit: int = FOUND_DESIGNS):
       break
     if not ok or kind(idx) in seen:
       continue
-    p, plan = search.buildable(problem, idx, pz)
+    p, plan = gradient.buildable(problem, idx, pz)
     fig = report.to_result(
       cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
     )

@@ -21,13 +21,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from codesign import cost_model, hardware, planner, sweeps
-from codesign import plan as plan_lib
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
-from codesign.hardware import Platform
-from codesign.studies import shared
+from codesign.core.errors import InputError
+from codesign.model import cost_model, planner
+from codesign.spec import hardware
+from codesign.spec import plan as plan_lib
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
+from codesign.studies import shared, sweeps
 
 # Keys of `run`'s result that are not part of result.json (kept out so that
 # result.json stays as it was before they existed); `table` uses them.

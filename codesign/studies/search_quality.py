@@ -6,12 +6,12 @@ The library part of `experiments.search_quality`, with no file I/O and no
 printing. Two comparisons per workload (`Settings.spaces`):
 
 The small space: the discrete space of buildable platforms
-(`codesign.design_space`, plan mode `auto`, one sharding for every table:
+(`codesign.search.design_space`, plan mode `auto`, one sharding for every table:
 one plan per platform, so the space can be enumerated; millions of
 platforms with 16 nodes):
 - exhaustive enumeration gives the true optimum;
 - gradient search optimizes the continuous relaxation of the same space,
-  then snaps to it (`codesign.search.gradient_search`);
+  then snaps to it (`codesign.search.gradient.gradient_search`);
 - random search and CMA-ES (evosax) get as many evaluations as the
   gradient search used (a value and gradient counts as 2).
 
@@ -34,9 +34,9 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from codesign import baselines, design_space, plan_space, search
-from codesign import stack as stack_lib
-from codesign.errors import InputError
+from codesign.core.errors import InputError
+from codesign.search import baselines, design_space, gradient, plan_space
+from codesign.spec import stack as stack_lib
 from codesign.studies import search_quality_large as sq_large
 from codesign.studies import shared
 
@@ -114,8 +114,8 @@ def _cma_block(settings) -> int:
 
 
 def _problem(settings, space, w, stack):
-  return search.check_problem(
-    search.Problem(
+  return gradient.check_problem(
+    gradient.Problem(
       space,
       w,
       stack,
@@ -150,7 +150,7 @@ def _searches(settings, problem, config, clock, progress, label):
   grad = clock(
     'gradient',
     f'{config.starts} starts x {config.steps} Adam steps',
-    lambda: search.gradient_search(problem, config, progress=steps),
+    lambda: gradient.gradient_search(problem, config, progress=steps),
   )
   budget = grad.evaluations
   rand = clock(
@@ -313,8 +313,8 @@ def run(
   progress = progress or (lambda line: None)
   _check(settings)
   workloads = [shared.load_workload(x) for x in settings.workloads]
-  config = search.check_config(
-    search.Config(
+  config = gradient.check_config(
+    gradient.Config(
       starts=settings.starts, steps=settings.steps, seed=settings.seed
     )
   )

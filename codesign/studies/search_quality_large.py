@@ -21,7 +21,7 @@ import statistics
 
 import numpy as np
 
-from codesign import design_space, plan_space, search
+from codesign.search import design_space, gradient, plan_space
 from codesign.studies import shared
 
 # What the reference is the best of: the three searches at equal
@@ -44,7 +44,7 @@ def gap_pct(problem, reference, found):
   feasible found)."""
   if found is None:
     return None
-  if search.maximized(problem.objective):
+  if gradient.maximized(problem.objective):
     return 100.0 * (reference - found) / reference
   return 100.0 * (found - reference) / reference
 
@@ -87,7 +87,7 @@ def optimum_in_large(problem, small_problem, exh, block: int = 256) -> dict:
   plan_z = plan_space.uniform_sharding(
     problem.space, np.zeros(problem.space.num_plan), choice
   )
-  ev = search.evaluate_indices(
+  ev = gradient.evaluate_indices(
     problem, exh.best_index[None], plan_z[None], block=block
   )
   value, feasible = float(ev['value'][0]), bool(ev['feasible'][0])
@@ -126,7 +126,7 @@ def judge(problem, entries) -> dict:
     for e in entries.values():
       e['gap_pct'] = None
     return {'reference': None, 'best': [], 'margin_pct': None}
-  pick = max if search.maximized(problem.objective) else min
+  pick = max if gradient.maximized(problem.objective) else min
   ref = pick(values.values())
   for e in entries.values():
     e['gap_pct'] = gap_pct(problem, ref, e['value']) if ref else None

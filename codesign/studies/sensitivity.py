@@ -24,13 +24,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from codesign import cost_model, hardware, report, sweeps, units
-from codesign import plan as plan_lib
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
-from codesign.hardware import Platform
-from codesign.studies import shared
+from codesign.core import units
+from codesign.core.errors import InputError
+from codesign.model import cost_model, report
+from codesign.spec import hardware
+from codesign.spec import plan as plan_lib
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
+from codesign.studies import shared, sweeps
 
 # Rows of the printed ranking.
 TABLE_ROWS = 15
@@ -83,7 +85,7 @@ class Settings:
 
 
 def _unit(path: str) -> str | None:
-  """The boundary unit (`codesign.units`) of a platform field, from its
+  """The boundary unit (`codesign.core.units`) of a platform field, from its
   `unit` metadata; None for a plain number."""
   cls = hardware.Platform
   parts = path.split('.')

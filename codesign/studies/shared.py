@@ -7,12 +7,13 @@ No file I/O beyond reading a named input; nothing prints.
 
 import numpy as np
 
-from codesign import buildability, inputs, search
-from codesign import plan as plan_lib
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
-from codesign.hardware import Platform
+from codesign.boundary import inputs
+from codesign.core.errors import InputError
+from codesign.search import buildability, gradient
+from codesign.spec import plan as plan_lib
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
 
 # Printed under every table with a "% of step" column: the cost model sums
 # each component alone (`CostReport.breakdown`) and overlaps them after, so
@@ -163,12 +164,12 @@ def csv_value(x):
   return x.item() if isinstance(x, np.generic) else x
 
 
-def violation_sentence(problem: search.Problem, g) -> str:
+def violation_sentence(problem: gradient.Problem, g) -> str:
   """Names the most violated constraint of g (len(search.CONSTRAINTS),)
   and by how much."""
   g = np.asarray(g)
   i = int(np.argmax(g))
-  name = search.CONSTRAINTS[i]
+  name = gradient.CONSTRAINTS[i]
   pct = 100.0 * float(g[i])
   if name == 'capex':
     what = f'the capex budget of ${problem.budget_usd:,.0f}'

@@ -10,7 +10,7 @@ and Cascade Lake Xeons, EPYC Rome) on a Zion-era workload (`zion_2019`:
 1 TB of fp32 tables, 3.9x the HBM of an 8-V100 node); era 'today', every
 part on a workload of today's size (`neo_12t`: 12e12 parameters, 24 TB
 in fp16). Each proposal comes with its throughput elasticities
-(`codesign.sweeps.elasticities`: why it is what it is) and beside the
+(`codesign.studies.sweeps.elasticities`: why it is what it is) and beside the
 presets Zion, ZionEX and DGX H100 on the same workload (auto plan). The
 verdict: is the 2019 proposal Zion-like, an accelerator node with at
 least `min_sockets` CPU sockets whose DDR holds more of the tables than
@@ -39,12 +39,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from codesign import catalog, schema, sweeps
-from codesign import platform_presets as presets_lib
-from codesign import stack as stack_lib
-from codesign import workload as wl
-from codesign.errors import InputError
-from codesign.studies import proposal, sensitivity, shared
+from codesign.core.errors import InputError
+from codesign.spec import catalog, schema
+from codesign.spec import platform_presets as presets_lib
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.studies import proposal, sensitivity, shared, sweeps
 
 ERAS = ('2019', 'today')
 YEAR_2019 = 2019

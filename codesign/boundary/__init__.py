@@ -1,0 +1,10 @@
+"""Layer 6, boundary: inputs in from presets, files and overrides;
+other tools' formats out.
+
+  inputs   a preset name, a JSON file or dict, and --override, to the
+           four inputs, checked with one sentence per problem
+  export   a run's design as TorchRec sharding-planner inputs
+  fuzzing  the input boundary and the model at scale, fuzzed
+
+Imports: core, spec, model, search, calibration.
+"""

@@ -1,0 +1,204 @@
+"""Named inputs and their resolution: presets or JSON files, `--override`,
+a device profile, and the named plans.
+
+Each of the four inputs (workload, platform, plan, stack) is a preset
+name or a JSON file in the schema of `codesign.spec.schema`; a run's
+config.json works too (its section of that name is used). `resolve`
+loads them, applies the overrides (in the units of the JSON keys) and
+returns the objects.
+"""
+
+import json
+import pathlib
+
+from codesign.core.errors import InputError
+from codesign.model import planner
+from codesign.spec import (
+  platform_presets,
+  schema,
+  stack_presets,
+  workload_presets,
+)
+
+
+def read_json(path: str, what: str) -> dict:
+  """Reads a JSON file; one-sentence errors for missing or malformed ones."""
+  p = pathlib.Path(path)
+  if not p.is_file():
+    raise InputError(f'{what} file {path!r} does not exist')
+  try:
+    return json.loads(p.read_text())
+  except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    raise InputError(f'{what} file {path!r} is not valid JSON ({e})') from None
+
+
+def is_path(name: str) -> bool:
+  """Whether an input names a JSON file rather than a preset."""
+  return name.endswith('.json') or '/' in name
+
+
+def _from_file(path: str, what: str) -> dict:
+  """The `what` section of a JSON file (a run's config.json holds all
+  four inputs; accept it directly), with its defaults written in."""
+  d = read_json(path, what)
+  if isinstance(d, dict) and what in d and isinstance(d[what], dict):
+    d = d[what]
+  return schema.with_defaults(what, d)
+
+
+def workload_json(name_or_path: str) -> dict:
+  """The JSON of a workload preset or file."""
+  if is_path(name_or_path):
+    return _from_file(name_or_path, 'workload')
+  return schema.workload_to_json(workload_presets.get(name_or_path))
+
+
+def stack_json(name_or_path: str) -> dict:
+  """The JSON of a stack preset or file."""
+  if is_path(name_or_path):
+    return _from_file(name_or_path, 'stack')
+  return schema.stack_to_json(stack_presets.get(name_or_path))
+
+
+def platform_json(name_or_path: str) -> dict:
+  """The JSON of a platform preset or file."""
+  if is_path(name_or_path):
+    return _from_file(name_or_path, 'platform')
+  return schema.platform_to_json(platform_presets.get(name_or_path))
+
+
+def _parse_value(text: str):
+  try:
+    return json.loads(text)
+  except json.JSONDecodeError:
+    return text
+
+
+def apply_override(tree: dict, path: list[str], value, where: str):
+  """Sets `tree[path]` in place; lists take an index or broadcast a scalar."""
+  node = tree
+  for i, part in enumerate(path):
+    last = i == len(path) - 1
+    here = '.'.join([where] + path[: i + 1])
+    if isinstance(node, list):
+      if not part.isdigit() or int(part) >= len(node):
+        raise InputError(
+          f'override key {here} needs an index below {len(node)}'
+        )
+      idx = int(part)
+      if last:
+        node[idx] = value
+        return
+      node = node[idx]
+    elif isinstance(node, dict):
+      if part not in node or part == 'sources':
+        keys = [k for k in node if k != 'sources']
+        raise InputError(
+          f'unknown override key {here}; valid keys there: ' + ', '.join(keys)
+        )
+      if last:
+        old = node[part]
+        if isinstance(old, list) and not isinstance(value, list):
+          if old and isinstance(old[0], dict):
+            raise InputError(f'override key {here} needs an index')
+          node[part] = [value] * len(old)
+        else:
+          node[part] = value
+        return
+      node = node[part]
+    else:
+      raise InputError(f'override key {here} goes below a value')
+
+
+def split_overrides(overrides: list[str] | None) -> dict[str, list]:
+  """'section.a.b=value' strings -> {section: [(path, value), ...]}."""
+  out = {'workload': [], 'platform': [], 'plan': [], 'stack': []}
+  for text in overrides or []:
+    key, sep, value = text.partition('=')
+    if not sep:
+      raise InputError(f'override {text!r} is not of the form key=value')
+    section, *path = key.strip().split('.')
+    if section not in out or not path:
+      raise InputError(
+        f'override key {key!r} must start with workload., platform., plan. '
+        'or stack.'
+      )
+    out[section].append((path, _parse_value(value.strip())))
+  return out
+
+
+def _label(name_or_path: str) -> str | None:
+  """What heads a message about an input: its file, if it is one."""
+  return name_or_path if is_path(name_or_path) else None
+
+
+def with_overrides(tree: dict, section: str, overrides) -> dict:
+  """`tree` (a section's JSON dict, changed in place) with the `section.`
+  items of `overrides` (key=value strings) applied."""
+  for path, value in split_overrides(overrides)[section]:
+    apply_override(tree, path, value, section)
+  return tree
+
+
+def load_workload(name_or_path: str, overrides: list[str] | None = None):
+  """A workload preset or file with its `workload.` overrides applied."""
+  wj = with_overrides(workload_json(name_or_path), 'workload', overrides)
+  return schema.workload_from_json(wj, _label(name_or_path))
+
+
+def load_platform(
+  name_or_path: str,
+  overrides: list[str] | None = None,
+  device_profile: str | None = None,
+):
+  """A platform preset or file, with the device profile at the path
+  `device_profile` (if given) written into its training part (see
+  `codesign.calibration.device_profile.apply_to_json`), then its `platform.`
+  overrides applied."""
+  pj = platform_json(name_or_path)
+  if device_profile:
+    from codesign.calibration import device_profile as profiles
+
+    pj = profiles.apply_to_json(pj, profiles.load(device_profile))
+  pj = with_overrides(pj, 'platform', overrides)
+  return schema.platform_from_json(pj, _label(name_or_path))
+
+
+def load_stack(name_or_path: str, overrides: list[str] | None = None):
+  """A stack preset or file with its `stack.` overrides applied."""
+  sj = with_overrides(stack_json(name_or_path), 'stack', overrides)
+  return schema.stack_from_json(sj, _label(name_or_path))
+
+
+def load_plan(name_or_path: str, w, p, s, overrides: list[str] | None = None):
+  """A plan file, or a named plan (`auto`, `hbm`, `ddr`) made by
+  `codesign.model.planner.make` for the workload `w`, platform `p` and stack
+  `s`, with its `plan.` overrides applied."""
+  if is_path(name_or_path):
+    plj = _from_file(name_or_path, 'plan')
+  else:
+    plj = schema.plan_to_json(planner.make(w, p, s, placement=name_or_path))
+  plj = with_overrides(plj, 'plan', overrides)
+  return schema.plan_from_json(plj, w, _label(name_or_path))
+
+
+def resolve(
+  workload: str,
+  platform: str,
+  plan: str = 'auto',
+  overrides: list[str] | None = None,
+  device_profile: str | None = None,
+  stack: str = stack_presets.DEFAULT,
+):
+  """Loads and overrides the four inputs. Returns (workload, platform,
+  plan, stack) objects; raises `InputError` on any bad input (every
+  problem of one input at once).
+
+  `device_profile`, the path of a device profile JSON or None, goes to
+  `load_platform`; a named plan is made for the resolved stack.
+  """
+  split_overrides(overrides)  # a malformed override fails before any load
+  w = load_workload(workload, overrides)
+  p = load_platform(platform, overrides, device_profile)
+  s = load_stack(stack, overrides)
+  return w, p, load_plan(plan, w, p, s, overrides), s

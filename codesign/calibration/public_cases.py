@@ -1,0 +1,539 @@
+"""Published DLRM training throughputs as cost-model cases, and an honest
+way to calibrate the software stacks against them.
+
+`data/calibration_cases.json` (a copy of ../shared/reference) holds
+measured throughputs C1-C9: NVIDIA's PyTorch DLRM (1 and 8 GPUs, V100 and
+A100), HugeCTR (DGX A100, DGX H100 with DCN-v2), Intel's CPU trainer on
+four Cooper Lake sockets, and TorchRec on 8 A100s. `load()` turns every
+(case, precision) into a `PublicCase`: the catalog platform cut to the
+devices the case used, the catalog workload at the case's batch and
+precision, the stack the case names (with the case's own version choices,
+`CASE_STACK_CHANGES`, each with its source) and the plan that stack's
+software makes (`CASE_PLANS`).
+
+What is fitted (`FIT_PARAMETERS`): a handful of physical numbers that
+more than one case sees, each moving inside a documented range
+(`stack.FIT_RANGES`, `GPU_GEMM_RANGE`) and pulled towards its sourced
+prior (`stack_presets.PRIORS`) by a weak penalty:
+- the host time per eager PyTorch operator (tied across TorchRec,
+  NVIDIA's eager optimizer and Intel's CPU trainer);
+- the per-step floor of CUDA-graph stacks and of eager stacks;
+- the share of the hardware rate that fused embedding kernels reach
+  (tied across NVIDIA's, HugeCTR's and TorchRec's fused kernels);
+- the GEMM efficiency of the GPUs (cuBLAS; one number for all of them).
+Every case is judged leave-one-case-out: predicted with the values fitted
+on the other cases only (both precisions of a case leave together). A
+number no other case informs stays at its prior in that fold, so a
+stack seen in one case only (TorchRec, Intel's) is predicted from the
+physics and the numbers the other stacks share.
+"""
+
+import dataclasses
+import json
+import pathlib
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from codesign.calibration import device_profile
+from codesign.core.paths import DATA_DIR
+from codesign.core.pytree import replace
+from codesign.model import cost_model, planner
+from codesign.spec import (
+  hardware,
+  platform_presets,
+  stack_presets,
+  workload_presets,
+)
+from codesign.spec import plan as plan_lib
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+
+CASES_FILE = DATA_DIR / 'calibration_cases.json'
+# Which catalog platform and how many of its devices each case ran on.
+PLATFORMS = {
+  'C1': ('dgx_a100_80gb', 1),
+  'C2': ('dgx1_v100', 8),
+  'C3': ('dgx1_v100', 1),
+  'C4': ('dgx1_v100', 1),
+  'C5': ('dgx_a100_40gb', 8),
+  'C6': ('dgx_a100_80gb', 8),
+  'C7': ('cpu_4s', 4),
+  'C8': ('dgx_h100', 8),
+  'C9': ('p4d', 8),
+}
+# Catalog model name -> workload preset.
+WORKLOADS = {
+  'mlperf_dlrm_v1': 'mlperf_dlrm_v1',
+  'mlperf_dlrm_dcnv2': 'mlperf_dlrm_dcnv2',
+  'criteo_1tb_unhashed_torchrec': 'criteo_1tb',
+}
+# Published precision label -> the workload's dense precision (TF32 is the
+# stack's choice for fp32 GEMMs: NVIDIA's DLRM runs fp32 as TF32 on A100).
+PRECISIONS = {'amp': 'fp16', 'fp32': 'fp32', 'tf32': 'fp32', 'bf16': 'bf16'}
+# The version of a stack a case ran, where it differs from the preset.
+CASE_STACK_CHANGES = {
+  'C4': (
+    {
+      'graph_scope': 'none',
+      'fused_interaction': False,
+      'mlp_fusion': 'none',
+      'fused_dense_optimizer': False,
+      'embedding_kernel': 'per_table',
+    },
+    'NVIDIA DeepLearningExamples DLRM dlrm/model.py as of April 2020: '
+    'nn.Embedding(sparse=True) per table, nn.Linear + nn.ReLU, bmm '
+    'interaction with tril indices, no CUDA graphs (calibration_cases.json '
+    'stack_note)',
+  ),
+  'C5': (
+    {'graph_scope': 'none'},
+    'NVIDIA PyTorch 20.06 (MLPerf v0.7): before PyTorch 1.10 brought CUDA '
+    'graphs, every operator launched eagerly',
+  ),
+}
+# Table storage precision where a case differs from fp32.
+CASE_TABLE_PRECISION = {
+  'C5': (
+    'fp16',
+    'calibration_cases.json C5: apex O2, embeddings likely fp16',
+  ),
+}
+# The plan each case's software makes.
+CASE_PLANS = {
+  'C1': 'nvidia',
+  'C2': 'nvidia',
+  'C3': 'nvidia',
+  'C4': 'nvidia',
+  'C5': 'nvidia',
+  'C6': 'auto',
+  'C7': 'intel',
+  'C8': 'auto',
+  'C9': 'auto',
+}
+PLAN_WHY = {
+  'nvidia': "NVIDIA's placement (calibration_cases.json placement_note, "
+  'get_device_mapping): every table whole on one GPU, all in HBM',
+  'auto': "the stack's planner balances the tables over the GPUs; "
+  'codesign.planner auto plan (fastest feasible of its candidates) '
+  'stands for it',
+  'intel': 'calibration_cases.json C7: large tables model-parallel (4 per '
+  'rank), small tables data-parallel',
+}
+# The GPUs' GEMM efficiency: where a fit may move it, and why.
+GPU_GEMM_RANGE = (0.5, 0.95)
+GPU_GEMM_WHY = (
+  'cuBLAS reaches 50-95% of the dense peak on the MLP shapes of DLRMs '
+  '(tall-skinny, 128-1024 wide); above 95% no library sustains a peak'
+)
+
+# The GEMM dimension at which the GPUs' tile efficiency halves.
+GPU_HALF_RANGE = (8.0, 128.0)
+GPU_HALF_WHY = (
+  'tensor-core tiles are 8-16 wide and GEMM kernels tile 64-256; a '
+  'dimension of 8-128 halves the efficiency'
+)
+
+
+class FitParameter(NamedTuple):
+  """One fitted number: where it goes, its prior and its range.
+
+  targets: (stack name, field) pairs, or ('gpu', field) for the
+  accelerator part of every GPU case.
+  """
+
+  name: str
+  targets: tuple
+  prior: float
+  lo: float
+  hi: float
+  why: str
+
+
+def _fit_parameters() -> tuple[FitParameter, ...]:
+  pr = stack_presets.PRIORS
+  rng = stack_lib.FIT_RANGES
+  why = stack_lib.FIT_RANGE_WHY
+  return (
+    FitParameter(
+      'op_host_time',
+      stack_presets.TIES['op_host_time'],
+      pr['op_host_time'][0],
+      *rng['op_host_time'],
+      why['op_host_time'],
+    ),
+    FitParameter(
+      'nvidia_step_floor',
+      stack_presets.TIES['nvidia_step_floor'],
+      pr['graph_step_floor'][0],
+      *rng['step_floor'],
+      why['step_floor'],
+    ),
+    FitParameter(
+      'hugectr_step_floor',
+      stack_presets.TIES['hugectr_step_floor'],
+      pr['graph_step_floor'][0],
+      *rng['step_floor'],
+      why['step_floor'],
+    ),
+    FitParameter(
+      'eager_step_floor',
+      stack_presets.TIES['eager_step_floor'],
+      pr['eager_step_floor'][0],
+      *rng['step_floor'],
+      why['step_floor'],
+    ),
+    FitParameter(
+      'torchrec_step_floor',
+      stack_presets.TIES['torchrec_step_floor'],
+      pr['torchrec_step_floor'][0],
+      *rng['step_floor'],
+      why['step_floor'],
+    ),
+    FitParameter(
+      'fused_embedding_efficiency',
+      stack_presets.TIES['fused_embedding_efficiency'],
+      pr['embedding_efficiency'][0],
+      *rng['embedding_efficiency'],
+      why['embedding_efficiency'],
+    ),
+    FitParameter(
+      'gpu_gemm_efficiency',
+      (('gpu', 'gemm_efficiency'),),
+      0.8,
+      *GPU_GEMM_RANGE,
+      GPU_GEMM_WHY,
+    ),
+    FitParameter(
+      'gpu_gemm_half_size',
+      (('gpu', 'gemm_half_size'),),
+      48.0,
+      *GPU_HALF_RANGE,
+      GPU_HALF_WHY,
+    ),
+  )
+
+
+FIT_PARAMETERS = _fit_parameters()
+# Weight of the pull towards the priors, per squared unit of the fit
+# coordinate (a range spans about 8 units): weak against the data (a
+# squared log error of 0.01 per case), decisive where no case informs.
+PRIOR_WEIGHT = 1e-3
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicCase:
+  """One published measurement, ready for the cost model.
+
+  Attributes:
+    name: `<case id>_<precision>`, e.g. `C1_amp`.
+    case_id: `C1` .. `C9`.
+    hardware: the file's description of the machine.
+    platform: the catalog platform (GPU cases: the shipped default
+      profile of the GPU applied), Python floats.
+    workload: the case's workload at its batch and precision.
+    plan: the plan the case's software makes (`CASE_PLANS`).
+    stack: the preset the case names with the case's changes, at its
+      priors (fits replace the fitted fields).
+    measured: published step time, seconds (global batch / records/s).
+    notes: what was assumed for this case, with sources.
+  """
+
+  name: str
+  case_id: str
+  hardware: str
+  platform: hardware.Platform
+  workload: wl.Workload
+  plan: plan_lib.Plan
+  stack: stack_lib.Stack
+  measured: float
+  notes: tuple[str, ...]
+
+
+def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
+  if 'model' in c:
+    base = workload_presets.get(f'nv_dlrm_{c["model"]}')
+  else:
+    base = workload_presets.get(WORKLOADS[c['catalog_model']])
+  w = dataclasses.replace(
+    base,
+    global_batch=int(c['global_batch']),
+    dense_precision=PRECISIONS[precision],
+  )
+  notes = []
+  if c['id'] in CASE_TABLE_PRECISION:
+    prec, why = CASE_TABLE_PRECISION[c['id']]
+    tables = tuple(dataclasses.replace(t, precision=prec) for t in w.tables)
+    w = dataclasses.replace(w, tables=tables)
+    notes.append(f'tables {prec}: {why}')
+  opt = c.get('optimizer')
+  if opt == 'adagrad' and w.optimizer == 'rowwise_adagrad':
+    notes.append(
+      "optimizer: the MLPerf reference's --adagrad is row-wise Adagrad on "
+      'the tables (torchrec_dlrm dlrm_main.py EXACT_ROWWISE_ADAGRAD)'
+    )
+  elif opt and opt != w.optimizer:
+    w = dataclasses.replace(w, optimizer=opt)
+  return w, notes
+
+
+def _platform(case_id: str) -> hardware.Platform:
+  name, devices = PLATFORMS[case_id]
+  base = platform_presets.get(name)
+  if base.trainer == 'cpu':
+    return replace(base, nodes=1.0, sockets_per_node=float(devices))
+  base = replace(base, nodes=1.0, accelerators_per_node=float(devices))
+  # The catalog's assumptions, not a shipped fit: every fit starts from
+  # the priors (the GEMM numbers at their FIT_PARAMETERS priors).
+  profile = device_profile.default_profile(base.accelerator.name)
+  p = device_profile.apply(base, profile)
+  priors = {
+    field: param.prior
+    for param in FIT_PARAMETERS
+    for who, field in param.targets
+    if who == 'gpu'
+  }
+  return replace(p, accelerator=replace(p.accelerator, **priors))
+
+
+def _stack(c: dict) -> tuple[stack_lib.Stack, list[str]]:
+  s = stack_presets.get(c['stack'], fitted=False)
+  if c['id'] not in CASE_STACK_CHANGES:
+    return s, []
+  changes, why = CASE_STACK_CHANGES[c['id']]
+  return stack_lib.validate(replace(s, **changes)), [f'stack: {why}']
+
+
+def _plan(case_id, w, p, s) -> plan_lib.Plan:
+  kind = CASE_PLANS[case_id]
+  if kind == 'nvidia':
+    return planner.make(w, p, s, placement='hbm', sharding='table_wise')
+  if kind == 'intel':
+    # The 16 largest tables whole on the ranks, the rest replicated.
+    order = np.argsort([-t.rows for t in w.tables], kind='stable')
+    big = set(order[:16].tolist())
+    shard = tuple(
+      'table_wise' if i in big else 'data_parallel' for i in range(w.num_tables)
+    )
+    base = planner.make(w, p, s, placement='hbm', sharding='table_wise')
+    return dataclasses.replace(base, sharding=shard)
+  return planner.make(w, p, s, placement='auto', sharding='auto')
+
+
+def load(path: pathlib.Path = CASES_FILE) -> list[PublicCase]:
+  """Every (case, precision) of the file, in file order."""
+  data = json.loads(pathlib.Path(path).read_text())
+  out = []
+  for c in data['cases']:
+    p = _platform(c['id'])
+    s, stack_notes = _stack(c)
+    for prec, rate in sorted(c['records_per_s'].items()):
+      w, notes = _workload(c, prec)
+      out.append(
+        PublicCase(
+          name=f'{c["id"]}_{prec}',
+          case_id=c['id'],
+          hardware=c['hardware'],
+          platform=p,
+          workload=w,
+          plan=_plan(c['id'], w, p, s),
+          stack=s,
+          measured=w.global_batch / float(rate),
+          notes=tuple(
+            stack_notes + notes + [f'plan: {PLAN_WHY[CASE_PLANS[c["id"]]]}']
+          ),
+        )
+      )
+  return out
+
+
+# ---- fitting ----------------------------------------------------------------
+
+
+def to_coordinate(param: FitParameter, value: float) -> float:
+  """The unconstrained fit coordinate of `value` (log-logit in range)."""
+  u = (np.log(value) - np.log(param.lo)) / (np.log(param.hi) - np.log(param.lo))
+  u = float(np.clip(u, 1e-6, 1 - 1e-6))
+  return float(np.log(u / (1.0 - u)))
+
+
+def from_coordinate(param: FitParameter, z):
+  """Inverse of `to_coordinate`: lo (hi/lo)^sigmoid(z), inside the range."""
+  u = jax.nn.sigmoid(z)
+  return param.lo * (param.hi / param.lo) ** u
+
+
+def apply_values(case: PublicCase, values: dict):
+  """(platform, stack) of `case` with fitted `values` (name -> value)."""
+  p, s = case.platform, case.stack
+  for param in FIT_PARAMETERS:
+    if param.name not in values:
+      continue
+    v = values[param.name]
+    for who, fname in param.targets:
+      if who == 'gpu' and p.trainer != 'cpu':
+        p = replace(p, accelerator=replace(p.accelerator, **{fname: v}))
+      elif who == s.name:
+        s = replace(s, **{fname: v})
+  return p, s
+
+
+def predict(case: PublicCase, values: dict | None = None):
+  """The cost model's report for `case` with fitted `values` (None: the
+  priors and the shipped default profiles)."""
+  p, s = apply_values(case, values or {})
+  return cost_model.evaluate(hardware.as_arrays(p), case.workload, case.plan, s)
+
+
+def used_parameters(case: PublicCase) -> list[str]:
+  """Names of the fit parameters that reach `case`."""
+  out = []
+  for param in FIT_PARAMETERS:
+    for who, _ in param.targets:
+      if (who == 'gpu' and case.platform.trainer != 'cpu') or (
+        who == case.stack.name
+      ):
+        out.append(param.name)
+        break
+  return out
+
+
+def log_step_times(cases, z):
+  """log(predicted step seconds) of each case, shape (len(cases),), at fit
+  coordinates z (shape (len(FIT_PARAMETERS),), each in [0, 1])."""
+  values = {
+    param.name: from_coordinate(param, z[i])
+    for i, param in enumerate(FIT_PARAMETERS)
+  }
+  return jnp.stack([jnp.log(predict(c, values).step_time) for c in cases])
+
+
+# Step of the central differences of the fit's gradient, in fit
+# coordinates (a range spans about 8 units; float64 keeps 1e-9 relative).
+FD_STEP = 1e-4
+
+
+def make_fitter(cases: list[PublicCase], steps: int = 200, lr: float = 0.05):
+  """A jitted `fit(mask) -> (z, loss)` over `cases`.
+
+  `mask` (shape (len(cases),), 0 or 1) selects the fitting set, so every
+  leave-one-out fold reuses one compiled program. The loss is the mean
+  squared log error over the selected cases plus `PRIOR_WEIGHT` times the
+  squared distance of the fit coordinates from their priors; Adam
+  (Optax) minimizes it from the priors.
+
+  The gradient is taken by central differences of the jitted model (all
+  2K + 1 points of the K coordinates in one vmapped call), not by
+  `jax.grad`: compiling reverse or forward mode through the 13
+  structurally different cases takes ~30 s on 2 cores against ~5 s for
+  the forward model, and `--quick` must stay under 2 minutes. The two
+  agree (`tests/public_cases_test.py` checks `jax.grad` against these
+  differences).
+  """
+  log_measured = jnp.log(jnp.array([c.measured for c in cases]))
+  z0 = jnp.array(
+    [to_coordinate(param, param.prior) for param in FIT_PARAMETERS],
+    log_measured.dtype,
+  )
+  k = len(FIT_PARAMETERS)
+  steps_fd = jnp.concatenate(
+    [jnp.zeros((1, k)), FD_STEP * jnp.eye(k), -FD_STEP * jnp.eye(k)]
+  ).astype(z0.dtype)
+  batched = jax.vmap(lambda z: log_step_times(cases, z))
+  tx = optax.adam(lr)
+
+  def data_loss(err, mask):
+    return jnp.sum(mask * err * err, axis=-1) / jnp.maximum(jnp.sum(mask), 1.0)
+
+  def value_and_grad(z, mask):
+    losses = data_loss(batched(z + steps_fd) - log_measured, mask)
+    grad = (losses[1 : k + 1] - losses[k + 1 :]) / (2.0 * FD_STEP)
+    prior = PRIOR_WEIGHT * jnp.sum((z - z0) ** 2)
+    return losses[0] + prior, grad + 2.0 * PRIOR_WEIGHT * (z - z0)
+
+  @jax.jit
+  def fit(mask):
+    def body(carry, _):
+      z, state = carry
+      loss, g = value_and_grad(z, mask)
+      upd, state = tx.update(g, state, z)
+      return (optax.apply_updates(z, upd), state), loss
+
+    (z, _), _ = jax.lax.scan(body, (z0, tx.init(z0)), None, length=steps)
+    return z, value_and_grad(z, mask)[0]
+
+  return fit
+
+
+def values_of(z) -> dict:
+  """name -> fitted value of fit coordinates `z`."""
+  return {
+    param.name: float(from_coordinate(param, float(z[i])))
+    for i, param in enumerate(FIT_PARAMETERS)
+  }
+
+
+def at_bound(name: str, value: float) -> str | None:
+  """'lower' or 'upper' when a fitted value sits within 1% (in log) of
+  its range's end, else None."""
+  param = next(p for p in FIT_PARAMETERS if p.name == name)
+  span = np.log(param.hi) - np.log(param.lo)
+  u = (np.log(value) - np.log(param.lo)) / span
+  if u < 0.01:
+    return 'lower'
+  if u > 0.99:
+    return 'upper'
+  return None
+
+
+def leave_one_case_out(cases: list[PublicCase], steps: int = 200) -> dict:
+  """Fits for out-of-sample judgement.
+
+  Returns a dict with:
+    folds: case id -> {fitted_on, values, fit_loss}: the values to
+      predict that case with, fitted without it;
+    all: {fitted_on, values, fit_loss}: fitted on every case (the values
+      to ship, not to judge with).
+  """
+  fit = make_fitter(cases, steps)
+  ids = [c.case_id for c in cases]
+
+  def run(held_out):
+    mask = jnp.array([float(i != held_out) for i in ids])
+    z, loss = fit(mask)
+    return {
+      'fitted_on': sorted({i for i in ids if i != held_out}),
+      'values': values_of(z),
+      'fit_loss': float(loss),
+    }
+
+  return {
+    'folds': {i: run(i) for i in sorted(set(ids))},
+    'all': run(None),
+  }
+
+
+def stack_fit_json(values: dict, fitted_on: list[str], spread: dict) -> dict:
+  """The `data/stack_fit.json` form of values fitted on `fitted_on`:
+  stack -> field -> {value, provenance}, plus the GPU GEMM efficiency."""
+  out = {'stacks': {}, 'gpu': {}, 'fitted_on': fitted_on}
+  for param in FIT_PARAMETERS:
+    v = values[param.name]
+    lo, hi = spread.get(param.name, (v, v))
+    prov = (
+      f'{param.name} = {v:.4g} fitted on {", ".join(fitted_on)} '
+      f'(leave-one-case-out range {lo:.4g}-{hi:.4g}; prior '
+      f'{param.prior:.4g}; allowed {param.lo:.4g}-{param.hi:.4g})'
+    )
+    for who, fname in param.targets:
+      if who == 'gpu':
+        out['gpu'][fname] = {'value': v, 'provenance': prov}
+      else:
+        out['stacks'].setdefault(who, {})[fname] = {
+          'value': v,
+          'provenance': prov,
+        }
+  return out

@@ -1,0 +1,13 @@
+"""Layer 3, model: what one synchronous training step costs.
+
+  cost_model  evaluate(platform, workload, plan, stack): the step's
+              time, breakdown, memory per tier, capex, power; pure,
+              unjitted (jit, vmap and grad are the caller's)
+  terms/      the named terms evaluate composes (dense, embedding,
+              collectives, host, budget)
+  planner     the auto plan: sharding choice and HBM placement
+  report      a CostReport as the dict result.json holds
+  rank_stats  per-rank loads of a plan, as a sharding planner sees them
+
+Imports: core, spec.
+"""

@@ -1,0 +1,284 @@
+"""The cost of one synchronous DLRM training step on a platform.
+
+`evaluate(platform, workload, plan, stack)` is a pure, unjitted function
+of one design: `jit`, `vmap` and `grad` belong to the caller. The
+workload is static (Python numbers); platform, plan and stack are pytrees
+whose continuous leaves may be traced. The terms themselves are small
+pure functions in `codesign.model.terms`; this module composes them.
+
+The step, on R = nodes x accelerators_per_node ranks (sockets on a CPU
+trainer) with global batch B and local batch b = B / R:
+
+  forward:  all-to-all of row ids to the ranks that hold the rows ->
+            embedding gathers (HBM on the accelerators, DDR on the CPU
+            sockets, or over the host link: row by row, or as UVM cache
+            misses) -> pooled results to the accelerators (PCIe, socket
+            links) -> all-to-all, overlapped with the bottom MLP ->
+            interaction -> top MLP;
+  backward: top MLP -> interaction -> all-to-all of pooled gradients ->
+            embedding update (read-modify-write of each distinct row and
+            its optimizer state), overlapped with the bottom MLP
+            backward; the dense gradient allreduce overlaps the whole
+            backward pass;
+  then:     the dense optimizer update.
+That is the device time, plus the gaps of the kernels no term charges
+(`overhead`). The host runs beside it: the stack's floor and its eager
+operators (`host`); `terms.compose` combines the two.
+
+Each named term of `COMPONENTS` is reported in `breakdown` (seconds, not
+yet overlapped). Rooflines and overlaps use smooth maxima and there is no
+Python `if` on traced values, so gradients exist everywhere inside
+`hardware.BOUNDS` and `stack.BOUNDS` with plan values in [0, 1]. Counts
+(sockets, accelerators, links, NICs, nodes) are continuous here.
+
+Breakdown keys: `overhead` is the device-side launch gap of the kernels
+no other term charges (before the software stack was an input it was the
+platform's fixed per-step cost); `host` (new) is the host framework time
+per step.
+"""
+
+import jax
+import jax.numpy as jnp
+
+from codesign.core.pytree import dataclass
+from codesign.core.smooth import TINY, overlap, smooth_max
+from codesign.model import terms as ct
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
+from codesign.spec.plan import Plan
+from codesign.spec.stack import Stack
+
+COMPONENTS = (
+  'dense_bottom_mlp',
+  'dense_interaction',
+  'dense_top_mlp',
+  'dense_optimizer',
+  'embedding_gather_hbm',
+  'embedding_gather_ddr',
+  'embedding_update_hbm',
+  'embedding_update_ddr',
+  'host_transfer',
+  'socket_links',
+  'alltoall_intra',
+  'alltoall_inter',
+  'allreduce_intra',
+  'allreduce_inter',
+  'overhead',
+  'host',
+)
+TIERS = ('hbm', 'ddr')
+# Temperature of the soft minimum over the per-tier memory margins.
+MARGIN_TEMPERATURE = 0.01
+
+
+@dataclass
+class CostReport:
+  """What one training step costs. Scalars unless said otherwise; SI units.
+
+  Attributes:
+    step_time: seconds per synchronous step.
+    throughput: samples per second.
+    breakdown: component -> seconds (each term alone, before overlap).
+    memory_required: tier -> bytes needed per accelerator (`hbm`) or per
+      node (`ddr`).
+    memory_available: tier -> bytes available, same units.
+    feasibility_margin: soft minimum over tiers of 1 - required/available;
+      positive when everything fits.
+    feasible: boolean, every tier fits.
+    capex: USD for the whole cluster.
+    power: W for the whole cluster at TDP.
+    perf_per_usd: samples/s per USD.
+    perf_per_watt: samples/s per W.
+    bottleneck_index: index into COMPONENTS of the largest term.
+  """
+
+  step_time: jax.Array
+  throughput: jax.Array
+  breakdown: dict
+  memory_required: dict
+  memory_available: dict
+  feasibility_margin: jax.Array
+  feasible: jax.Array
+  capex: jax.Array
+  power: jax.Array
+  perf_per_usd: jax.Array
+  perf_per_watt: jax.Array
+  bottleneck_index: jax.Array
+
+  @property
+  def bottleneck(self) -> str:
+    """Name of the largest component (concrete reports only)."""
+    return COMPONENTS[int(self.bottleneck_index)]
+
+
+def evaluate(
+  platform: Platform,
+  workload: wl.Workload,
+  plan: Plan,
+  stack: Stack,
+  row_scale=1.0,
+  sharding_weights=None,
+) -> CostReport:
+  """Cost of one training step. Pure; jit/vmap/grad are the caller's.
+
+  Args:
+    platform: the hardware (`hardware.Platform`), leaves scalar arrays.
+    workload: the static DLRM description.
+    plan: the execution plan; `hbm_fraction` has shape (T,).
+    stack: the software stack (`stack.Stack`), leaves scalar arrays or
+      Python floats.
+    row_scale: multiplies the rows of every table (scalar, may be traced).
+      Rows enter the step only through sizes (memory, distinct rows,
+      data-parallel traffic), so a sweep over model size can vmap this
+      number and compile once instead of once per static workload.
+    sharding_weights: None, or (T, len(terms.SEARCHED_SHARDINGS))
+      per-table weights over the searched shardings (rows sum to 1, may
+      be traced) that replace `plan.sharding`: a search's relaxed
+      sharding (`terms.table_arrays_mixed`; a one-hot row is exactly its
+      sharding).
+
+  Returns:
+    A `CostReport` of scalars (SI units).
+  """
+  p, w, s = platform, workload, stack
+  st = ct.setup(p, w, s)
+  granules = (p.accelerator.access_granularity, p.cpu.access_granularity)
+  if sharding_weights is None:
+    t = ct.table_arrays(
+      w, (plan.sharding, plan.column_shards, plan.comm_precision), granules
+    )
+    orders = ct.load_orders(w, plan, s, t)
+  else:
+    t = ct.table_arrays_mixed(w, sharding_weights, plan.column_shards, granules)
+    orders = None  # relaxed masks: the packing bound sorts the loads
+  t = {
+    **t,
+    'orders': orders,
+    'table_bytes': t['table_bytes'] * row_scale,
+  }
+  dev, _ = ct.dense_device(p)
+  # Pooled payloads: the stack's precision, or the plan's if narrower
+  # (quantized communication).
+  payload = min(
+    stack_lib.payload_bytes(s, w.dense_precision),
+    wl.PRECISION_BYTES[plan.comm_precision],
+  )
+
+  # ---- dense half ----------------------------------------------------------
+  fwd, bwd = ct.dense_times(p, w, s, st)
+  comp = ct.gemm_table(w)['component']
+  part = [(comp == i).astype(fwd.dtype) for i in range(3)]
+  (bot_ew_f, bot_ew_b), (top_ew_f, top_ew_b) = ct.mlp_elementwise(p, w, s, st)
+  bottom_fwd = jnp.sum(fwd * part[0]) + bot_ew_f
+  bottom_bwd = jnp.sum(bwd * part[0]) + bot_ew_b
+  top_fwd = jnp.sum(fwd * part[2]) + top_ew_f
+  top_bwd = jnp.sum(bwd * part[2]) + top_ew_b
+  inter_fwd, inter_bwd = ct.interaction_times(
+    p, w, s, st, (jnp.sum(fwd * part[1]), jnp.sum(bwd * part[1]))
+  )
+  dense_opt = ct.dense_optimizer_time(p, w, s)
+
+  # ---- embeddings ----------------------------------------------------------
+  lk = ct.lookups(w, plan, t, st, row_scale)
+  busiest = ct.busiest_loads(ct.hbm_loads(s, t, lk, st, payload), t, st)
+  gather_hbm, update_hbm = ct.embedding_hbm(p, t, st, busiest)
+  ddr = ct.embedding_ddr(p, w, plan, s, t, lk, st, row_scale)
+  host_1, upi_1 = ct.pooled_to_host(p, w, plan, s, t, lk, st, payload)
+
+  # ---- collectives ---------------------------------------------------------
+  fab = ct.fabric(p, s, st)
+  a2a_intra, a2a_inter = ct.alltoall_pooled(w, s, t, st, fab, payload, p)
+  ids_intra, ids_inter = ct.alltoall_ids(w, s, t, st, fab, p)
+  calls = ct.allreduce_calls(w, s, t, plan)
+  ar_intra, ar_inter = ct.allreduce_dense(
+    ct.allreduce_bytes(w, s, t, plan, row_scale), calls, s, st, fab, p
+  )
+
+  # ---- host side and kernel gaps -------------------------------------------
+  counts = ct.kernel_counts(w, s, t, plan, payload)
+  launch = counts.device_kernels * dev.kernel_overhead
+  host = ct.host_time(s, counts)
+
+  # ---- composition ---------------------------------------------------------
+  o = plan.overlap
+  emb_fwd = smooth_max(
+    gather_hbm + ddr.uvm_gather, ddr.cpu_gather + host_1 + upi_1
+  )
+  sparse_fwd = ids_intra + ids_inter + emb_fwd + a2a_intra + a2a_inter
+  t_fwd = overlap(sparse_fwd, bottom_fwd, o) + inter_fwd + top_fwd
+  sparse_bwd = (
+    a2a_intra
+    + a2a_inter
+    + smooth_max(update_hbm + ddr.uvm_update, host_1 + upi_1 + ddr.cpu_update)
+  )
+  t_bwd = top_bwd + inter_bwd + overlap(sparse_bwd, bottom_bwd, o)
+  t_bwd = overlap(t_bwd, ar_intra + ar_inter, o)
+  device = t_fwd + t_bwd + dense_opt + launch
+  by_group = {
+    'bottom_mlp': bottom_fwd + bottom_bwd,
+    'interaction': inter_fwd + inter_bwd,
+    'top_mlp': top_fwd + top_bwd,
+    'optimizer': dense_opt,
+    'embedding': gather_hbm + update_hbm + ddr.uvm_gather + ddr.uvm_update,
+    'collectives': ids_intra
+    + ids_inter
+    + 2.0 * (a2a_intra + a2a_inter)
+    + ar_intra
+    + ar_inter,
+    'other': launch,
+  }
+  step = ct.compose(device, by_group, s, counts, st)
+
+  breakdown = {
+    'dense_bottom_mlp': bottom_fwd + bottom_bwd,
+    'dense_interaction': inter_fwd + inter_bwd,
+    'dense_top_mlp': top_fwd + top_bwd,
+    'dense_optimizer': dense_opt,
+    'embedding_gather_hbm': gather_hbm,
+    'embedding_gather_ddr': ddr.cpu_gather + ddr.uvm_gather,
+    'embedding_update_hbm': update_hbm,
+    'embedding_update_ddr': ddr.cpu_update + ddr.uvm_update,
+    'host_transfer': 2.0 * host_1,
+    'socket_links': 2.0 * upi_1,
+    'alltoall_intra': ids_intra + 2.0 * a2a_intra,
+    'alltoall_inter': ids_inter + 2.0 * a2a_inter,
+    'allreduce_intra': ar_intra,
+    'allreduce_inter': ar_inter,
+    'overhead': launch * jnp.ones_like(step),
+    'host': host * jnp.ones_like(step),
+  }
+
+  # ---- memory, capex, power ------------------------------------------------
+  dense_mem = ct.dense_hbm_bytes(w, p, s)
+  required, available = ct.memory(p, w, s, t, lk, st, dense_mem, busiest)
+  margins = [1.0 - required['ddr'] / available['ddr']]
+  fits = required['ddr'] <= available['ddr']
+  if not st.cpu_trainer:
+    margins.append(1.0 - required['hbm'] / available['hbm'])
+    fits = fits & (required['hbm'] <= available['hbm'])
+  margins = jnp.stack(margins)
+  margin = -MARGIN_TEMPERATURE * jax.nn.logsumexp(-margins / MARGIN_TEMPERATURE)
+  margin = margin + MARGIN_TEMPERATURE * jnp.log(float(len(margins)))
+  capex, power = ct.capex_and_power(p)
+  throughput = st.batch / jnp.maximum(step, TINY)
+  stacked = jnp.stack([breakdown[k] for k in COMPONENTS])
+  return CostReport(
+    step_time=step,
+    throughput=throughput,
+    breakdown=breakdown,
+    memory_required=required,
+    memory_available=available,
+    feasibility_margin=margin,
+    feasible=fits,
+    capex=capex,
+    power=power,
+    perf_per_usd=throughput / capex,
+    perf_per_watt=throughput / power,
+    bottleneck_index=jnp.argmax(stacked),
+  )
+
+
+def dense_hbm_bytes(w: wl.Workload, p: Platform, s: Stack):
+  """Bytes per rank for the dense model, its optimizer and activations."""
+  return ct.dense_hbm_bytes(w, p, s)

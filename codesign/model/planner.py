@@ -1,0 +1,381 @@
+"""Named plans: where the tables go, chosen from the cost model.
+
+`make(workload, platform, stack, placement, sharding)` builds a `Plan`
+from concrete numbers. Two rules decide it:
+
+- HBM placement (`fit_hbm`): the stack keeps `hbm_reserve` of every
+  accelerator's HBM free, the dense model and its activations take their
+  share, and the rest holds table rows, *hottest bytes first*: each
+  table gets the fraction f of its rows at which one more byte of HBM
+  buys the same hit rate everywhere (water-filling of the lookups served
+  from HBM, hit(f) = 1 - (1 - f)^k per table), so small and hot tables
+  stay wholly in HBM and the giant ones spill (or, with UVM caching, are
+  cached). The total is the largest for which the cost model's own HBM
+  requirement of the busiest rank (`hbm_need`, its memory term) fits.
+  This is the one HBM rule of the package, in two forms: `fit_hbm` for
+  concrete platforms (bisection on the capacity, numpy) and
+  `fit_hbm_traced` for traced ones (the design space's `auto` plans:
+  bisection on the fill level with an implicit gradient); a test checks
+  that they agree on every preset.
+- Sharding (`auto`): table-wise, except for tables table-wise cannot
+  balance, which are split (table-row-wise on several nodes, row-wise on
+  one); the fastest feasible of four candidates by the cost model: split
+  the tables whose HBM share exceeds a quarter of one accelerator's free
+  HBM; split those and the tables whose traffic exceeds half of one
+  rank's fair share; split none; every table column-wise.
+"""
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign.core.errors import InputError
+from codesign.core.smooth import safe_div
+from codesign.model import cost_model, terms
+from codesign.spec import hardware
+from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
+from codesign.spec.plan import SHARDINGS, Plan
+from codesign.spec.stack import Stack
+
+# Bisection steps of the HBM fit (2^-40 of the total table bytes).
+FIT_STEPS = 40
+# Bisection steps of the traced fit (2^-50 of the fill level's range).
+TRACED_FIT_STEPS = 50
+
+
+def table_bytes(w: wl.Workload) -> np.ndarray:
+  """Bytes of each table with its optimizer state, shape (T,)."""
+  return np.array(
+    [float(t.bytes + wl.table_state_bytes(w, t)) for t in w.tables]
+  )
+
+
+def _tables(w: wl.Workload, sharding) -> dict:
+  """The cost model's per-table arrays for these shardings: names (T,),
+  or relaxed weights (T, len(terms.SEARCHED_SHARDINGS)) as the cost
+  model's `sharding_weights`."""
+  if isinstance(sharding, tuple) and all(isinstance(x, str) for x in sharding):
+    return terms.table_arrays(w, (sharding, 4, 'fp32'))
+  return terms.table_arrays_mixed(w, sharding, 4)
+
+
+def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
+  """HBM bytes the busiest accelerator needs: its share of the tables at
+  per-table HBM fractions `frac` (T,), the data-parallel replicas and the
+  dense model. The cost model's own memory term (`terms.per_rank` over
+  the resident bytes, `terms.memory`), in jnp: `p` with array leaves
+  (`hardware.as_arrays`) and `frac` may be traced, and then the packing
+  bound sorts the loads (as the cost model does for traced fractions);
+  concrete fractions use the cost model's static order."""
+  t = _tables(w, sharding)
+  st = terms.setup(p, w, s)
+  dp = t['data_parallel']
+  tb = t['table_bytes'] * row_scale
+  in_hbm = dp + (1.0 - dp) * frac
+  on = in_hbm * tb * (1.0 - dp)
+  order = None
+  if not isinstance(frac, jax.core.Tracer):
+    order = np.argsort(-(np.asarray(in_hbm) * t['table_bytes']), kind='stable')
+  tables = terms.per_rank(on, t, st, order)
+  return tables + jnp.sum(dp * tb) + terms.dense_hbm_bytes(w, p, s)
+
+
+def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
+  """`hbm_need` of a concrete platform and plan, in bytes (float).
+
+  Jitted, once per workload and kind of platform (the row scale is an
+  argument): the platform's labels are dropped (`hardware.unlabelled`)
+  and named shardings are passed as one-hot weights
+  (`terms.table_arrays_mixed`, the same bytes), so that every preset,
+  size and candidate sharding shares one compile. A plan with
+  data-parallel tables (not among the weights' four shardings) is
+  evaluated op by op."""
+  frac = np.asarray(frac, np.float64)
+  if 'data_parallel' in sharding:
+    need = hbm_need(w, hardware.as_arrays(p), s, sharding, frac, row_scale)
+    return float(need)
+  weights = terms.one_hot_sharding(sharding)
+  hw = hardware.unlabelled(hardware.as_arrays(p))
+  return float(_hbm_need_jit(w)(hw, s, weights, frac, float(row_scale)))
+
+
+@functools.cache
+def _hbm_need_jit(w: wl.Workload):
+  return jax.jit(
+    lambda p, s, weights, frac, row_scale: hbm_need(
+      w, p, s, weights, frac, row_scale
+    )
+  )
+
+
+def hbm_available(p: Platform, s: Stack) -> float:
+  """HBM bytes per accelerator the stack lets the plan use."""
+  return float(p.accelerator.hbm_capacity) * (1.0 - float(s.hbm_reserve))
+
+
+def water_fill(w: wl.Workload, capacity: float, dp_mask) -> np.ndarray:
+  """Per-table HBM fractions that serve the most lookups from HBM with
+  `capacity` bytes of table rows in total (data-parallel tables are
+  whole and not counted).
+
+  With hit(f) = 1 - (1 - f)^k, table t's marginal hits per byte at f are
+  L_t k (1 - f)^(k-1) / B_t (L_t lookups per sample, B_t bytes). Equal
+  marginals at a level lam give f_t = 1 - (lam B_t / (k L_t))^(1/(k-1)),
+  clipped to [0, 1]; lam is found by bisection in log space. Uniform
+  traffic (k = 1) has constant marginals: the densest tables (lookups per
+  byte) fill first.
+  """
+  tb = table_bytes(w)
+  pool = np.array([t.pooling for t in w.tables], np.float64)
+  k = float(w.popularity_skew)
+  free = np.asarray(dp_mask) < 0.5
+  total = float(np.sum(tb[free]))
+  if capacity >= total:
+    return np.ones(len(tb))
+  if capacity <= 0.0:
+    return np.zeros(len(tb))
+  density = pool / tb
+  out = np.zeros(len(tb))
+  if k <= 1.0 + 1e-9:
+    left = capacity
+    for i in np.argsort(-density, kind='stable'):
+      if not free[i]:
+        continue
+      take = min(tb[i], left)
+      out[i] = take / tb[i]
+      left -= take
+    return out
+
+  def fill(log_lam):
+    f = 1.0 - (np.exp(log_lam) / (k * density)) ** (1.0 / (k - 1.0))
+    return np.where(free, np.clip(f, 0.0, 1.0), 0.0)
+
+  lo, hi = np.log(k * density.min()) - 60.0, np.log(k * density.max())
+  for _ in range(200):
+    mid = 0.5 * (lo + hi)
+    if np.sum(fill(mid) * tb) > capacity:
+      lo = mid
+    else:
+      hi = mid
+  return fill(hi)
+
+
+def fit_hbm(w, p: Platform, s: Stack, sharding, row_scale=1.0) -> np.ndarray:
+  """Per-table HBM fractions (T,): the water-filling of the largest
+  capacity whose busiest-rank requirement (`hbm_need`) fits the HBM the
+  stack allows. `row_scale` multiplies every table's rows (as in
+  `cost_model.evaluate`). The concrete form of the rule; the traced form
+  is `fit_hbm_traced`."""
+  dp = np.array([x == 'data_parallel' for x in sharding], np.float64)
+  avail = hbm_available(p, s)
+  total = float(np.sum(table_bytes(w) * (1.0 - dp)))
+  frac = water_fill(w, total, dp)
+
+  def fits(f):
+    return hbm_required(w, p, s, sharding, f, row_scale) <= avail
+
+  if fits(frac):
+    return frac
+  lo, hi = 0.0, total
+  for _ in range(FIT_STEPS):
+    mid = 0.5 * (lo + hi)
+    if fits(water_fill(w, mid, dp)):
+      lo = mid
+    else:
+      hi = mid
+  return water_fill(w, lo, dp)
+
+
+def fill_curve(w: wl.Workload, dp_mask, u):
+  """The water-filling fractions (T,) at fill level u in [0, 1] (0: no
+  rows in HBM, 1: every row), increasing in u, in jnp (u may be traced).
+
+  With skew k > 1 the level is the marginal hits per byte lam of
+  `water_fill`, log-linear in u between the level that holds nothing
+  (log k max density) and one 40 (k - 1) e-folds below the smallest (every
+  fraction within e^-40 of 1). With k = 1 it is the capacity, u times the
+  bytes of the tables that are not data-parallel, filled densest first.
+  Fractions do not depend on the tables' absolute size, so one curve
+  serves every `row_scale`.
+  """
+  tb = table_bytes(w)
+  pool = np.array([t.pooling for t in w.tables], np.float64)
+  k = float(w.popularity_skew)
+  free = (np.asarray(dp_mask) < 0.5).astype(np.float64)
+  density = pool / tb
+  if k <= 1.0 + 1e-9:
+    order = np.argsort(-density, kind='stable')
+    sizes = (tb * free)[order]
+    before = np.empty_like(tb)
+    before[order] = np.cumsum(sizes) - sizes
+    capacity = u * float(np.sum(tb * free))
+    return jnp.clip((capacity - before) / tb, 0.0, 1.0) * free
+  top = math.log(k * float(density.max()))
+  bottom = math.log(k * float(density.min())) - 40.0 * max(k - 1.0, 1.0)
+  log_level = top - u * (top - bottom)
+  f = 1.0 - jnp.exp((log_level - np.log(k * density)) / (k - 1.0))
+  return jnp.clip(f, 0.0, 1.0) * free
+
+
+def _bisect_level(excess):
+  """The fill level in [0, 1] where `excess` (increasing) crosses zero,
+  from below: `TRACED_FIT_STEPS` bisection steps."""
+
+  def body(_, bracket):
+    lo, hi = bracket
+    mid = 0.5 * (lo + hi)
+    over = excess(mid) > 0.0
+    return jnp.where(over, lo, mid), jnp.where(over, mid, hi)
+
+  # The first step runs outside the loop so that the carry already has the
+  # type the body returns (inside shard_map the bracket becomes varying).
+  bracket = body(0, (jnp.zeros(()), jnp.ones(())))
+  lo, _ = jax.lax.fori_loop(1, TRACED_FIT_STEPS, body, bracket)
+  return lo
+
+
+def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
+  """The rule of `fit_hbm` in jnp, for a traced platform (`p` with array
+  leaves) and row scale: the fill level u of `fill_curve` at which
+  `hbm_need` equals the HBM the stack allows, found by bisection and
+  differentiated implicitly (du/dx = -(dE/dx) /
+  (dE/du) for the excess E), so that a search sees what more HBM or more
+  ranks buy. Every row when everything fits; none when even the dense
+  model does not fit. Returns fractions (T,)."""
+  dp = _tables(w, sharding)['data_parallel']
+  avail = p.accelerator.hbm_capacity * (1.0 - s.hbm_reserve)
+
+  def excess(u):
+    frac = fill_curve(w, dp, u)
+    return hbm_need(w, p, s, sharding, frac, row_scale) - avail
+
+  # Implicit differentiation written out (`jax.lax.custom_root` does the
+  # same but fails under shard_map's varying-axes check): the value is the
+  # bisected level, the gradient -(dE/dx) / (dE/du) at that level.
+  level = jax.lax.stop_gradient(_bisect_level(excess))
+  e, slope = jax.jvp(excess, (level,), (jnp.ones_like(level),))
+  u = level - safe_div(
+    e - jax.lax.stop_gradient(e), jax.lax.stop_gradient(slope)
+  )
+  everything = excess(jnp.ones(())) <= 0.0
+  nothing = excess(jnp.zeros(())) > 0.0
+  frac = fill_curve(w, dp, u)
+  return jnp.where(everything, 1.0, jnp.where(nothing, 0.0, frac))
+
+
+def make(
+  w: wl.Workload,
+  p: Platform,
+  s: Stack,
+  placement: str = 'auto',
+  sharding: str = 'auto',
+  comm_precision: str = 'fp32',
+  row_scale: float = 1.0,
+) -> Plan:
+  """A plan from named choices (see the module docstring).
+
+  placement: `auto` (hottest bytes in the HBM the stack allows, the rest
+  in DDR), `hbm` (every table in HBM) or `ddr` (every table in DDR).
+  sharding: one of `plan.SHARDINGS` for every table, or `auto`.
+  row_scale: the plan is for `w` with every table's rows times this
+  (as `cost_model.evaluate(..., row_scale)` costs it).
+  """
+  if placement not in ('auto', 'hbm', 'ddr'):
+    raise InputError(
+      f'unknown placement {placement!r}; valid choices: auto, hbm, ddr'
+    )
+  if sharding not in SHARDINGS + ('auto',):
+    raise InputError(
+      f'unknown sharding {sharding!r}; valid choices: auto, '
+      + ', '.join(SHARDINGS)
+    )
+  t = w.num_tables
+  if sharding != 'auto':
+    return _build(
+      w, p, s, (sharding,) * t, placement, comm_precision, row_scale
+    )
+  ranks = float(p.nodes) * float(p.accelerators_per_node)
+  dense = float(cost_model.dense_hbm_bytes(w, hardware.as_arrays(p), s))
+  free = hbm_available(p, s) - dense
+  tb = row_scale * table_bytes(w)
+  share = min(1.0, max(0.0, free * ranks / float(tb.sum())))
+  per_table = share * tb
+  big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
+  by_size = tuple(big if b > 0.25 * free else 'table_wise' for b in per_table)
+  if p.trainer == 'cpu':
+    return _build(w, p, s, by_size, placement, comm_precision, row_scale)
+  traffic = [tb.pooling * tb.row_bytes for tb in w.tables]  # per sample
+  fair = sum(traffic) / ranks
+  by_traffic = tuple(
+    big if x == big or y > 0.5 * fair else 'table_wise'
+    for x, y in zip(by_size, traffic, strict=True)
+  )
+  candidates = (by_size, by_traffic, ('table_wise',) * t, ('column_wise',) * t)
+  plans = [
+    _build(w, p, s, c, placement, comm_precision, row_scale)
+    for c in dict.fromkeys(candidates)  # distinct, in order
+  ]
+  if len(plans) == 1:
+    return plans[0]
+
+  def rank(pl):  # feasible first, then faster
+    feasible, step_time = _feasible_and_step_time(w, p, s, pl, row_scale)
+    return (not feasible, step_time)
+
+  return min(plans, key=rank)
+
+
+def _feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale):
+  """(feasible, step time in s) of a concrete plan; jitted as
+  `hbm_required` is (labels dropped, shardings as one-hot weights), so
+  that ranking the candidates of every preset shares one compile."""
+  hw = hardware.as_arrays(p)
+  if 'data_parallel' in plan.sharding:
+    r = cost_model.evaluate(hw, w, plan, s, row_scale)
+    return bool(r.feasible), float(r.step_time)
+  weights = terms.one_hot_sharding(plan.sharding)
+  fn = _rank_jit(w, plan.column_shards, plan.comm_precision)
+  leaves = (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap)
+  hw = hardware.unlabelled(hw)
+  feasible, step_time = fn(hw, s, weights, *leaves, float(row_scale))
+  return bool(feasible), float(step_time)
+
+
+@functools.cache
+def _rank_jit(w, column_shards, comm_precision):
+  def run(p, s, weights, frac, cpu_lookup, overlap, row_scale):
+    plan = Plan(
+      hbm_fraction=frac,
+      cpu_lookup_fraction=cpu_lookup,
+      overlap=overlap,
+      sharding=(terms.SEARCHED_SHARDINGS[0],) * w.num_tables,
+      column_shards=column_shards,
+      comm_precision=comm_precision,
+    )
+    r = cost_model.evaluate(p, w, plan, s, row_scale, weights)
+    return r.feasible, r.step_time
+
+  return jax.jit(run)
+
+
+def _build(w, p, s, shardings, placement, comm_precision, row_scale) -> Plan:
+  """A plan of these shardings with the placement's HBM fractions."""
+  t = w.num_tables
+  if placement == 'hbm' or p.trainer == 'cpu':
+    frac = np.ones(t)
+  elif placement == 'ddr':
+    frac = np.zeros(t)
+  else:
+    frac = fit_hbm(w, p, s, shardings, row_scale)
+  return Plan(
+    hbm_fraction=frac,
+    cpu_lookup_fraction=1.0,
+    overlap=float(s.comm_overlap),
+    sharding=tuple(shardings),
+    column_shards=4,
+    comm_precision=comm_precision,
+  )

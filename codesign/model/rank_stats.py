@@ -1,0 +1,375 @@
+"""Per-rank statistics of a plan, like the stats table of TorchRec's planner.
+
+The cost model never assigns tables to ranks: it bounds the load of the
+busiest rank analytically (`terms.per_rank`: every rank's share, and the
+packing bounds of whole tables in `terms.busiest_rank`). A per-rank table
+needs a concrete assignment, so `assign` makes the simple one whose
+busiest rank those bounds approximate:
+- table_wise: whole tables, largest load first, each onto the table rank
+  with the least load so far (greedy LPT; Graham 1969: its busiest rank
+  is at most 4/3 - 1/(3R) times the best possible);
+- table_row_wise: each table, largest first, onto the node whose busiest
+  table rank would then be least loaded, its rows evenly over that
+  node's table ranks;
+- row_wise, column_wise, data_parallel: evenly over every table rank.
+Table ranks are all R ranks, except rank 0 when the stack runs the
+bottom MLP alone on it (`terms.setup`: one device, more than 4 ranks).
+
+A table's load is its embedding seconds per step at the model's rates,
+from the model's own per-table arrays (`terms.table_arrays`,
+`terms.lookups`, `terms.hbm_loads`): on an accelerator trainer the HBM
+gathers, row updates and pooled casts (the work `terms.embedding_hbm`
+charges the busiest rank; DDR-resident rows are read over the host link
+or by the CPUs, which the model charges to the whole cluster, so they are
+not in a rank's seconds, only in its DDR lookups); on a CPU trainer the
+DDR gathers and updates at one socket's rate (`terms.embedding_ddr`,
+which spreads them evenly). Data-parallel tables add their dense
+replica update to every rank.
+
+`compute` returns per rank the HBM and DDR bytes of table rows (with
+optimizer state; data-parallel replicas on every rank), the lookups per
+step served from HBM and from DDR, the embedding seconds and their share
+of the busiest rank's; and a summary: mean, greedy maximum and imbalance
+(max/mean), beside the model's bound on the same per-table loads
+(`terms.per_rank`) and the embedding seconds of the model's step
+breakdown (each kind of work packed in its own order).
+"""
+
+import jax.numpy as jnp
+import numpy as np
+
+from codesign.model import terms
+from codesign.spec import hardware
+from codesign.spec import stack as stack_lib
+from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
+from codesign.spec.plan import Plan
+from codesign.spec.stack import Stack
+
+SPREAD = ('row_wise', 'column_wise', 'data_parallel')
+# Rows of the printed table; larger clusters print their busiest ranks
+# (ranks.json holds every rank).
+PRINTED_RANKS = 16
+
+
+def _f(x) -> np.ndarray:
+  return np.asarray(x, dtype=np.float64)
+
+
+def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
+  """Per-table numbers of one step, from the cost model's terms.
+
+  Returns:
+    A dict of arrays of shape (T,): `hbm_bytes` and `ddr_bytes` (rows and
+    optimizer state resident per tier, one replica of a data-parallel
+    table), `hbm_lookups` and `ddr_lookups` (lookups per step over the
+    global batch), `seconds` (embedding seconds per step of the table on
+    the rank or ranks that hold it); and scalars `replica_seconds`
+    (seconds per rank of updating the data-parallel replicas), `ranks`,
+    `per_node`, `dedicated` (1 when rank 0 holds no tables, else 0),
+    `dense_hbm_bytes` (dense model per rank), `hbm_available_bytes` (per
+    rank, after the stack's reserve; 0 on a CPU trainer),
+    `model_hbm_bytes` (the model's HBM requirement of the busiest rank)
+    and `model_bound_s` (the
+    model's busiest-rank bound on `seconds`, plus `replica_seconds`).
+  """
+  pa = hardware.as_arrays(p)
+  st = terms.setup(pa, w, s)
+  t = terms.table_arrays(
+    w,
+    (plan.sharding, plan.column_shards, plan.comm_precision),
+    (p.accelerator.access_granularity, p.cpu.access_granularity),
+  )
+  t = {**t, 'orders': terms.load_orders(w, plan, s, t)}
+  lk = terms.lookups(w, plan, t, st, 1.0)
+  tb, dp = t['table_bytes'], t['data_parallel']
+  frac = _f(lk.frac)
+  payload = min(
+    stack_lib.payload_bytes(s, w.dense_precision),
+    wl.PRECISION_BYTES[plan.comm_precision],
+  )
+  loads = terms.hbm_loads(s, t, lk, st, payload)
+  replica = np.sum(dp * tb * 2.0)  # read and write every replica once
+  if st.cpu_trainer:
+    cpu = pa.cpu
+    gather_b, _ = t['touched_ddr']
+    # As `terms.embedding_ddr` charges a CPU trainer: no pooled-gradient
+    # reads (its `bags` are zero there).
+    moved = terms.update_bytes(
+      s, t, lk.ddr, lk.distinct_ddr, t['touched_ddr'], 0.0
+    )
+    update_rate = cpu.ddr_bandwidth * cpu.update_efficiency
+    seconds = lk.ddr * gather_b / (
+      cpu.ddr_bandwidth * cpu.gather_efficiency
+    ) + (moved / update_rate)
+    replica_s = replica / update_rate
+    hbm_bytes, ddr_bytes = np.zeros_like(tb), tb
+    bound = jnp.sum(seconds) / st.table_ranks  # spread evenly
+    model_hbm = 0.0
+    available = 0.0
+  else:
+    acc = pa.accelerator
+    update_rate = acc.hbm_bandwidth * acc.update_efficiency
+    seconds = loads['gather'] / (acc.hbm_bandwidth * acc.gather_efficiency)
+    seconds = seconds + loads['update'] / update_rate
+    if 'cast' in loads:  # charged to the gather and to the update
+      stream = acc.hbm_bandwidth * terms.STREAM_EFFICIENCY
+      seconds = seconds + 2.0 * loads['cast'] / stream
+    replica_s = replica / update_rate
+    hbm_bytes = frac * tb
+    ddr_bytes = ((1.0 - dp) if s.uvm_caching else (1.0 - frac)) * tb
+    order = np.argsort(-_f(seconds), kind='stable')
+    bound = terms.per_rank(seconds, t, st, order)
+    model_hbm = (
+      terms.per_rank(loads['resident'], t, st, t['orders']['bytes'])
+      + np.sum(dp * tb)
+      + terms.dense_hbm_bytes(w, pa, s)
+    )
+    available = float(p.accelerator.hbm_capacity) * (1.0 - s.hbm_reserve)
+  return {
+    'hbm_bytes': _f(hbm_bytes),
+    'ddr_bytes': _f(ddr_bytes),
+    'hbm_lookups': _f(lk.hbm),
+    'ddr_lookups': _f(lk.ddr),
+    'seconds': _f(seconds),
+    'replica_seconds': float(replica_s),
+    'ranks': int(round(float(st.ranks))),
+    'per_node': int(round(float(st.per_node))),
+    'dedicated': int(round(float(st.dedicated))),
+    'dense_hbm_bytes': 0.0
+    if st.cpu_trainer
+    else float(terms.dense_hbm_bytes(w, pa, s)),
+    'model_hbm_bytes': float(model_hbm),
+    'hbm_available_bytes': float(available),
+    'model_bound_s': float(bound) + float(replica_s),
+  }
+
+
+def assign(
+  sharding: tuple[str, ...],
+  load: np.ndarray,
+  size: np.ndarray,
+  ranks: int,
+  per_node: int,
+  dedicated: int = 0,
+  capacity: float = np.inf,
+) -> np.ndarray:
+  """The greedy placement of the module docstring.
+
+  Args:
+    sharding: per table, one of `plan.SHARDINGS`.
+    load: (T,) each table's load (seconds); larger goes first.
+    size: (T,) each table's bytes, the tie-break (equal loads, or none).
+    ranks: R, all ranks.
+    per_node: ranks per node.
+    dedicated: 1 when rank 0 holds no tables.
+    capacity: bytes of `size` one rank can hold: a table goes to the
+      least-loaded rank (node) it fits on, as TorchRec's greedy
+      partitioner skips devices without room; where it fits nowhere, to
+      the one holding the fewest bytes (the stats then show the
+      overflow).
+
+  Returns:
+    (T, R): the share of each table's rows (and work) on each rank; every
+    row sums to 1.
+  """
+  t = len(sharding)
+  share = np.zeros((t, ranks))
+  holders = np.arange(dedicated, ranks)
+  work = np.zeros(ranks)
+  held = np.zeros(ranks)
+  for i, x in enumerate(sharding):
+    if x in SPREAD:
+      share[i, holders] = 1.0 / len(holders)
+  work += load @ share
+  held += size @ share
+  order = sorted(range(t), key=lambda i: (-load[i], -size[i], i))
+  nodes = [holders[holders // per_node == n] for n in range(ranks // per_node)]
+  nodes = [n for n in nodes if len(n)]
+  for i in order:
+    if sharding[i] != 'table_row_wise':
+      continue
+
+    def after(n, i=i):
+      full = np.max(held[n] + size[i] / len(n)) > capacity
+      busy, most = np.max(work[n] + load[i] / len(n)), np.max(held[n])
+      return (full, most, busy, n[0]) if full else (full, busy, most, n[0])
+
+    n = min(nodes, key=after)
+    share[i, n] = 1.0 / len(n)
+    work[n] += load[i] / len(n)
+    held[n] += size[i] / len(n)
+  for i in order:
+    if sharding[i] != 'table_wise':
+      continue
+
+    def fill(r, i=i):
+      full = held[r] + size[i] > capacity
+      return (
+        (full, held[r], work[r], r) if full else (full, work[r], held[r], r)
+      )
+
+    r = min(holders, key=fill)
+    share[i, r] = 1.0
+    work[r] += load[i]
+    held[r] += size[i]
+  return share
+
+
+def compute(
+  w: wl.Workload,
+  p: Platform,
+  plan: Plan,
+  s: Stack,
+  breakdown_s: dict | None = None,
+) -> dict:
+  """Per-rank statistics of the greedy placement (module docstring).
+
+  Args:
+    w, p, plan, s: the design (concrete numbers).
+    breakdown_s: the step breakdown of the same design (result.json's
+      `breakdown_s`), to report the model's embedding seconds beside.
+
+  Returns:
+    A JSON-able dict: `ranks`, a list of R dicts (`rank`, `node`,
+    `holds_tables`, `hbm_bytes`, `ddr_bytes`, `hbm_lookups`,
+    `ddr_lookups` (per step), `embedding_s`, `of_busiest` (embedding_s
+    over the busiest rank's)); and `summary`: `embedding_s` (`mean`,
+    `greedy_max`, `imbalance` = max/mean, `model_bound` and, with
+    `breakdown_s`, `model_breakdown`), `hbm_bytes` and `ddr_bytes`
+    (`mean`, `max`, `imbalance`), `busiest_hbm_bytes` (greedy max plus
+    the dense model) beside `model_hbm_required_bytes`, the table and
+    all ranks, and `placement` (a sentence).
+  """
+  pt = per_table(w, p, plan, s)
+  cpu = p.trainer == 'cpu'
+  size = pt['ddr_bytes'] if cpu else pt['hbm_bytes']
+  dp = np.array([x == 'data_parallel' for x in plan.sharding])
+  # Room for sharded rows: the HBM the stack allows, less the dense model
+  # and the data-parallel replicas (none on a CPU trainer: DDR is per node).
+  room = pt['hbm_available_bytes'] - pt['dense_hbm_bytes']
+  room = np.inf if cpu else room - float(np.sum(size * dp))
+  r, a = pt['ranks'], pt['per_node']
+  share = assign(
+    plan.sharding,
+    pt['seconds'],
+    size,
+    r,
+    a,
+    pt['dedicated'],
+    capacity=room,
+  )
+  replicas = share.copy()
+  replicas[dp] = 1.0  # a replica on every rank
+  seconds = pt['seconds'] @ share + pt['replica_seconds']
+  busiest = float(np.max(seconds))
+  hbm, ddr = pt['hbm_bytes'] @ replicas, pt['ddr_bytes'] @ replicas
+  rows = [
+    {
+      'rank': i,
+      'node': i // a,
+      'holds_tables': bool(i >= pt['dedicated']),
+      'hbm_bytes': float(hbm[i]),
+      'ddr_bytes': float(ddr[i]),
+      'hbm_lookups': float(pt['hbm_lookups'] @ share[:, i]),
+      'ddr_lookups': float(pt['ddr_lookups'] @ share[:, i]),
+      'embedding_s': float(seconds[i]),
+      'of_busiest': float(seconds[i] / busiest) if busiest > 0 else 0.0,
+    }
+    for i in range(r)
+  ]
+
+  def spread(x):
+    mean = float(np.mean(x))
+    top = float(np.max(x))
+    return {'mean': mean, 'max': top, 'imbalance': top / mean if mean else 1.0}
+
+  emb = spread(seconds)
+  emb = {
+    'mean': emb['mean'],
+    'greedy_max': emb['max'],
+    'imbalance': emb['imbalance'],
+    'model_bound': pt['model_bound_s'],
+  }
+  if breakdown_s is not None:
+    tier = 'ddr' if cpu else 'hbm'
+    emb['model_breakdown'] = float(
+      breakdown_s[f'embedding_gather_{tier}']
+      + breakdown_s[f'embedding_update_{tier}']
+    )
+  return {
+    'ranks': rows,
+    'summary': {
+      'embedding_s': emb,
+      'hbm_bytes': spread(hbm),
+      'ddr_bytes': spread(ddr),
+      'dense_hbm_bytes_per_rank': pt['dense_hbm_bytes'],
+      'busiest_hbm_bytes': float(np.max(hbm)) + pt['dense_hbm_bytes'],
+      'model_hbm_required_bytes': pt['model_hbm_bytes'],
+      'hbm_available_bytes': pt['hbm_available_bytes'],
+      'table_ranks': r - pt['dedicated'],
+      'placement': (
+        'greedy: whole tables largest first onto the least-loaded rank, '
+        'table-row-wise tables over one node, the rest evenly; the '
+        "model's bound approximates its busiest rank"
+      ),
+    },
+  }
+
+
+def table(stats: dict) -> str:
+  """The per-rank table of `compute`, with an imbalance summary."""
+  rows = stats['ranks']
+  shown = rows
+  if len(rows) > PRINTED_RANKS:
+    shown = sorted(rows, key=lambda x: -x['embedding_s'])[: PRINTED_RANKS // 2]
+    shown = sorted(shown, key=lambda x: x['rank'])
+  lines = [
+    f'per rank (greedy placement; lookups per step; emb us: embedding '
+    f'work of the rank){"" if shown is rows else "; busiest ranks only"}',
+    f'{"rank":>5s} {"node":>5s} {"HBM GB":>9s} {"DDR GB":>9s} '
+    f'{"HBM lookups":>12s} {"DDR lookups":>12s} {"emb us":>9s} '
+    f'{"of busiest":>10s}',
+  ]
+  for x in shown:
+    mark = '' if x['holds_tables'] else '  (no tables)'
+    lines.append(
+      f'{x["rank"]:5d} {x["node"]:5d} {x["hbm_bytes"] / 1e9:9.2f} '
+      f'{x["ddr_bytes"] / 1e9:9.2f} {x["hbm_lookups"]:12.4g} '
+      f'{x["ddr_lookups"]:12.4g} {x["embedding_s"] * 1e6:9.4g} '
+      f'{100 * x["of_busiest"]:9.1f}%{mark}'
+    )
+  s = stats['summary']
+  e = s['embedding_s']
+  model = f'model bound {e["model_bound"] * 1e6:.4g} us'
+  if 'model_breakdown' in e:
+    model += f', step breakdown {e["model_breakdown"] * 1e6:.4g} us'
+  lines.append(
+    f'imbalance (max/mean): embedding {e["imbalance"]:.3f}, HBM '
+    f'{s["hbm_bytes"]["imbalance"]:.3f}, DDR '
+    f'{s["ddr_bytes"]["imbalance"]:.3f}; busiest rank '
+    f'{e["greedy_max"] * 1e6:.4g} us greedy ({model})'
+  )
+  return '\n'.join(lines)
+
+
+RANK_COLUMNS = (
+  'rank',
+  'node',
+  'hbm_bytes',
+  'ddr_bytes',
+  'hbm_lookups',
+  'ddr_lookups',
+  'embedding_s',
+  'of_busiest',
+  'holds_tables',
+)
+
+
+def csv_table(stats: dict) -> tuple[list[str], list[list]]:
+  """(header, rows) of every rank of `compute`, for ranks.csv: bytes of
+  table rows, lookups per step, embedding seconds per step and its share
+  of the busiest rank's."""
+  return list(RANK_COLUMNS), [
+    [x[k] for k in RANK_COLUMNS] for x in stats['ranks']
+  ]

@@ -1,0 +1,92 @@
+"""A `CostReport` in boundary units: the result dict and a readable table."""
+
+import numpy as np
+
+from codesign.model.cost_model import COMPONENTS, TIERS, CostReport
+
+
+def _f(x) -> float:
+  return float(np.asarray(x))
+
+
+def to_result(r: CostReport) -> dict:
+  """The result.json form of a concrete report (units in key names)."""
+  memory = {
+    tier: {
+      'required_bytes': _f(r.memory_required[tier]),
+      'available_bytes': _f(r.memory_available[tier]),
+      'per': 'accelerator' if tier == 'hbm' else 'node',
+    }
+    for tier in TIERS
+  }
+  overflow = [
+    t for t, m in memory.items() if m['required_bytes'] > m['available_bytes']
+  ]
+  return {
+    'step_time_s': _f(r.step_time),
+    'throughput_samples_per_s': _f(r.throughput),
+    'breakdown_s': {k: _f(r.breakdown[k]) for k in COMPONENTS},
+    'bottleneck': r.bottleneck,
+    'memory': memory,
+    'feasible': bool(np.asarray(r.feasible)),
+    'overflowing_tiers': overflow,
+    'feasibility_margin': _f(r.feasibility_margin),
+    'capex_usd': _f(r.capex),
+    'power_w': _f(r.power),
+    'perf_per_usd': _f(r.perf_per_usd),
+    'perf_per_watt': _f(r.perf_per_watt),
+  }
+
+
+def table(result: dict, title: str = '') -> str:
+  """A plain-text breakdown table of a `to_result` dict."""
+  lines = [title] if title else []
+  step = result['step_time_s']
+  lines.append(f'{"component":24s} {"ms":>10s} {"% of step":>10s}')
+  for k, v in sorted(result['breakdown_s'].items(), key=lambda kv: -kv[1]):
+    if v < 1e-9:
+      continue
+    lines.append(f'{k:24s} {v * 1e3:10.3f} {100 * v / step:9.1f}%')
+  lines.append(f'{"step time":24s} {step * 1e3:10.3f}')
+  total = sum(result['breakdown_s'].values())
+  # Components that run at the same time are each counted in full, and the
+  # smooth maxima of the composition (cost_model) add a little time that
+  # no component names, so the shares need not sum to 100%.
+  lines.append(
+    f'(% of step: each component alone, before overlap; the shares sum to '
+    f'{100 * total / step:.0f}%, not 100%, as parts run at the same time)'
+  )
+  lines.append(
+    f'throughput {result["throughput_samples_per_s"]:,.0f} samples/s; '
+    f'bottleneck {result["bottleneck"]}'
+  )
+  for tier, m in result['memory'].items():
+    if m['available_bytes'] == 0 and m['required_bytes'] == 0:
+      continue
+    lines.append(
+      f'{tier.upper():4s} {m["required_bytes"] / 1e9:10.1f} GB needed of '
+      f'{m["available_bytes"] / 1e9:10.1f} GB per {m["per"]}'
+    )
+  feas = (
+    'yes'
+    if result['feasible']
+    else ('NO: ' + ', '.join(result['overflowing_tiers']) + ' overflows')
+  )
+  lines.append(f'feasible: {feas}')
+  lines.append(
+    f'capex ${result["capex_usd"]:,.0f}; power {result["power_w"]:,.0f} W; '
+    f'{result["perf_per_usd"]:.3f} samples/s/$; '
+    f'{result["perf_per_watt"]:.1f} samples/s/W'
+  )
+  return '\n'.join(lines)
+
+
+def csv_table(result: dict) -> tuple[list[str], list[list]]:
+  """(header, rows) of the step breakdown of a `to_result` dict, for
+  breakdown.csv: each component's seconds per step alone (before
+  overlap) and its share of the step."""
+  step = result['step_time_s']
+  rows = sorted(result['breakdown_s'].items(), key=lambda kv: -kv[1])
+  return ['component', 'seconds', 'share_of_step'], [
+    [k, v, v / step] for k, v in rows
+  ]

@@ -1,0 +1,157 @@
+"""The named terms of one DLRM training step, each a small pure function.
+
+`codesign.model.cost_model.evaluate` composes them. One module per part of
+the step: `shared` (the `Setup`), `dense`, `embedding`, `collectives`,
+`host`, `budget`; this package re-exports their public names.
+
+Every term takes the platform (`hardware.Platform`, leaves possibly
+traced), the static workload, the plan and the software stack
+(`stack.Stack`) or the `Setup` derived from them, and returns seconds,
+bytes or counts in SI. No term branches on a traced value; maxima are
+smooth p-norms, and every division has a floor, so values and gradients
+are finite inside `hardware.BOUNDS` and `stack.BOUNDS`.
+
+Terms, with the physics each one stands for:
+- `dense_times`, `mlp_elementwise`, `interaction_times`,
+  `dense_optimizer_time`: the dense half (GEMM rooflines with a
+  tile-size efficiency; unfused bias/activation passes; the dot
+  interaction as a fused kernel or as tiny batched GEMMs).
+- `hbm_hits`, `distinct_rows`, `busiest_rank`, `embedding_hbm`,
+  `embedding_ddr`, `pooled_to_host`: embedding lookups and row updates
+  per tier (updates touch each distinct row once, after the stack's
+  sort-and-aggregate), and the load of the busiest rank when whole
+  tables pack unevenly.
+- `alltoall_pooled`, `alltoall_ids`, `allreduce_dense`: collectives in
+  the alpha-beta form with the stack's software latency per call.
+- `kernel_counts`, `host_time`, `compose`: the host side (operators the
+  framework dispatches, CUDA graphs), device-side kernel gaps, and how
+  host and device time combine.
+- `memory`, `capex_and_power`: feasibility per tier and the bill.
+"""
+
+from codesign.model.terms.budget import capex_and_power, memory
+from codesign.model.terms.collectives import (
+  Fabric,
+  allreduce_bytes,
+  allreduce_calls,
+  allreduce_dense,
+  alltoall_ids,
+  alltoall_pooled,
+  direct_share,
+  fabric,
+  intra_node_seconds,
+  several_ranks,
+)
+from codesign.model.terms.dense import (
+  MLP_FORWARD_SHARE,
+  MLP_KERNELS,
+  MLP_KERNELS_FORWARD,
+  MLP_PASSES,
+  dense_hbm_bytes,
+  dense_optimizer_time,
+  dense_times,
+  gemm_table,
+  interaction_times,
+  mlp_elementwise,
+)
+from codesign.model.terms.embedding import (
+  SEARCHED_SHARDINGS,
+  DdrTerms,
+  Lookups,
+  busiest_loads,
+  busiest_rank,
+  distinct_rows,
+  embedding_ddr,
+  embedding_hbm,
+  embedding_rate_factor,
+  hbm_hits,
+  hbm_loads,
+  load_orders,
+  lookups,
+  one_hot_sharding,
+  per_rank,
+  pooled_cast_bytes,
+  pooled_to_host,
+  present,
+  sharding_names,
+  table_arrays,
+  table_arrays_mixed,
+  update_bytes,
+)
+from codesign.model.terms.host import (
+  HOST_GROUPS,
+  Counts,
+  compose,
+  host_time,
+  kernel_counts,
+)
+from codesign.model.terms.shared import (
+  ONE_DEVICE_DEDICATED_ABOVE,
+  STREAM_EFFICIENCY,
+  Setup,
+  dense_device,
+  host_link_rate,
+  peak_flops,
+  ranks_per_node,
+  setup,
+)
+
+__all__ = [
+  'Counts',
+  'DdrTerms',
+  'Fabric',
+  'HOST_GROUPS',
+  'Lookups',
+  'MLP_FORWARD_SHARE',
+  'MLP_KERNELS',
+  'MLP_KERNELS_FORWARD',
+  'MLP_PASSES',
+  'ONE_DEVICE_DEDICATED_ABOVE',
+  'STREAM_EFFICIENCY',
+  'Setup',
+  'allreduce_bytes',
+  'allreduce_calls',
+  'allreduce_dense',
+  'alltoall_ids',
+  'alltoall_pooled',
+  'busiest_loads',
+  'busiest_rank',
+  'capex_and_power',
+  'compose',
+  'dense_device',
+  'dense_hbm_bytes',
+  'dense_optimizer_time',
+  'dense_times',
+  'direct_share',
+  'distinct_rows',
+  'embedding_ddr',
+  'embedding_hbm',
+  'embedding_rate_factor',
+  'fabric',
+  'gemm_table',
+  'hbm_hits',
+  'hbm_loads',
+  'host_link_rate',
+  'host_time',
+  'interaction_times',
+  'intra_node_seconds',
+  'kernel_counts',
+  'load_orders',
+  'lookups',
+  'memory',
+  'mlp_elementwise',
+  'peak_flops',
+  'per_rank',
+  'pooled_cast_bytes',
+  'pooled_to_host',
+  'ranks_per_node',
+  'setup',
+  'several_ranks',
+  'SEARCHED_SHARDINGS',
+  'one_hot_sharding',
+  'present',
+  'sharding_names',
+  'table_arrays',
+  'table_arrays_mixed',
+  'update_bytes',
+]

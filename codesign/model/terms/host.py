@@ -1,0 +1,189 @@
+"""The host side of the step: the kernels, eager operators and
+collectives one step runs, the host's time to dispatch them, and how
+host and device time combine (asynchronous or lockstep)."""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from codesign.core.smooth import smooth_max
+from codesign.model.terms.collectives import allreduce_calls
+from codesign.model.terms.dense import MLP_KERNELS, gemm_table
+from codesign.model.terms.embedding import pooled_cast_bytes
+from codesign.spec import workload as wl
+from codesign.spec.plan import Plan
+from codesign.spec.stack import Stack
+
+KERNELS_LOSS = 4  # BCE-with-logits and sigmoid, forward and backward
+KERNELS_DATA = 3  # host-to-device copies of dense, sparse, labels
+KERNELS_AMP = 3  # loss scale, unscale/inf check, scale update
+OPTIMIZER_KERNELS_PER_TENSOR = {
+  'sgd': 1,
+  'adagrad': 3,
+  'rowwise_adagrad': 3,
+  'adam': 4,
+}
+
+
+# Groups of work whose host operators are set against their device time
+# in `compose` (keys of `Counts.host_ops`).
+HOST_GROUPS = (
+  'bottom_mlp',
+  'interaction',
+  'top_mlp',
+  'optimizer',
+  'embedding',
+  'collectives',
+  'other',
+)
+
+
+class Counts(NamedTuple):
+  """Per step and rank (static Python numbers).
+
+  device_kernels: kernels launched beyond those the dense and embedding
+  terms charge themselves (their gaps go into `overhead`);
+  host_ops: group (`HOST_GROUPS`) -> operators the host dispatches
+  eagerly for that work (outside CUDA graphs);
+  collectives: collective calls.
+  """
+
+  device_kernels: float
+  host_ops: dict
+  collectives: float
+
+
+def kernel_counts(
+  w: wl.Workload, s: Stack, t: dict, plan: Plan, payload: int
+) -> Counts:
+  """How many kernels, eager operators and collectives one step runs.
+
+  Counting rules (per rank and step), from the implementations:
+  - GEMMs: one forward, one or two backward per layer (as `dense_times`);
+    a dot interaction that is not fused runs one batched GEMM forward and
+    two backward plus 6 elementwise kernels (cat, index, cat; and their
+    backward); fused, one kernel each way (both charged by the terms).
+  - MLP layers: `MLP_KERNELS` elementwise kernels each (charged by
+    `mlp_elementwise`); DCN-v2 cross layers 5 each.
+  - Embeddings: one fused kernel forward and one backward with the
+    optimizer (TBE, HugeCTR, NVIDIA's fused gather); per table, the
+    stack's `per_table_kernels` (see `codesign.spec.stack_presets`).
+  - Dense optimizer: 2 kernels fused; otherwise
+    `OPTIMIZER_KERNELS_PER_TENSOR` per weight and bias tensor.
+  - Loss 4, data copies 3, and under mixed precision the loss scaler 3
+    plus, without fused MLPs, a cast of every weight and bias (autocast);
+    a separate cast of the pooled embeddings, 1 each way.
+  - Collectives: the id distribution (`input_dist_collectives`), the
+    pooled all-to-all forward and backward, one allreduce per bucket.
+  Host operators: every kernel and collective of the work outside CUDA
+  graphs, by group: all of it without graphs; the optimizer, the loss
+  scaler and the data copies with forward and backward captured
+  (`graph_scope='forward_backward'`, NVIDIA's DLRM); none when the whole
+  step is one graph (`step`, HugeCTR).
+  """
+  g = gemm_table(w)
+  per_gemm = 1.0 + g['bwd_kernels']
+  gemm = {
+    k: float(np.sum(per_gemm * (g['component'] == i)))
+    for i, k in enumerate(('bottom_mlp', 'interaction', 'top_mlp'))
+  }
+  ew = float(MLP_KERNELS[s.mlp_fusion])
+  fused_dot = w.interaction == 'dot' and s.fused_interaction
+  if fused_dot:  # one kernel each way replaces the batched GEMMs
+    gemm['interaction'] = 0.0
+  if w.interaction == 'dot':
+    inter = 2.0 if s.fused_interaction else 6.0
+  elif w.interaction == 'dcnv2':
+    inter = 5.0 * w.dcn_layers
+  else:
+    inter = 2.0
+  sharded = bool(np.any(t['data_parallel'] < 1.0))
+  if s.embedding_kernel == 'fused':
+    emb = 2.0
+  else:
+    emb = float(s.per_table_kernels * w.num_tables)
+  if s.uvm_caching:
+    emb += 2.0  # cache lookup and insert
+  layers = len(w.bottom_mlp) + len(w.top_mlp)
+  # A weight and a bias per layer; U, V and a bias per cross layer.
+  tensors = 2 * layers + (3 * w.dcn_layers if w.interaction == 'dcnv2' else 0)
+  if s.fused_dense_optimizer:
+    opt = 2.0
+  else:
+    opt = float(OPTIMIZER_KERNELS_PER_TENSOR[w.optimizer] * tensors)
+  mixed = w.dense_precision in ('bf16', 'fp16')
+  casts = tensors if s.mlp_fusion == 'none' else 0.0  # autocast
+  amp = (KERNELS_AMP + casts) if mixed else 0.0
+  if pooled_cast_bytes(s, t, None, payload) is not None:
+    amp += 2.0
+  misc = KERNELS_LOSS + KERNELS_DATA
+  collectives = float(
+    (s.input_dist_collectives + 2 if sharded else 0)
+    + allreduce_calls(w, s, t, plan)
+  )
+  every = {
+    'bottom_mlp': gemm['bottom_mlp'] + ew * len(w.bottom_mlp),
+    'interaction': gemm['interaction'] + inter,
+    'top_mlp': gemm['top_mlp'] + ew * len(w.top_mlp),
+    'optimizer': opt,
+    'embedding': emb,
+    'collectives': collectives,
+    'other': amp + misc,
+  }
+  zero = dict.fromkeys(HOST_GROUPS, 0.0)
+  if s.graph_scope == 'none':
+    host = every
+  elif s.graph_scope == 'forward_backward':
+    # The optimizer, the loss scaler's update and the data copies stay
+    # outside the graph (NVIDIA's DLRM main.py).
+    scaler = KERNELS_AMP if mixed else 0.0
+    host = {**zero, 'optimizer': opt, 'other': scaler + KERNELS_DATA}
+  else:
+    host = zero
+  # Gaps of the GEMMs, the MLP elementwise passes, the interaction's own
+  # kernel each way and the dense optimizer are charged by their terms.
+  return Counts(
+    device_kernels=inter - 2.0 + emb + opt - 1.0 + amp + misc,
+    host_ops=host,
+    collectives=collectives,
+  )
+
+
+def host_time(s: Stack, counts: Counts):
+  """Host seconds per step: the floor plus every eager operator."""
+  return s.step_floor + sum(counts.host_ops.values()) * s.op_host_time
+
+
+def compose(device, device_by_group: dict, s: Stack, counts: Counts, st):
+  """Step seconds from the device time and the host's work.
+
+  `device_by_group` maps each of `HOST_GROUPS` to the device seconds of
+  that work. The host dispatches each group's operators
+  (`counts.host_ops` x `op_host_time`) and spends `step_floor` outside
+  them. Two limits bound the step:
+  - asynchronous: the host queues work far enough ahead that the two
+    overlap completely: smax(device, host);
+  - lockstep: the device waits for each operator's launch, so the groups
+    run one after another, each taking the longer of its device time and
+    its host time, after the floor; collectives run on their own stream,
+    so only their launches count there: smax(device, floor + sum over
+    compute groups of smax(device_g, host_g) + host_collectives).
+  `host_overlap` blends them (1: asynchronous). Both limits grow with
+  every device and host time, so the step does. On a CPU trainer the
+  same cores dispatch and compute, so host and device add.
+  """
+  host_g = {k: counts.host_ops[k] * s.op_host_time for k in HOST_GROUPS}
+  host = s.step_floor + sum(host_g.values())
+  if st.cpu_trainer:
+    return device + host
+  serial = s.step_floor + host_g['collectives']
+  for k in HOST_GROUPS:
+    if k == 'collectives':
+      continue
+    if counts.host_ops[k] > 0:  # static
+      serial = serial + smooth_max(device_by_group[k], host_g[k])
+    else:
+      serial = serial + device_by_group[k]
+  lockstep = smooth_max(device, serial)
+  o = s.host_overlap
+  return o * smooth_max(device, host) + (1.0 - o) * lockstep

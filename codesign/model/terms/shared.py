@@ -1,0 +1,107 @@
+"""What every term of the step needs: the `Setup` of one design (ranks,
+batch per rank, where the bottom MLP runs), the device that runs the
+dense part and its peak, and the host link's rate."""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from codesign.core.smooth import smooth_min
+from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
+from codesign.spec.stack import Stack
+
+# Elementwise kernels stream at this share of the memory bandwidth
+# (BabelStream-class kernels reach 80-90% of HBM peak on V100/A100; the
+# low end, since DLRM's activation passes are short).
+STREAM_EFFICIENCY = 0.8
+# Bottom MLP alone on rank 0 above this many ranks (NVIDIA DLRM
+# dlrm/utils/distributed.py get_device_mapping: `if num_gpus > 4`).
+ONE_DEVICE_DEDICATED_ABOVE = 4.0
+
+
+class Setup(NamedTuple):
+  """Quantities shared by the terms of one design (scalars unless noted).
+
+  ranks: R = nodes x ranks per node; per_node: ranks per node (sockets on
+  a CPU trainer); batch: global batch B (Python float); local: B / R;
+  table_ranks: ranks that hold sharded tables (R, or R - 1 when the
+  bottom MLP has a rank to itself); bottom_batch: samples the bottom MLP
+  runs per rank (B / R, or B on one device); one_device: static bool,
+  the bottom MLP on rank 0; dedicated: about 1 when rank 0 holds no
+  tables, else 0; cpu_trainer: static bool.
+  """
+
+  ranks: jax.Array
+  per_node: jax.Array
+  batch: float
+  local: jax.Array
+  table_ranks: jax.Array
+  bottom_batch: jax.Array
+  one_device: bool
+  dedicated: jax.Array
+  cpu_trainer: bool
+
+
+def ranks_per_node(p: Platform):
+  if p.trainer == 'cpu':
+    return p.sockets_per_node
+  return p.accelerators_per_node
+
+
+def setup(p: Platform, w: wl.Workload, s: Stack) -> Setup:
+  a = ranks_per_node(p)
+  ranks = p.nodes * a
+  batch = float(w.global_batch)
+  one_device = s.bottom_mlp == 'one_device' and p.trainer != 'cpu'
+  if one_device:
+    # Rank 0 runs the bottom MLP on the whole batch; above 4 ranks it
+    # holds no tables. A steep logistic in R stands for `R > 4` (R is an
+    # integer for every buildable design).
+    dedicated = jax.nn.sigmoid(8.0 * (ranks - ONE_DEVICE_DEDICATED_ABOVE - 0.5))
+    # At least 1 (1 - sigmoid(-28) at R = 1; 4.02 at R = 5).
+    table_ranks = ranks - dedicated
+    bottom_batch = batch * jnp.ones_like(ranks)
+  else:
+    dedicated = jnp.zeros_like(ranks)
+    table_ranks = ranks
+    bottom_batch = batch / ranks
+  return Setup(
+    ranks=ranks,
+    per_node=a,
+    batch=batch,
+    local=batch / ranks,
+    table_ranks=table_ranks,
+    bottom_batch=bottom_batch,
+    one_device=one_device,
+    dedicated=dedicated,
+    cpu_trainer=p.trainer == 'cpu',
+  )
+
+
+def dense_device(p: Platform):
+  """(device part, its memory bandwidth) that runs the dense part."""
+  if p.trainer == 'cpu':
+    return p.cpu, p.cpu.ddr_bandwidth
+  return p.accelerator, p.accelerator.hbm_bandwidth
+
+
+def peak_flops(device, precision: str):
+  if precision in ('bf16', 'fp16'):
+    return device.peak_flops_bf16
+  if precision == 'tf32' and hasattr(device, 'peak_flops_tf32'):
+    return device.peak_flops_tf32
+  return device.peak_flops_fp32
+
+
+def dense_elem_bytes(w: wl.Workload) -> int:
+  return wl.PRECISION_BYTES[w.dense_precision]
+
+
+def host_link_rate(p: Platform):
+  """Bytes/s from one node's host memory to its accelerators."""
+  return smooth_min(
+    p.accelerators_per_node * p.host_link.bandwidth,
+    p.sockets_per_node * p.cpu.pcie_bandwidth,
+  )

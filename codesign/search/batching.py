@@ -1,0 +1,91 @@
+"""Evaluating many independent rows at once on every device.
+
+Rows (starts of a search, candidate designs) are sharded over a
+`jax.sharding.Mesh` with one axis, 'starts', built from `devices`
+(default `jax.devices()`, all local devices), with `jax.shard_map`:
+every device runs `lax.map` over fixed-size blocks of rows, `vmap`ped
+within a block, so every device runs the same block program whatever
+the device count. Rows are padded (with copies of the first, dropped
+afterwards) to at least two blocks per device. On several hosts, call
+`jax.distributed.initialize()` on every host before any JAX work and run
+the same program: `jax.devices()` is then the global device list, host
+arrays (the same on every host) are laid out with
+`jax.make_array_from_callback`, and results are gathered with
+`multihost_utils.process_allgather`. tests/search/distributed_test.py runs the
+search on two processes (localhost, CPU) and gets the bits of one.
+"""
+
+import functools
+
+import jax
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+AXIS = 'starts'
+
+
+def make_mesh(devices=None) -> Mesh:
+  """A one-axis mesh ('starts') over `devices` (default: all devices)."""
+  devices = jax.devices() if devices is None else list(devices)
+  return Mesh(np.array(devices), (AXIS,))
+
+
+def put(x: np.ndarray, mesh: Mesh):
+  """Lays out host array x (same on every host) sharded on axis 0."""
+  x = np.asarray(x)
+  sharding = NamedSharding(mesh, PartitionSpec(AXIS))
+  return jax.make_array_from_callback(x.shape, sharding, lambda i: x[i])
+
+
+def get(x) -> np.ndarray:
+  """A sharded array back on the host (gathered from every process)."""
+  if jax.process_count() > 1:
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+  return np.asarray(x)
+
+
+def pad_rows(x: np.ndarray, n: int) -> np.ndarray:
+  """x padded to n rows by repeating its first row."""
+  x = np.asarray(x)
+  if x.shape[0] == n:
+    return x
+  pad = np.repeat(x[:1], n - x.shape[0], axis=0)
+  return np.concatenate([x, pad], axis=0)
+
+
+def _round_up(n: int, k: int) -> int:
+  return -(-n // k) * k
+
+
+def padded_rows(n: int, block: int, mesh: Mesh) -> int:
+  """Rows to lay out n items in blocks: a multiple of block x devices with
+  at least two blocks per device."""
+  per = block * mesh.size
+  return max(_round_up(n, per), 2 * per)
+
+
+@functools.cache
+def _blocked(fn, block: int, mesh: Mesh):
+  """jit of `fn` (one row -> pytree) over rows sharded on 'starts'."""
+
+  def local(*args):
+    n = jax.tree.leaves(args)[0].shape[0]
+    nb = n // block  # explicit: rows may have no other elements (P = 0)
+    blocks = jax.tree.map(lambda x: x.reshape((nb, block) + x.shape[1:]), args)
+    out = jax.lax.map(lambda xs: jax.vmap(fn)(*xs), blocks)
+    return jax.tree.map(lambda x: x.reshape((n,) + x.shape[2:]), out)
+
+  spec = PartitionSpec(AXIS)
+  return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec))
+
+
+def run_blocked(fn, block: int, mesh: Mesh, *rows):
+  """Applies `fn` to every row of the host arrays `rows` (same leading n),
+  padded per `padded_rows`; returns host arrays of n rows. `fn` must be
+  hashable and stable (one compile per fn, block and mesh)."""
+  n = jax.tree.leaves(rows)[0].shape[0]
+  total = padded_rows(n, block, mesh)
+  args = jax.tree.map(lambda x: put(pad_rows(x, total), mesh), rows)
+  out = _blocked(fn, block, mesh)(*args)
+  return jax.tree.map(lambda x: get(x)[:n], out)

@@ -1,0 +1,447 @@
+"""Buildability: the rules a design must meet to be built from real parts.
+
+Two forms of the same rules:
+- `violations(platform, parts=None, proposal=False)`: the concrete check
+  of any platform (a search result, a preset, a user's JSON): a list of
+  (rule, one sentence naming the numbers), empty when it can be built.
+- the traced form the search uses: `wiring` (the node's PCIe root ports,
+  devices, switches, host-link share and its NICs, smooth in the
+  relaxation) and `relative_violations` (g <= 0 holds, `TRACED`) of the
+  rules that are inequalities on the design space's number axes; at grid
+  points they are the concrete rules.
+
+Rules (`RULES`), with their sources:
+- `max_sockets` / `min_sockets`: sockets per node within the CPU's
+  socket scalability (catalog `max_sockets`, `min_sockets`).
+- `fabric_domain`: accelerators per node within the largest scale-up
+  domain of the part on its topology (`FABRICS`); for parts not in it,
+  a full mesh holds at most links + 1 and a hybrid cube mesh 8.
+- `topology`: the fabric is one the part can form (`FABRICS`).
+- `pcie_lanes`: every accelerator and NIC takes an x16; beyond the
+  sockets' root ports, one level of PCIe switches (`SWITCH_*`) fans them
+  out, sharing uplinks; illegal when even that cannot hold them.
+- `pcie_generation`: the host link runs at most at the x16 rate of the
+  lower PCIe generation of its two ends.
+- `dimm`: DDR per socket is at most the CPU's maximum and a population
+  of every channel with one or two DIMMs of `DIMM_GB` sizes.
+- `nics` (proposals only, `proposal=True`): a single-node design has one
+  front-end NIC at the lowest catalog rate; its scale-out NICs would
+  carry nothing. Products evaluated as one node (DGX, Big Basin) carry
+  NICs for the clusters they are sold for, so the check of a preset
+  leaves this rule out. NICs per node count against PCIe (`pcie_lanes`).
+A CPU trainer (`trainer='cpu'`) has no accelerator rules; its NICs still
+need PCIe lanes.
+
+Parts outside the catalog (a user's JSON part, Zion's assumed OAM) get
+the generic checks only; pass their facts in `parts` to check the rest.
+
+The presets pass (`platform_presets`) but three, for real reasons:
+zionex and p4d run their A100s' host links at Gen4 while their CPUs
+(Cooper Lake, Cascade Lake) are Gen3, so host DDR is reached at Gen3
+(`pcie_generation`; their Gen4 PCIe switches carry GPU-NIC traffic);
+dgx1_v100's CPU is a proxy (Skylake 8180, 6 channels) for the E5-2698 v4
+(4 channels), and 256 GB per socket populates no 6 channels alike
+(`dimm`). The presets' host links are not reduced by shared switch
+uplinks (the design space's are).
+"""
+
+import functools
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+from codesign.core.units import GB
+from codesign.spec import catalog, hardware
+
+RULES = {
+  'max_sockets': 'catalog cpus.*.max_sockets (Intel ARK scalability; EPYC 2P)',
+  'min_sockets': 'catalog cpus.*.min_sockets (Cooper Lake-SP: 4S/8S only)',
+  'fabric_domain': 'FABRICS: HGX/DGX boards, DGX-1/DGX-2, OCP OAM',
+  'topology': 'FABRICS: the topologies each part forms',
+  'pcie_lanes': 'catalog cpus.*.pcie_lanes; SWITCH_* (assumption)',
+  'pcie_generation': 'catalog links.pcie x16 at the lower generation',
+  'dimm': 'catalog mem_channels, max_mem_per_socket_TB; DIMM_GB',
+  'nics': 'a single node needs one front-end NIC (proposals only)',
+}
+
+# Largest accelerators per node on each topology a part forms.
+# - NVSwitch parts: HGX baseboards of 8 SXM GPUs (DGX A100/H100/H200/B200;
+#   catalog links.nvswitch switches_per_hgx8).
+# - V100: 8 on the DGX-1 / Big Basin NVLink2 hybrid cube mesh (catalog
+#   V100 notes, DGX-1), 16 on the DGX-2 NVSwitch (catalog links.nvswitch
+#   gen1_V100_DGX2).
+# - OAM modules (MI250X, MI300X): a full mesh of at most 8 (catalog
+#   form_factors.OCP-OAM modules_per_system_max 8, inter_module_links 7;
+#   MI300X notes: 7 IF links form a fully connected 8-GPU node). 'switch'
+#   is the design space's model of that mesh: in the cost model a switch
+#   and a full mesh with a link to every peer reach every peer in one hop
+#   at the part's link bandwidth (codesign.terms.collectives.direct_share),
+#   and one static topology serves every part of a batched search.
+_HGX8 = {'switch': 8}
+_V100 = {'hybrid_cube_mesh': 8, 'switch': 16}
+_OAM = {'fully_connected': 8, 'switch': 8}
+FABRICS = {
+  'V100-SXM2-16GB': _V100,
+  'V100-SXM2-32GB': _V100,
+  'A100-SXM4-40GB': _HGX8,
+  'A100-SXM4-80GB': _HGX8,
+  'H100-SXM5-80GB': _HGX8,
+  'H200-SXM-141GB': _HGX8,
+  'B200-HGX': _HGX8,
+  'MI250X-OAM': _OAM,
+  'MI300X-OAM': _OAM,
+}
+# The topology the design space gives every part (see FABRICS).
+DESIGN_TOPOLOGY = 'switch'
+# A hybrid cube mesh is 8 accelerators (DGX-1, Big Basin).
+CUBE_MESH_MAX = 8
+
+# PCIe: every accelerator and NIC is an x16 device (catalog links.pcie;
+# host_link_GBps_per_direction is the x16 rate).
+X16_LANES = 16
+# One level of PCIe switches, each on one x16 root port with up to
+# SWITCH_DEVICES x16 devices below it: a 96-lane Broadcom PEX88096 class
+# switch (x16 up, 4 x16 down, 16 lanes spare), as the four in an HGX A100
+# node serve 2 GPUs and 2 NICs each (besthub.dev and allpcb.com A100
+# server topologies). Deeper switch trees are not modelled.
+SWITCH_DEVICES = 4
+# Assumption (no public price found): one switch with its board share and
+# retimers.
+SWITCH_USD = 1000.0
+# PEX88096: 36 W typical (Linley Group newsletter, 2019-09-24).
+SWITCH_W = 36.0
+
+# DIMM sizes, GB: RDIMM/LRDIMM 16-256 GB (256 GB DDR4 3DS RDIMM: Samsung,
+# AnandTech 13500, 2018; DDR5 RDIMMs span the same range), one or two per
+# channel (two slots per channel: AnandTech 13500). The two DIMMs of a
+# channel may differ in size, the larger in slot 1 (Fujitsu PRIMERGY
+# RX4770 M6 manual, 10.2); every channel is populated alike, as the
+# model's DDR bandwidth (all channels) assumes.
+DIMM_GB = (16, 32, 64, 128, 256)
+# Per-channel capacities of the design space (1 DIMM or 2 of the largest).
+DDR_PER_CHANNEL_GB = (16, 32, 64, 128, 256, 512)
+
+
+def channel_populations_gb() -> tuple[int, ...]:
+  """Every capacity of one channel: one DIMM, or two of any sizes."""
+  two = {a + b for a in DIMM_GB for b in DIMM_GB}
+  return tuple(sorted(set(DIMM_GB) | two))
+
+
+@functools.cache
+def catalog_facts() -> dict:
+  """Per catalog part the numbers the rules need (name -> dict)."""
+  raw = catalog.raw()
+  out = {}
+  for name, d in raw['cpus'].items():
+    lanes = int(d['pcie_lanes'])
+    # EPYC: xGMI runs on PCIe SerDes; a 2P node gives 4 x16 per socket to
+    # it (128 lanes left for a 2P Rome/Milan/Genoa; catalog Rome notes).
+    xgmi = 'xGMI' in d['socket_link_type']
+    multi = lanes - X16_LANES * int(d['socket_link_count']) if xgmi else lanes
+    out[name] = {
+      'kind': 'cpu',
+      'max_sockets': int(d['max_sockets']),
+      'min_sockets': int(d.get('min_sockets', 1)),
+      'pcie_gen': int(d['pcie_gen']),
+      'pcie_lanes': lanes,
+      'pcie_lanes_multi': multi,
+      'ddr_channels': int(d['mem_channels']),
+      'max_ddr': d['max_mem_per_socket_TB'] * 1e12,
+    }
+  for name in catalog.accelerator_names():
+    d = raw['accelerators'][name]
+    out[name] = {
+      'kind': 'accelerator',
+      'pcie_gen': int(d['pcie_gen']),
+      'links': float(d['link_count']),
+      'fabrics': FABRICS[name],
+    }
+  return out
+
+
+def design_domain(name: str) -> float:
+  """Accelerators per node the design space allows the part (its domain
+  on DESIGN_TOPOLOGY)."""
+  return float(FABRICS[name][DESIGN_TOPOLOGY])
+
+
+def lowest_nic_bandwidth() -> float:
+  """The lowest catalog NIC line rate, B/s per direction."""
+  rates = catalog.raw()['links']['network_nic']['ethernet_roce_Gbps']
+  return catalog.nic_bandwidth(min(rates))
+
+
+# ---- traced: the node's wiring and the relative violations -----------------
+
+
+def _xp(*xs):
+  """numpy for concrete numbers (fast in loops), jax.numpy when traced."""
+  concrete = all(isinstance(x, (int, float, np.number)) for x in xs)
+  return np if concrete else jnp
+
+
+def _gate(x):
+  """0 at x <= 1, 1 at x >= 2, linear between."""
+  return _xp(x).clip(x - 1.0, 0.0, 1.0)
+
+
+def root_ports(sockets, lanes, lanes_multi):
+  """x16 root ports of a node's sockets (lanes per socket alone and with
+  more sockets; a blend between 1 and 2 sockets in the relaxation)."""
+  per_socket = lanes + (lanes_multi - lanes) * _gate(sockets)
+  return sockets * per_socket / X16_LANES
+
+
+def wiring(nodes, sockets, accels, nics, nic_bw, lanes, lanes_multi):
+  """The node's PCIe wiring and its NICs (traced or concrete numbers).
+
+  NICs only where there is more than one node: at one node the design has
+  one NIC at the lowest rate (`nics` rule); from two nodes the chosen
+  ones; between them (the relaxation) a blend.
+
+  Args:
+    nodes, sockets, accels: counts of the design.
+    nics, nic_bw: NICs per node and line rate (B/s) chosen.
+    lanes, lanes_multi: PCIe lanes per socket alone and with more sockets.
+
+  Returns:
+    dict: nic_count, nic_bandwidth (B/s), ports (x16 root ports), devices
+    (x16 devices), switches (whole switches at integer counts, a ramp over
+    the first device of each in between), host_share (host-link bandwidth
+    per accelerator over the x16 rate: shared uplinks).
+  """
+  xp = _xp(nodes, sockets, accels, nics, nic_bw, lanes, lanes_multi)
+  g = _gate(nodes)
+  low = lowest_nic_bandwidth()
+  nic_count = 1.0 + (nics - 1.0) * g
+  nic_rate = low * (nic_bw / low) ** g
+  ports = root_ports(sockets, lanes, lanes_multi)
+  devices = accels + nic_count
+  extra = xp.maximum(devices - ports, 0.0)
+  k = SWITCH_DEVICES - 1
+  n = xp.floor(extra / k)
+  switches = n + xp.clip(extra - k * n, 0.0, 1.0)
+  return {
+    'nic_count': nic_count,
+    'nic_bandwidth': nic_rate,
+    'ports': ports,
+    'devices': devices,
+    'switches': switches,
+    'host_share': xp.minimum(1.0, ports / devices),
+  }
+
+
+# Rows of `relative_violations`; the search's CONSTRAINTS end with them.
+# 'sockets' is the max_sockets rule and 'ddr_per_socket' the dimm rule's
+# maximum (their names in earlier results); DDR is bought per channel, so
+# the design space's populations are always realizable.
+TRACED = (
+  'sockets',
+  'ddr_per_socket',
+  'min_sockets',
+  'fabric_domain',
+  'pcie_lanes',
+)
+TRACED_WHAT = {
+  'sockets': "the CPU's maximum sockets",
+  'ddr_per_socket': "the CPU's maximum DDR per socket",
+  'min_sockets': "the CPU's minimum sockets",
+  'fabric_domain': "the accelerator's largest fabric domain",
+  'pcie_lanes': "the sockets' PCIe lanes with one level of switches",
+}
+
+
+def relative_violations(p: hardware.Platform, aux: dict):
+  """g (len(TRACED),) of a decoded design; aux from the design space:
+  max_sockets, max_ddr, min_sockets, fabric_domain, devices, ports."""
+  return jnp.stack(
+    [
+      p.sockets_per_node / aux['max_sockets'] - 1.0,
+      p.cpu.ddr_capacity / aux['max_ddr'] - 1.0,
+      aux['min_sockets'] / p.sockets_per_node - 1.0,
+      p.accelerators_per_node / aux['fabric_domain'] - 1.0,
+      aux['devices'] / (aux['ports'] * SWITCH_DEVICES) - 1.0,
+    ]
+  )
+
+
+def canonical_index(space, index):
+  """Grid indices (..., H) of `design_space` (axes in its HW_AXES order:
+  nodes 2, NICs 6 and 7) with the NIC axes at their first step where the
+  design has one node (it has one lowest-rate NIC whatever they say), so
+  that equal platforms have equal indices."""
+  index = np.array(index, dtype=np.int64, copy=True)
+  one = np.asarray(space.grids[0])[index[..., 2]] == 1.0
+  index[..., 6] = np.where(one, 0, index[..., 6])
+  index[..., 7] = np.where(one, 0, index[..., 7])
+  return index
+
+
+# ---- concrete --------------------------------------------------------------
+
+
+def _x16(gen) -> float:
+  return catalog.pcie_x16_bandwidth(int(gen))
+
+
+def violations(
+  platform: hardware.Platform, parts: dict | None = None, proposal=False
+) -> list[tuple[str, str]]:
+  """The buildability rules `platform` breaks: (rule, sentence) pairs.
+
+  Args:
+    platform: a concrete platform (float leaves).
+    parts: extra or overriding part facts, name -> dict with the keys of
+      `catalog_facts()` entries (a CPU: max_sockets, min_sockets, pcie_gen,
+      pcie_lanes, pcie_lanes_multi, ddr_channels, max_ddr in bytes; an
+      accelerator: pcie_gen, links, fabrics {topology: max per node}).
+    proposal: also hold it to the `nics` rule (a design the search
+      proposes, not a product as sold).
+  """
+  facts = {**catalog_facts(), **(parts or {})}
+  cpu = facts.get(platform.cpu.name)
+  acc = facts.get(platform.accelerator.name)
+  trains = platform.trainer == 'accelerator'
+  out = []
+  if cpu:
+    out += _socket_rules(platform, cpu)
+    out += _dimm_rule(platform, cpu)
+    out += _pcie_rule(platform, cpu, trains)
+  if trains:
+    out += _fabric_rules(platform, acc)
+    if cpu and acc:
+      gen = min(cpu['pcie_gen'], acc['pcie_gen'])
+      bw = float(platform.host_link.bandwidth)
+      if bw > _x16(gen) * (1.0 + 1e-9):
+        out.append(
+          (
+            'pcie_generation',
+            f'the host link of {bw / GB:g} GB/s exceeds the x16 rate of '
+            f'PCIe gen {gen} ({_x16(gen) / GB:g} GB/s), the lower '
+            'generation of its two ends',
+          )
+        )
+  if proposal:
+    out += _nic_rule(platform)
+  return out
+
+
+def _socket_rules(p, cpu):
+  s, name = float(p.sockets_per_node), p.cpu.name
+  out = []
+  if s > cpu['max_sockets']:
+    out.append(
+      (
+        'max_sockets',
+        f'{s:g} sockets per node exceed the {cpu["max_sockets"]} that '
+        f'{name} scales to',
+      )
+    )
+  if s < cpu['min_sockets']:
+    out.append(
+      (
+        'min_sockets',
+        f'{s:g} sockets per node are fewer than the {cpu["min_sockets"]} '
+        f'of every {name} platform',
+      )
+    )
+  return out
+
+
+def _dimm_rule(p, cpu):
+  ddr = float(p.cpu.ddr_capacity)
+  ch = cpu['ddr_channels']
+  per_channel = ddr / ch / GB
+  if ddr > cpu['max_ddr'] * (1.0 + 1e-9):
+    return [
+      (
+        'dimm',
+        f'{ddr / GB:g} GB of DDR per socket exceed the '
+        f'{cpu["max_ddr"] / GB:g} GB maximum of {p.cpu.name}',
+      )
+    ]
+  if not any(
+    math.isclose(per_channel, c, rel_tol=1e-9) for c in channel_populations_gb()
+  ):
+    return [
+      (
+        'dimm',
+        f'{ddr / GB:g} GB of DDR per socket is {per_channel:g} GB on each '
+        f'of the {ch} channels of {p.cpu.name}, not one or two DIMMs of '
+        f'{"/".join(str(d) for d in DIMM_GB)} GB',
+      )
+    ]
+  return []
+
+
+def _pcie_rule(p, cpu, trains):
+  s = float(p.sockets_per_node)
+  ports = float(root_ports(s, cpu['pcie_lanes'], cpu['pcie_lanes_multi']))
+  accels = float(p.accelerators_per_node) if trains else 0.0
+  devices = accels + float(p.nic.count)
+  if devices > ports * SWITCH_DEVICES:
+    return [
+      (
+        'pcie_lanes',
+        f'{devices:g} x16 devices (accelerators and NICs) exceed the '
+        f'{ports:g} x16 root ports of {s:g} '
+        f'{p.cpu.name} sockets even with a switch of {SWITCH_DEVICES} '
+        'devices on each',
+      )
+    ]
+  return []
+
+
+def switches_needed(devices: float, ports: float) -> int:
+  """PCIe switches of one level that fan `devices` x16 devices out of
+  `ports` x16 root ports (0 when the ports suffice)."""
+  extra = max(devices - ports, 0.0)
+  return int(math.ceil(extra / (SWITCH_DEVICES - 1) - 1e-9))
+
+
+def _fabric_rules(p, acc):
+  topo = p.fabric.topology
+  n = float(p.accelerators_per_node)
+  links = float(p.fabric.links_per_accelerator)
+  name = p.accelerator.name
+  out = []
+  domain = None
+  if acc:
+    forms = acc['fabrics']
+    if topo not in forms:
+      out.append(
+        (
+          'topology',
+          f'{name} forms {" or ".join(forms)} fabrics, not {topo}',
+        )
+      )
+    domain = forms.get(topo)
+  if domain is None and topo == 'hybrid_cube_mesh':
+    domain = CUBE_MESH_MAX
+  if topo == 'fully_connected':
+    mesh = links + 1.0
+    domain = mesh if domain is None else min(domain, mesh)
+  if domain is not None and n > domain:
+    out.append(
+      (
+        'fabric_domain',
+        f'{n:g} {name} per node exceed the {domain:g} its {topo} fabric holds',
+      )
+    )
+  return out
+
+
+def _nic_rule(p):
+  low = lowest_nic_bandwidth()
+  count, bw = float(p.nic.count), float(p.nic.bandwidth)
+  if float(p.nodes) == 1.0 and (count > 1.0 or bw > low * (1.0 + 1e-9)):
+    return [
+      (
+        'nics',
+        f'a single node buys {count:g} NICs of {bw * 8 / 1e9:g} Gb/s where '
+        f'one front-end NIC of {low * 8 / 1e9:g} Gb/s serves it',
+      )
+    ]
+  return []

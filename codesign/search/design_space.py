@@ -1,0 +1,599 @@
+"""The space of buildable platforms the search explores, and its relaxation.
+
+A design is a choice on each *axis*:
+- part axes (`accelerator`, `cpu`): one catalog part. Every number of the
+  part (FLOP/s, HBM or DDR bandwidth, HBM capacity, links, price, power)
+  comes with it, so the search never gets FLOP/s or bandwidth without
+  paying for the part that has them. The relaxation is a weighted mixture
+  of the parts (one weight coordinate per part, normalized to sum to 1):
+  every number, price and power included, is the weighted geometric mean
+  of the parts' numbers, so a mixture of an A100 and an H100 costs between
+  their prices and no mixture beats the parts' own price/performance
+  envelope. A one-hot weight vector is exactly the part.
+- number axes: counts and sizes sold in steps (nodes, sockets, accelerators
+  and NICs per node, DDR per channel, NIC line rate). The relaxation is the
+  continuous log-scaled range between the smallest and largest step.
+
+Technology couplings of real parts (the rules: `codesign.search.buildability`):
+- HBM capacity and bandwidth come with the accelerator (its stacks);
+- fabric links and their rate come with the accelerator (NVLink or
+  Infinity Fabric generation); the fabric is modelled as a switch (every
+  peer one hop: NVSwitch, or the OAM parts' full mesh) of at most the
+  part's domain per node (8 on HGX boards and OAM, 16 V100 as DGX-2: the
+  `fabric_domain` constraint);
+- the PCIe host link runs at the lower generation of its two ends; every
+  accelerator and NIC is an x16 device: past the sockets' root ports, PCIe
+  switches fan them out, each paid for (price, power) and sharing its
+  uplink (host-link bandwidth per accelerator x ports / devices); more
+  devices than one level of switches holds break the `pcie` constraint;
+- DDR bandwidth comes with the CPU (channels x MT/s); DDR is bought per
+  channel (one or two DIMMs, every channel alike), up to the CPU's maximum
+  per socket; a CPU allows `min_sockets` to `max_sockets` per node (all
+  search constraints);
+- NICs come in catalog line rates (100 to 800 Gb/s), and only where there
+  is more than one node: a single node has one front-end NIC at the lowest
+  rate, whatever the NIC axes say (`buildability.canonical_index`);
+- a node's chassis price and power grow with its accelerator and socket
+  slots (`NODE_*` below; assumptions), so slots are never free.
+
+The plan is part of the design too: in `optimize` mode its continuous
+leaves (the HBM fraction of each table, the CPU lookup share and optionally
+the overlap) are search variables in [0, 1]; in `auto` mode the HBM
+fractions follow the planner's rule for the platform, so a discrete
+design maps to one plan and can be enumerated. The sharding is one for
+every table, or searched per table (`plan_space.SEARCH`). The plan half
+of z is `codesign.search.plan_space`'s.
+
+Coordinates: a design vector z in [0, 1]^D: the accelerator weights (A),
+the CPU weights (C), one coordinate per number axis (log-scaled between
+the smallest and largest step), then the plan. Buildable designs are integer
+index vectors (one index per hardware axis) plus a plan.
+"""
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign.core.errors import InputError
+from codesign.core.pytree import replace
+from codesign.core.units import GB
+from codesign.search import buildability as bd
+from codesign.search import part_tables as pt
+from codesign.search import plan_space
+from codesign.spec import catalog, hardware, platform_presets
+from codesign.spec import plan as plan_lib
+from codesign.spec import workload as wl
+from codesign.spec.stack import Stack
+
+# Chassis model (assumption, after the presets' 20-30 kUSD and 0.8-1.2 kW
+# nodes): a base board plus a share per accelerator slot and per socket.
+NODE_BASE_USD = 5000.0
+NODE_USD_PER_ACCELERATOR = 2500.0
+NODE_USD_PER_SOCKET = 1000.0
+NODE_BASE_W = 300.0
+NODE_W_PER_ACCELERATOR = 80.0
+NODE_W_PER_SOCKET = 40.0
+STEP_OVERHEAD_S = 200e-6  # as the accelerator presets
+
+SOCKETS = (1, 2, 4, 8)
+ACCELERATORS_PER_NODE = (1, 2, 4, 8, 16)
+NICS_PER_NODE = (1, 2, 4, 8, 16)
+
+HW_AXES = (
+  'accelerator',
+  'cpu',
+  'nodes',
+  'sockets_per_node',
+  'accelerators_per_node',
+  'ddr_per_channel',
+  'nic_count',
+  'nic_bandwidth',
+)
+PLAN_MODES = ('optimize', 'auto')
+
+
+@dataclasses.dataclass(frozen=True)
+class DesignSpace:
+  """A discrete platform space and the static settings of its plan.
+
+  Hashable, so it can be a static argument of `jit`.
+
+  Attributes:
+    accelerators: catalog accelerator names, in relaxation order.
+    cpus: catalog CPU names, in relaxation order.
+    grids: per number axis (HW_AXES[2:]) its buildable values in SI,
+      ascending.
+    num_tables: T, tables of the workload (plan vector length).
+    plan_mode: `optimize` (plan leaves are variables) or `auto`.
+    sharding: sharding of every table (static), or `plan_space.SEARCH`
+      (per table, searched).
+    comm_precision: payload precision (static).
+    overlap: the plan's overlap when it is not optimized.
+    optimize_overlap: make the overlap a variable too (off by default: it
+      is a property of the software stack, and presets use 0.5).
+    prices: part prices the user set (`part_tables.Prices`, --price);
+      every other part at the catalog's price.
+    trainer: `accelerator`, or `cpu`: the CPU sockets train (no
+      accelerators: the accelerator axes are degenerate and cost nothing,
+      the fabric is PCIe only and the NICs hang off the sockets, as the
+      CPU presets).
+  """
+
+  accelerators: tuple[str, ...]
+  cpus: tuple[str, ...]
+  grids: tuple[tuple[float, ...], ...]
+  num_tables: int
+  plan_mode: str = 'optimize'
+  sharding: str = 'table_wise'
+  comm_precision: str = 'fp32'
+  overlap: float = 0.5
+  optimize_overlap: bool = False
+  prices: pt.Prices = ()
+  trainer: str = 'accelerator'
+
+  @property
+  def sizes(self) -> tuple[int, ...]:
+    """Choices per hardware axis."""
+    return (len(self.accelerators), len(self.cpus)) + tuple(
+      len(g) for g in self.grids
+    )
+
+  @property
+  def num_hw(self) -> int:
+    return len(HW_AXES)
+
+  @property
+  def num_hw_coords(self) -> int:
+    """Coordinates of the hardware in z: part weights plus number axes."""
+    return len(self.accelerators) + len(self.cpus) + len(self.grids)
+
+  @property
+  def num_plan(self) -> int:
+    """Length of the plan vector (`codesign.search.plan_space`)."""
+    return plan_space.size(self)
+
+  @property
+  def dim(self) -> int:
+    """D, the length of a design vector z."""
+    return self.num_hw_coords + self.num_plan
+
+  @property
+  def size(self) -> int:
+    """Number of buildable platforms (distinct choices per axis)."""
+    parts = (self.accelerators, self.cpus, *self.grids)
+    return math.prod(len(set(x)) for x in parts)
+
+
+def make_space(
+  workload: wl.Workload,
+  max_nodes: int = 16,
+  plan_mode: str = 'optimize',
+  sharding: str = 'table_wise',
+  accelerators: tuple[str, ...] | None = None,
+  cpus: tuple[str, ...] | None = None,
+  node_grid: tuple[int, ...] | None = None,
+  optimize_overlap: bool = False,
+  prices: pt.Prices = (),
+  trainer: str = 'accelerator',
+) -> DesignSpace:
+  """The default design space for `workload`.
+
+  Args:
+    workload: the DLRM (fixes the number of tables).
+    max_nodes: the largest node count; nodes range over 1..max_nodes.
+    plan_mode: one of PLAN_MODES.
+    sharding: one of `plan.SHARDINGS`, used for every table, or
+      `plan_space.SEARCH` (each table's sharding is searched).
+    accelerators: catalog accelerator names (default: every modelled one).
+    cpus: catalog CPU names (default: all).
+    node_grid: buildable node counts (default: every integer up to
+      max_nodes).
+    optimize_overlap: whether the overlap is a search variable.
+    prices: part prices set by the user (`part_tables.parse_prices`).
+    trainer: `accelerator`, or `cpu` (a CPU trainer: one accelerator
+      choice kept as a placeholder, none per node).
+  """
+  if int(max_nodes) < 1:
+    raise InputError(f'max_nodes must be at least 1, got {max_nodes}')
+  if int(max_nodes) > hardware.BOUNDS['nodes'][1]:
+    raise InputError(
+      f'max_nodes must be at most {hardware.BOUNDS["nodes"][1]:.0f}, '
+      f'got {max_nodes}'
+    )
+  if plan_mode not in PLAN_MODES:
+    raise InputError(
+      f'unknown plan mode {plan_mode!r}; valid choices: '
+      + ', '.join(PLAN_MODES)
+    )
+  if sharding not in plan_lib.SHARDINGS + (plan_space.SEARCH,):
+    raise InputError(
+      f'unknown sharding {sharding!r}; valid choices: '
+      + ', '.join(plan_lib.SHARDINGS + (plan_space.SEARCH,))
+    )
+  raw = catalog.raw()
+  default_acc, default_cpu = pt.default_parts()
+  accelerators = default_acc if accelerators is None else accelerators
+  cpus = default_cpu if cpus is None else cpus
+  for a in accelerators:
+    catalog.accelerator(a)  # raises InputError for unknown parts
+  for c in cpus:
+    catalog.cpu(c, 64)
+  if len(accelerators) < 2 or len(cpus) < 2:
+    raise InputError('a design space needs at least two parts per part axis')
+  if trainer not in hardware.TRAINERS:
+    raise InputError(
+      f'unknown trainer {trainer!r}; valid choices: '
+      + ', '.join(hardware.TRAINERS)
+    )
+  per_node = ACCELERATORS_PER_NODE
+  if trainer == 'cpu':
+    accelerators, per_node = (accelerators[0],) * 2, (1, 1)
+  nodes = node_grid or tuple(range(1, int(max_nodes) + 1))
+  if len(nodes) < 2:
+    nodes = (1, 1)  # one choice: a degenerate axis that stays at 1 node
+  grids = (
+    tuple(float(n) for n in nodes),
+    tuple(float(s) for s in SOCKETS),
+    tuple(float(a) for a in per_node),
+    tuple(g * GB for g in bd.DDR_PER_CHANNEL_GB),
+    tuple(float(n) for n in NICS_PER_NODE),
+    tuple(
+      float(catalog.nic_bandwidth(r))
+      for r in raw['links']['network_nic']['ethernet_roce_Gbps']
+    ),
+  )
+  return DesignSpace(
+    accelerators=tuple(accelerators),
+    cpus=tuple(cpus),
+    grids=grids,
+    num_tables=workload.num_tables,
+    plan_mode=plan_mode,
+    sharding=sharding,
+    optimize_overlap=optimize_overlap,
+    prices=tuple(prices),
+    trainer=trainer,
+  )
+
+
+def _template(space: DesignSpace) -> hardware.Platform:
+  """A concrete platform with every field the axes do not set."""
+  return build(space, (0,) * space.num_hw)
+
+
+def build(space: DesignSpace, index) -> hardware.Platform:
+  """The concrete buildable platform at `index` (one int per hw axis),
+  made from catalog parts with their per-field sources."""
+  index = [int(i) for i in index]
+  acc_name, cpu_name = space.accelerators[index[0]], space.cpus[index[1]]
+  nodes, sockets, accels, ddr_ch, nics, nic_bw = (
+    g[i] for g, i in zip(space.grids, index[2:], strict=True)
+  )
+  cpu_trainer = space.trainer == 'cpu'
+  accels = 0.0 if cpu_trainer else accels
+  raw = catalog.raw()
+  d = raw['accelerators'][acc_name]
+  gen = min(d['pcie_gen'], raw['cpus'][cpu_name]['pcie_gen'])
+  f = bd.catalog_facts()[cpu_name]
+  w = bd.wiring(
+    nodes, sockets, accels, nics, nic_bw, f['pcie_lanes'], f['pcie_lanes_multi']
+  )
+  nic = platform_presets.nic(
+    round(float(w['nic_count'])),
+    float(w['nic_bandwidth']) / (1e9 / 8),
+    'socket' if cpu_trainer else 'accelerator',
+  )
+  topology = 'pcie_only' if cpu_trainer else bd.DESIGN_TOPOLOGY
+  fab = platform_presets.accel_fabric(acc_name, topology)
+  ddr = float(f['ddr_channels']) * ddr_ch
+  cpu = replace(catalog.cpu(cpu_name, ddr / GB), ddr_capacity=ddr)
+  link = platform_presets.host_link(gen)
+  link = replace(link, bandwidth=link.bandwidth * float(w['host_share']))
+  switches = float(w['switches'])
+  chassis = 'assumption: design_space NODE_*, buildability.SWITCH_* per switch'
+  platform = hardware.Platform(
+    name='proposal',
+    trainer=space.trainer,
+    nodes=float(nodes),
+    sockets_per_node=float(sockets),
+    accelerators_per_node=float(accels),
+    cpu=cpu,
+    accelerator=catalog.accelerator(acc_name),
+    fabric=fab,
+    host_link=link,
+    nic=nic,
+    node_price=_node_price(accels, sockets, switches),
+    node_power=_node_power(accels, sockets, switches),
+    sources=(
+      ('node_price', chassis),
+      ('node_power', chassis),
+      ('notes', CPU_TRAINER_NOTE if cpu_trainer else ACCELERATOR_NOTE),
+    ),
+  )
+  return pt.priced(platform, space.prices)
+
+
+ACCELERATOR_NOTE = (
+  "proposed by codesign.search; fabric: the accelerator's own (NVSwitch "
+  'or OAM full mesh), modelled as a switch; NICs on the accelerators; PCIe '
+  'at the lower generation of its two ends, uplinks shared where switches '
+  'fan devices out (buildability)'
+)
+CPU_TRAINER_NOTE = (
+  'proposed by codesign.search; a CPU trainer: the sockets train and hold '
+  'the tables in DDR, no accelerators (their fields are unused); NICs on '
+  'the sockets'
+)
+
+
+def _node_price(accels, sockets, switches):
+  return (
+    NODE_BASE_USD
+    + NODE_USD_PER_ACCELERATOR * accels
+    + NODE_USD_PER_SOCKET * sockets
+    + bd.SWITCH_USD * switches
+  )
+
+
+def _node_power(accels, sockets, switches):
+  return (
+    NODE_BASE_W
+    + NODE_W_PER_ACCELERATOR * accels
+    + NODE_W_PER_SOCKET * sockets
+    + bd.SWITCH_W * switches
+  )
+
+
+# ---- decoding (traced) -----------------------------------------------------
+
+
+def _assemble(space, template, acc, cpu, numbers):
+  """A platform from part rows (acc, cpu) and the number-axis values."""
+  nodes, sockets, accels, ddr_ch, nics, nic_bw = numbers
+  if space.trainer == 'cpu':
+    accels = 0.0 * accels
+  na = len(pt.ACC_FIELDS)
+  nc = len(pt.CPU_FIELDS)
+  links, link_bw, acc_pcie, domain = (acc[na + i] for i in range(4))
+  cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = (
+    cpu[nc + i] for i in range(7)
+  )
+  w = bd.wiring(nodes, sockets, accels, nics, nic_bw, lanes, multi)
+  ddr = channels * ddr_ch
+  acc_part = replace(
+    template.accelerator,
+    **{f: acc[i] for i, f in enumerate(pt.ACC_FIELDS)},
+  )
+  cpu_part = replace(
+    template.cpu,
+    ddr_capacity=ddr,
+    **{f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)},
+  )
+  return replace(
+    template,
+    nodes=nodes,
+    sockets_per_node=sockets,
+    accelerators_per_node=accels,
+    cpu=cpu_part,
+    accelerator=acc_part,
+    fabric=replace(
+      template.fabric, links_per_accelerator=links, link_bandwidth=link_bw
+    ),
+    host_link=replace(
+      template.host_link,
+      bandwidth=jnp.minimum(acc_pcie, cpu_pcie) * w['host_share'],
+    ),
+    nic=replace(
+      template.nic, count=w['nic_count'], bandwidth=w['nic_bandwidth']
+    ),
+    node_price=_node_price(accels, sockets, w['switches']),
+    node_power=_node_power(accels, sockets, w['switches']),
+  ), {
+    'max_sockets': max_sockets,
+    'max_ddr': max_ddr,
+    'min_sockets': min_sockets,
+    'fabric_domain': domain,
+    'devices': w['devices'],
+    'ports': w['ports'],
+  }
+
+
+def _interp_number(grid, z):
+  lo, hi = math.log(grid[0]), math.log(grid[-1])
+  return jnp.exp(lo + z * (hi - lo))
+
+
+def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
+  """The relaxed platform and plan at design vector z (shape (D,)).
+
+  Returns:
+    (platform, plan, aux): aux holds the numbers of the buildability
+    constraints (`buildability.relative_violations`): the (interpolated)
+    CPU's `max_sockets`, `max_ddr` (bytes per socket), `min_sockets`, the
+    accelerator's `fabric_domain`, and the node's PCIe `devices` and root
+    `ports`; and `sharding_weights` ((T, K) or None:
+    `plan_space.decode`).
+  """
+  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus, space.prices)
+  template = _template(space)
+  a, c = len(space.accelerators), len(space.cpus)
+  acc = pt.mix(acc_t, z[:a])
+  cpu = pt.mix(cpu_t, z[a : a + c])
+  numbers = [_interp_number(g, z[a + c + i]) for i, g in enumerate(space.grids)]
+  p, aux = _assemble(space, template, acc, cpu, numbers)
+  plan, weights = plan_space.decode(
+    space, workload, stack, p, z[space.num_hw_coords :]
+  )
+  return p, plan, {**aux, 'sharding_weights': weights}
+
+
+def decode_index(
+  space: DesignSpace, workload: wl.Workload, stack: Stack, index, plan_z
+):
+  """The buildable platform at integer `index` (shape (H,)) with plan
+  vector `plan_z` (shape (D - H,)); traced, matches `build` exactly."""
+  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus, space.prices)
+  template = _template(space)
+  acc = jnp.asarray(acc_t)[index[0]]
+  cpu = jnp.asarray(cpu_t)[index[1]]
+  numbers = [
+    jnp.asarray(np.array(g))[index[2 + i]] for i, g in enumerate(space.grids)
+  ]
+  p, aux = _assemble(space, template, acc, cpu, numbers)
+  plan, weights = plan_space.decode(space, workload, stack, p, plan_z)
+  return p, plan, {**aux, 'sharding_weights': weights}
+
+
+# ---- snapping --------------------------------------------------------------
+
+
+def _grid_position(g, z):
+  """Fractional index of a log-scaled coordinate z in grid g."""
+  lo, hi = math.log(g[0]), math.log(g[-1])
+  logv = lo + np.asarray(z) * (hi - lo) if hi > lo else np.full_like(z, lo)
+  return np.interp(logv, np.log(np.array(g)), np.arange(len(g)))
+
+
+def bracket(space: DesignSpace, z_hw: np.ndarray):
+  """The two nearest choices on every hardware axis of relaxed designs.
+
+  Part axes: the two heaviest parts (heaviest first); number axes: the
+  grid steps below and above.
+
+  Args:
+    z_hw: shape (..., num_hw_coords).
+
+  Returns:
+    (first, second): int arrays (..., H).
+  """
+  z_hw = np.asarray(z_hw, dtype=np.float64)
+  a, c = len(space.accelerators), len(space.cpus)
+  first, second = [], []
+  for zp in (z_hw[..., :a], z_hw[..., a : a + c]):
+    order = np.argsort(-zp, axis=-1, kind='stable')
+    first.append(order[..., 0])
+    second.append(order[..., 1])
+  for i, g in enumerate(space.grids):
+    u = _grid_position(g, z_hw[..., a + c + i])
+    # A tolerance, so that a coordinate on a grid step (up to rounding)
+    # brackets to that step on both sides.
+    first.append(np.clip(np.floor(u + 1e-9), 0, len(g) - 1))
+    second.append(np.clip(np.ceil(u - 1e-9), 0, len(g) - 1))
+  return (
+    np.stack(first, axis=-1).astype(np.int64),
+    np.stack(second, axis=-1).astype(np.int64),
+  )
+
+
+def nearest_index(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
+  """The nearest buildable design: heaviest part, nearest grid step (in
+  log value). Shape (..., H)."""
+  z_hw = np.asarray(z_hw, dtype=np.float64)
+  a, c = len(space.accelerators), len(space.cpus)
+  out = [
+    np.argmax(z_hw[..., :a], axis=-1),
+    np.argmax(z_hw[..., a : a + c], axis=-1),
+  ]
+  for i, g in enumerate(space.grids):
+    u = _grid_position(g, z_hw[..., a + c + i])
+    out.append(np.clip(np.rint(u), 0, len(g) - 1))
+  return np.stack(out, axis=-1).astype(np.int64)
+
+
+def neighbour_indices(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
+  """Every rounding of one relaxed design: per axis one of its two nearest
+  choices (`bracket`).
+
+  Args:
+    z_hw: shape (num_hw_coords,).
+
+  Returns:
+    int array (2^H, H) of grid indices; row 0 takes the first choice on
+    every axis (duplicates where an axis sits on a grid point).
+  """
+  lo, hi = bracket(space, z_hw)
+  h = len(lo)
+  bits = (np.arange(2**h)[:, None] >> np.arange(h)[None, :]) & 1
+  return np.where(bits == 1, hi[None, :], lo[None, :])
+
+
+def grid_z(space: DesignSpace, index) -> np.ndarray:
+  """Relaxed hardware coordinates (num_hw_coords,) of a buildable design:
+  one-hot part weights and the grid steps' log positions."""
+  a, c = len(space.accelerators), len(space.cpus)
+  acc = np.zeros(a)
+  acc[int(index[0])] = 1.0
+  cpu = np.zeros(c)
+  cpu[int(index[1])] = 1.0
+  out = [acc, cpu]
+  for i, g in enumerate(space.grids):
+    lo, hi = math.log(g[0]), math.log(g[-1])
+    v = math.log(g[int(index[2 + i])])
+    out.append(np.array([(v - lo) / (hi - lo) if hi > lo else 0.0]))
+  return np.concatenate(out)
+
+
+def unravel(space: DesignSpace, flat):
+  """Flat design numbers -> grid indices, shape (..., H) (traced or not)."""
+  out = []
+  for s in reversed(space.sizes):
+    out.append(flat % s)
+    flat = flat // s
+  return jnp.stack(out[::-1], axis=-1)
+
+
+def describe_relaxed(space: DesignSpace, z_hw) -> dict:
+  """The hardware coordinates of a relaxed design in boundary units: part
+  weights above 0.1% and the number axes' continuous values."""
+  z_hw = np.asarray(z_hw, dtype=np.float64)
+  a, c = len(space.accelerators), len(space.cpus)
+  out = {}
+  for axis, parts, zp in (
+    ('accelerator', space.accelerators, z_hw[:a]),
+    ('cpu', space.cpus, z_hw[a : a + c]),
+  ):
+    w = np.asarray(pt.weights(jnp.asarray(zp)))
+    out[axis + '_weights'] = {
+      parts[i]: float(w[i])
+      for i in np.argsort(-w, kind='stable')
+      if w[i] > 1e-3
+    }
+  units = {
+    'ddr_per_channel': ('ddr_per_channel_gb', 1e9),
+    'nic_bandwidth': ('nic_bandwidth_gbit_per_s', 1e9 / 8),
+  }
+  for i, (name, g) in enumerate(zip(HW_AXES[2:], space.grids, strict=True)):
+    lo, hi = math.log(g[0]), math.log(g[-1])
+    value = math.exp(lo + float(z_hw[a + c + i]) * (hi - lo))
+    key, scale = units.get(name, (name, 1.0))
+    out[key] = value / scale
+  return out
+
+
+def stack_tree(trees):
+  """Stacks a list of identical-structure pytrees along a new axis 0."""
+  return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def describe_index(space: DesignSpace, index) -> dict:
+  """A buildable design's choices in boundary units (a single node's NICs
+  as built: one at the lowest rate)."""
+  index = [int(i) for i in bd.canonical_index(space, index)]
+  nodes, sockets, accels, ddr_ch, nics, nic_bw = (
+    g[i] for g, i in zip(space.grids, index[2:], strict=True)
+  )
+  cpu = space.cpus[index[1]]
+  return {
+    'trainer': space.trainer,
+    'accelerator': space.accelerators[index[0]],
+    'cpu': cpu,
+    'nodes': nodes,
+    'sockets_per_node': sockets,
+    'accelerators_per_node': 0.0 if space.trainer == 'cpu' else accels,
+    'ddr_per_socket_gb': ddr_ch * bd.catalog_facts()[cpu]['ddr_channels'] / GB,
+    'ddr_per_channel_gb': ddr_ch / GB,
+    'nic_count': nics,
+    'nic_bandwidth_gbit_per_s': nic_bw / (1e9 / 8),
+  }

@@ -1,0 +1,599 @@
+"""Gradient-based hardware search and snapping to parts.
+
+The problem (`Problem`): a design space (`codesign.search.design_space`), a
+workload, an objective and the buyer's limits. Objectives (`OBJECTIVES`):
+`throughput` (samples/s), `throughput_per_usd`, `throughput_per_watt`
+(maximized) and `time_to_train` (seconds for `samples` samples,
+minimized); the search minimizes a log-scale loss of each, so gradients
+are scale free. Constraints (`CONSTRAINTS`, each a relative violation g,
+feasible when g <= 0): capex budget, power budget, HBM and DDR capacity
+(the cost model's memory required over available), and the buildability
+rules that are inequalities on the number axes (`buildability.TRACED`:
+the CPU's maximum sockets and DDR per socket, its minimum sockets, the
+accelerator's fabric domain, PCIe devices per root port with switches).
+The node limit is the upper end of the nodes axis (an exact box bound).
+Technology couplings are built into the design space (parts carry their
+numbers and prices).
+
+Method (`gradient_search`):
+1. Continuous phase: many starts z in [0, 1]^D (uniform from the seed),
+   all run at once, sharded over devices (`codesign.search.batching`). Each
+   start minimizes the augmented Lagrangian of the loss under the
+   constraints with Adam (`codesign.search.constrained`, the loop every search
+   shares).
+2. Snapping: the `snap_top` best starts (feasible first, then loss) are
+   rounded down and up on every hardware axis (2^H neighbours each); all
+   are evaluated in one batch as buildable platforms with every
+   constraint checked exactly; designs that break a buildability rule
+   (`buildability.violations`, the concrete check) are rejected, and
+   `Result.rejected` counts them per rule. With searched sharding
+   (`plan_space.SEARCH`) each rounding's sharding weights snap to one-hot
+   per table, and every rounding is also evaluated with each uniform
+   sharding.
+3. Plan polish (plan mode `optimize` only): the best buildable platforms
+   that meet the hardware constraints (budget, power, buildability rows;
+   memory is the plan's job) keep their hardware, and the plan is
+   re-optimized by the same continuous phase with the hardware
+   coordinates frozen; the plans are snapped to `snapping.PLAN_STEP` and every
+   constraint is checked again. This repairs plans whose tables no longer
+   fit after rounding.
+
+Baselines over the same discrete space are in `codesign.search.baselines`.
+Every function counts cost-model evaluations: a value counts 1, a value
+and gradient 2.
+
+Reproducibility: the same flags on the same number of devices give the
+same bits. Across device counts the buildable result (parts, counts and
+the plan, snapped to `snapping.PLAN_STEP`) is the same, and the continuous phase
+agrees to about 1e-8: any N >= 2 devices give identical bits, but XLA
+compiles a single-device program without the SPMD partitioner and its
+simplifier then rewrites some divisions of the backward pass as
+multiplications by a reciprocal (last-bit differences that Adam carries
+along).
+
+The library does no file I/O; `progress(step, metrics)` reports progress.
+"""
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from codesign.core.errors import InputError
+from codesign.model import cost_model
+from codesign.search import (
+  batching,
+  buildability,
+  constrained,
+  plan_space,
+  snapping,
+)
+from codesign.search import design_space as ds
+from codesign.spec import workload as wl
+from codesign.spec.stack import Stack
+
+OBJECTIVES = (
+  'throughput',
+  'throughput_per_usd',
+  'throughput_per_watt',
+  'time_to_train',
+)
+# Internal objectives (minimized): the cheapest platform that holds the
+# tables, used to explain infeasible requests.
+_MIN_OBJECTIVES = ('capex', 'power')
+CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr') + buildability.TRACED
+FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
+# Constraints a plan cannot change.
+HARDWARE_CONSTRAINTS = ('capex', 'power') + buildability.TRACED
+HARDWARE_COLUMNS = tuple(CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS)
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+  """What to search for. Hashable (a static argument of `jit`).
+
+  Attributes:
+    space: the design space.
+    workload: the DLRM.
+    stack: the software stack that trains it.
+    objective: one of OBJECTIVES.
+    budget_usd: capex limit of the whole cluster, or None.
+    power_w: power limit of the whole cluster at TDP, or None.
+    samples: samples to train, for `time_to_train`.
+  """
+
+  space: ds.DesignSpace
+  workload: wl.Workload
+  stack: Stack
+  objective: str = 'throughput_per_usd'
+  budget_usd: float | None = None
+  power_w: float | None = None
+  samples: float = 1e9
+
+
+def check_problem(problem: Problem) -> Problem:
+  """Raises `InputError` with one sentence for a bad problem."""
+  if problem.objective not in OBJECTIVES + _MIN_OBJECTIVES:
+    raise InputError(
+      f'unknown objective {problem.objective!r}; valid choices: '
+      + ', '.join(OBJECTIVES)
+    )
+  for key in ('budget_usd', 'power_w'):
+    v = getattr(problem, key)
+    if v is not None and not (math.isfinite(v) and v > 0):
+      raise InputError(f'{key} must be a positive number, got {v}')
+  if not (math.isfinite(problem.samples) and problem.samples > 0):
+    raise InputError(f'samples must be positive, got {problem.samples}')
+  return problem
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+  """Settings of the gradient search.
+
+  Attributes:
+    starts: number of starts run at once.
+    steps: Adam steps of the continuous phase (and of the plan polish).
+    learning_rate: initial Adam step (z is in [0, 1]).
+    final_lr_fraction: cosine schedule end, as a fraction of the start.
+    al_every: steps between multiplier updates.
+    mu_init: initial penalty weight.
+    mu_growth: penalty growth per multiplier update.
+    mu_max: cap on the penalty weight.
+    snap_top: starts whose neighbouring roundings are evaluated.
+    polish: re-optimize the plan of the best buildable platforms (plan
+      mode `optimize` only).
+    chunk: steps per jitted call (progress is reported between calls).
+    block: starts per vmapped block (fixed, so that results do not depend
+      on the number of devices).
+    eval_chunk: designs per jitted batch evaluation.
+    seed: random seed of the starts.
+  """
+
+  starts: int = 64
+  steps: int = 300
+  learning_rate: float = 0.05
+  final_lr_fraction: float = 0.05
+  al_every: int = 25
+  mu_init: float = 10.0
+  mu_growth: float = 2.0
+  mu_max: float = 1e4
+  snap_top: int = 8
+  polish: bool = True
+  chunk: int = 50
+  block: int = 8
+  eval_chunk: int = 4096
+  seed: int = 0
+
+
+def check_config(config: Config) -> Config:
+  for key in ('starts', 'steps', 'al_every', 'snap_top', 'chunk', 'block'):
+    if int(getattr(config, key)) < 1:
+      raise InputError(f'{key} must be at least 1, got {getattr(config, key)}')
+  if not config.learning_rate > 0:
+    raise InputError('learning_rate must be positive')
+  return config
+
+
+# ---- objective and constraints ---------------------------------------------
+
+
+def objective_value(problem: Problem, r: cost_model.CostReport):
+  """The objective in natural units (samples/s, samples/s/USD,
+  samples/s/W, seconds, USD or W)."""
+  o = problem.objective
+  if o == 'throughput':
+    return r.throughput
+  if o == 'throughput_per_usd':
+    return r.perf_per_usd
+  if o == 'throughput_per_watt':
+    return r.perf_per_watt
+  if o == 'time_to_train':
+    return problem.samples / r.throughput
+  if o == 'capex':
+    return r.capex
+  return r.power
+
+
+def maximized(objective: str) -> bool:
+  return objective in (
+    'throughput',
+    'throughput_per_usd',
+    'throughput_per_watt',
+  )
+
+
+def loss_of(problem: Problem, value):
+  """Log-scale loss to minimize."""
+  logv = jnp.log(jnp.maximum(value, 1e-300))
+  return -logv if maximized(problem.objective) else logv
+
+
+def violations(problem: Problem, p, r: cost_model.CostReport, aux):
+  """Relative constraint violations g, shape (len(CONSTRAINTS),); <= 0 is
+  feasible. Absent limits give -1."""
+  one = jnp.ones_like(r.capex)
+  budget = problem.budget_usd
+  power = problem.power_w
+  hbm_avail = r.memory_available['hbm']
+  own = jnp.stack(
+    [
+      r.capex / budget - 1.0 if budget else -one,
+      r.power / power - 1.0 if power else -one,
+      r.memory_required['hbm'] / jnp.maximum(hbm_avail, 1.0) - 1.0,
+      r.memory_required['ddr'] / r.memory_available['ddr'] - 1.0,
+    ]
+  )
+  return jnp.concatenate([own, buildability.relative_violations(p, aux)])
+
+
+def assess(problem: Problem, z):
+  """(loss, g, value) of a relaxed design z, shape (D,). Pure, unjitted."""
+  p, plan, aux = ds.decode(problem.space, problem.workload, problem.stack, z)
+  r = cost_model.evaluate(
+    p, problem.workload, plan, problem.stack, 1.0, aux['sharding_weights']
+  )
+  value = objective_value(problem, r)
+  return loss_of(problem, value), violations(problem, p, r, aux), value
+
+
+def assess_index(problem: Problem, index, plan_z):
+  """(loss, g, value) of a buildable design. Pure, unjitted."""
+  p, plan, aux = ds.decode_index(
+    problem.space, problem.workload, problem.stack, index, plan_z
+  )
+  r = cost_model.evaluate(
+    p, problem.workload, plan, problem.stack, 1.0, aux['sharding_weights']
+  )
+  value = objective_value(problem, r)
+  return loss_of(problem, value), violations(problem, p, r, aux), value
+
+
+# ---- batch evaluation of buildable designs ---------------------------------
+
+
+def evaluate_indices(
+  problem: Problem,
+  index: np.ndarray,
+  plan_z: np.ndarray | None = None,
+  chunk: int = 4096,
+  mesh: Mesh | None = None,
+  block: int = 256,
+) -> dict[str, np.ndarray]:
+  """Evaluates buildable designs in sharded, blocked batches.
+
+  Args:
+    problem: the problem.
+    index: int array (N, H) of grid indices.
+    plan_z: (N, P) plan coordinates (P = 0 in `auto` plan mode).
+    chunk: designs per jitted call (the last call is padded, so there is
+      one compile per chunk size).
+    mesh: the device mesh (default: all devices).
+    block: designs per vmapped block.
+
+  Returns:
+    dict of numpy arrays: loss (N,), g (N, C), value (N,), feasible (N,).
+  """
+  mesh = mesh or batching.make_mesh()
+  index = np.asarray(index, dtype=np.int32)
+  n = index.shape[0]
+  if plan_z is None:
+    plan_z = np.zeros((n, problem.space.num_plan))
+  plan_z = np.asarray(plan_z, dtype=np.float64)
+  chunk = batching.padded_rows(min(chunk, n), block, mesh)
+  fn = _assess_index_cached(problem)
+  out = {'loss': [], 'g': [], 'value': []}
+  for s in range(0, n, chunk):
+    idx = batching.pad_rows(index[s : s + chunk], chunk)
+    pz = batching.pad_rows(plan_z[s : s + chunk], chunk)
+    loss, g, value = batching.run_blocked(fn, block, mesh, idx, pz)
+    m = min(chunk, n - s)
+    out['loss'].append(loss[:m])
+    out['g'].append(g[:m])
+    out['value'].append(value[:m])
+  res = {k: np.concatenate(v) for k, v in out.items()}
+  res['feasible'] = np.all(res['g'] <= 0.0, axis=1) & np.isfinite(res['loss'])
+  return res
+
+
+@functools.cache
+def _assess_index_cached(problem):
+  return functools.partial(assess_index, problem)
+
+
+def best_position(loss, g, feasible):
+  """Index of the best design: feasible first by loss, else least
+  violation."""
+  viol = np.max(np.maximum(g, 0.0), axis=1)
+  key_loss = np.where(feasible, loss, np.inf)
+  if np.any(feasible):
+    return int(np.argmin(key_loss))
+  return int(np.argmin(viol))
+
+
+# ---- the continuous phase ----------------------------------------------------
+
+
+def _chunk_fn(problem, config, length):
+  """`length` steps of one start (a scan); metrics have shape (length,)."""
+  assess_z = functools.partial(assess, problem)
+
+  def run(state):
+    return jax.lax.scan(
+      lambda s, _: constrained.step(assess_z, config, s),
+      state,
+      None,
+      length=length,
+    )
+
+  return run
+
+
+@functools.cache
+def _chunk_cached(problem, config, length):
+  return _chunk_fn(problem, config, length)
+
+
+def continuous_phase(
+  problem: Problem,
+  config: Config,
+  z0: np.ndarray,
+  mask: np.ndarray,
+  mesh: Mesh,
+  progress: Callable | None = None,
+  phase: str = 'continuous',
+):
+  """Runs `config.steps` steps from every start z0 (S, D).
+
+  Returns:
+    (z (S, D), final dict of loss (S,), g (S, C), value (S,) at the last z,
+    history: one dict per step with metrics over the S starts).
+  """
+  s = z0.shape[0]
+  mask = np.broadcast_to(mask, z0.shape)
+  state = jax.vmap(
+    functools.partial(
+      constrained.init, config, num_constraints=len(CONSTRAINTS)
+    )
+  )(jnp.asarray(z0), jnp.asarray(mask))
+  state = jax.tree.map(np.asarray, state)
+  history = []
+  done = 0
+  length = min(config.chunk, config.steps)
+  run = _chunk_cached(problem, config, length)
+  block = config.block
+  while done < config.steps:
+    state, m = batching.run_blocked(run, block, mesh, state)
+    for k in range(min(length, config.steps - done)):
+      history.append(
+        _history_row(
+          problem, phase, done + k, m['aux'][:, k], m['violation'][:, k]
+        )
+      )
+    done += length
+    if progress is not None:
+      progress(min(done, config.steps), history[-1])
+  z = state.z
+  loss, g, value = batching.run_blocked(_assess_cached(problem), block, mesh, z)
+  assert z.shape[0] == s
+  return z, {'loss': loss, 'g': g, 'value': value}, history
+
+
+@functools.cache
+def _assess_cached(problem):
+  return functools.partial(assess, problem)
+
+
+def _history_row(problem, phase, step, value, viol):
+  ok = viol <= FEASIBLE_TOL
+  best = None
+  if np.any(ok):
+    v = value[ok]
+    best = float(np.max(v) if maximized(problem.objective) else np.min(v))
+  return {
+    'phase': phase,
+    'step': int(step),
+    'objective': best,
+    'violation_min': float(np.min(viol)),
+    'violation_max': float(np.max(viol)),
+    'feasible_starts': int(np.sum(ok)),
+  }
+
+
+def _rank(final):
+  """Start order: feasible (within FEASIBLE_TOL) by loss, then the rest by
+  violation. Deterministic (stable sort)."""
+  viol = np.max(np.maximum(final['g'], 0.0), axis=1)
+  loss = np.where(np.isfinite(final['loss']), final['loss'], 1e300)
+  ok = viol <= FEASIBLE_TOL
+  key = np.where(ok, loss, 1e200 + viol)
+  return np.argsort(key, kind='stable'), ok
+
+
+# ---- the whole search --------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Result:
+  """What a search found (numpy values; no JAX arrays).
+
+  Attributes:
+    method: name of the method.
+    best_index: (H,) grid indices of the best buildable design, or None.
+    best_plan_z: (P,) its plan coordinates.
+    best_value: its objective value (natural units), or None.
+    best_feasible: whether every constraint holds.
+    best_g: (C,) its constraint violations.
+    continuous_z: (D,) best relaxed design (gradient search only).
+    continuous_value: its objective value.
+    continuous_g: (C,) its violations.
+    evaluations: cost-model evaluations used (value and gradient = 2).
+    history: per-step metric dicts.
+    rejected: buildability rule -> distinct snapped designs it rejected.
+    top_index, top_plan_z, top_feasible: every distinct buildable design
+      evaluated, best first (`snapping.distinct_best`).
+  """
+
+  method: str
+  best_index: np.ndarray | None
+  best_plan_z: np.ndarray | None
+  best_value: float | None
+  best_feasible: bool
+  best_g: np.ndarray | None
+  continuous_z: np.ndarray | None = None
+  continuous_value: float | None = None
+  continuous_g: np.ndarray | None = None
+  evaluations: int = 0
+  history: list = dataclasses.field(default_factory=list)
+  rejected: dict = dataclasses.field(default_factory=dict)
+  top_index: np.ndarray | None = None
+  top_plan_z: np.ndarray | None = None
+  top_feasible: np.ndarray | None = None
+
+
+def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
+  """Uniform starts in [0, 1]^D, shape (starts, D), with uniform
+  shardings seeded (`plan_space.seed_uniform_shardings`)."""
+  key = jax.random.key(seed)
+  keys = jax.random.split(key, starts)
+  space = problem.space
+  d = space.dim
+  z = jax.vmap(lambda k: jax.random.uniform(k, (d,), dtype=jnp.float64))(keys)
+  return plan_space.seed_uniform_shardings(space, np.array(z, np.float64))
+
+
+def gradient_search(
+  problem: Problem,
+  config: Config = Config(),
+  devices=None,
+  progress: Callable | None = None,
+) -> Result:
+  """Augmented-Lagrangian Adam over the relaxation, then snapping.
+
+  Args:
+    problem: what to search for.
+    config: search settings.
+    devices: devices to shard the starts over (default: all).
+    progress: called as progress(step, metrics dict) between chunks.
+
+  Returns:
+    A `Result`; `best_*` is the best buildable design (feasible if any
+    evaluated candidate was) and `continuous_*` the best relaxed start.
+  """
+  check_problem(problem)
+  check_config(config)
+  mesh = batching.make_mesh(devices)
+  space = problem.space
+  hc = space.num_hw_coords
+  z0 = initial_starts(problem, config.starts, config.seed)
+  z, final, history = continuous_phase(
+    problem, config, z0, np.ones(space.dim), mesh, progress
+  )
+  evaluations = config.starts * (2 * config.steps + 1)
+  order, _ = _rank(final)
+  c = int(order[0])
+  result = Result(
+    method='gradient',
+    best_index=None,
+    best_plan_z=None,
+    best_value=None,
+    best_feasible=False,
+    best_g=None,
+    continuous_z=z[c],
+    continuous_value=float(final['value'][c]),
+    continuous_g=final['g'][c],
+    history=history,
+  )
+
+  # Snap: every rounding of the best starts, in one batch.
+  top = order[: min(config.snap_top, config.starts)]
+  index, plan_z = snapping.roundings(space, z[top])
+  ev = evaluate_indices(problem, index, plan_z, config.eval_chunk, mesh)
+  evaluations += index.shape[0]
+
+  if config.polish and space.num_plan > 0:
+    # Re-optimize the plan of the best distinct buildable platforms, as many
+    # as there are starts, with their hardware coordinates frozen.
+    cand = snapping.distinct_best(
+      index, ev, config.starts, hardware=HARDWARE_COLUMNS
+    )
+    zp = np.concatenate(
+      [
+        np.stack([ds.grid_z(space, index[k]) for k in cand]),
+        plan_z[cand],
+      ],
+      axis=1,
+    )
+    mask = np.concatenate([np.zeros(hc), np.ones(space.num_plan)])
+    zpol, _, hist2 = continuous_phase(
+      problem, config, zp, mask, mesh, progress, phase='polish'
+    )
+    result.history = history + hist2
+    evaluations += len(cand) * (2 * config.steps + 1)
+    pidx = index[cand]
+    ppz = np.stack([snapping.snap_plan(space, x) for x in zpol[:, hc:]])
+    ev2 = evaluate_indices(problem, pidx, ppz, config.eval_chunk, mesh)
+    evaluations += len(cand)
+    index = np.concatenate([index, pidx])
+    plan_z = np.concatenate([plan_z, ppz])
+    ev = {k: np.concatenate([ev[k], ev2[k]]) for k in ev}
+
+  # Only designs that pass the concrete buildability check (unless none).
+  ok, result.rejected = snapping.buildable(space, index)
+  ev['feasible'] = ev['feasible'] & ok
+  rows = np.flatnonzero(ok) if ok.any() else np.arange(len(ok))
+  b = rows[best_position(ev['loss'][rows], ev['g'][rows], ev['feasible'][rows])]
+  result.best_index = index[b]
+  result.best_plan_z = plan_z[b]
+  result.best_value = float(ev['value'][b])
+  result.best_feasible = bool(ev['feasible'][b])
+  result.best_g = ev['g'][b]
+  top = snapping.distinct_best(index, ev, len(index))
+  result.top_index, result.top_plan_z = index[top], plan_z[top]
+  result.top_feasible = ev['feasible'][top]
+  result.evaluations = int(evaluations)
+  return result
+
+
+# ---- reading results ---------------------------------------------------------
+
+
+def buildable(problem: Problem, index, plan_z):
+  """The concrete (platform, plan) of a buildable design, numpy leaves."""
+  space = problem.space
+  p = ds.build(space, index)
+  _, plan, aux = ds.decode_index(
+    space,
+    problem.workload,
+    problem.stack,
+    jnp.asarray(index),
+    jnp.asarray(plan_z),
+  )
+  return p, plan_space.concrete(plan, aux['sharding_weights'])
+
+
+def relaxed(problem: Problem, z):
+  """The (platform, plan) of a relaxed design z (D,), numpy leaves."""
+  space = problem.space
+  p, plan, aux = ds.decode(
+    space, problem.workload, problem.stack, jnp.asarray(z)
+  )
+  p = jax.tree.map(lambda x: np.asarray(x, dtype=np.float64), p)
+  axes = ds.describe_relaxed(space, np.asarray(z)[: space.num_hw_coords])
+
+  def label(axis):
+    w = axes[axis + '_weights']
+    return ' + '.join(f'{v:.3f} {k}' for k, v in w.items())
+
+  p = dataclasses.replace(
+    p,
+    name='continuous_optimum',
+    accelerator=dataclasses.replace(p.accelerator, name=label('accelerator')),
+    cpu=dataclasses.replace(p.cpu, name=label('cpu')),
+  )
+  return p, plan_space.concrete(plan, aux['sharding_weights'])

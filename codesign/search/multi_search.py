@@ -1,0 +1,296 @@
+"""Many constrained searches at once.
+
+`codesign.search.gradient` runs one problem per compile: its budget and workload
+are static. The Pareto and growth studies need many budgets (or
+weightings of several workloads) at once, so here the limit and the
+weights are traced per task and the search's own loop
+(`codesign.search.constrained`, with the settings of a `search.Config`) solves
+every (task, start) pair in one vmapped compile. Designs come from the
+search's design space (`design_space.decode` / `decode_index`) and the
+constraints from `search.violations`; the best starts of each task are
+snapped to buildable platforms as the search does (every rounding,
+evaluated exactly, and only those that pass the concrete buildability
+check, unless none of a task's does).
+"""
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign.core.errors import InputError
+from codesign.model import cost_model
+from codesign.search import buildability, constrained, gradient, snapping
+from codesign.search import design_space as ds
+from codesign.spec.stack import Stack
+
+# Buildable designs are evaluated in batches of 8 x CHUNK (one compile).
+CHUNK = 32
+
+
+LIMIT_KINDS = ('capex', 'power')
+
+
+@dataclasses.dataclass(frozen=True)
+class Tasks:
+  """Static part of a multi-task search. Hashable.
+
+  Attributes:
+    space: the design space (plan mode `auto` and one sharding for every
+      table: no plan coordinates, so one buildable design serves
+      workloads of different table counts).
+    workloads: J workloads; a task's objective is the weighted mean of
+      their log throughputs, and it must hold every workload of positive
+      weight.
+    stack: the software stack that trains them.
+  """
+
+  space: object
+  workloads: tuple
+  stack: Stack
+
+  def __post_init__(self):
+    if self.space.num_plan:
+      raise InputError(
+        'a multi-task search needs plan mode auto and one sharding for '
+        f'every table (got {self.space.plan_mode!r}, {self.space.sharding!r})'
+      )
+
+
+def _assess_tasks(tasks: Tasks, decode, weights, limit, kind):
+  """(loss, g, log throughputs (J,), capex, power) of one design.
+
+  `decode(workload)` gives (platform, plan, aux). g stacks the limit row
+  (capex or power over `limit`, minus 1, chosen by `kind`) and, per
+  workload of positive weight, the search's memory and CPU coupling rows
+  (others are -1, inactive).
+  """
+  logs, rows = [], []
+  capex = power = None
+  for j, w in enumerate(tasks.workloads):
+    p, plan, aux = decode(w)
+    r = cost_model.evaluate(p, w, plan, tasks.stack)
+    prob = gradient.Problem(tasks.space, w, tasks.stack, 'throughput')
+    g = gradient.violations(prob, p, r, aux)[2:]  # memory and buildability
+    rows.append(jnp.where(weights[j] > 0, g, -1.0))
+    logs.append(jnp.log(jnp.maximum(r.throughput, 1e-300)))
+    if j == 0:
+      capex, power = r.capex, r.power
+  logs = jnp.stack(logs)
+  used = jnp.where(kind == 0, capex, power)
+  g = jnp.concatenate([(used / limit - 1.0)[None], jnp.concatenate(rows)])
+  loss = -jnp.sum(weights * logs) / jnp.sum(weights)
+  return loss, g, logs, capex, power
+
+
+def _relaxed_decode(tasks, z):
+  return lambda w: ds.decode(tasks.space, w, tasks.stack, z)
+
+
+def _index_decode(tasks, index):
+  empty = jnp.zeros((0,))
+  return lambda w: ds.decode_index(tasks.space, w, tasks.stack, index, empty)
+
+
+@functools.partial(jax.jit, static_argnames=('tasks', 'config'))
+def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
+  """The continuous phase for N (task, start) rows at once: the search's
+  own loop (`constrained.step`), with each row's weights and limit.
+
+  Args:
+    z0: (N, D) starts; weights (N, J); limit (N,); kind (N,) int.
+
+  Returns:
+    (z (N, D), per-step metrics of shape (steps, N): loss, violation).
+  """
+  constraints = 1 + (len(gradient.CONSTRAINTS) - 2) * len(tasks.workloads)
+
+  def one(z, wt, lim, kd):
+    def assess(z):
+      loss, g, *_ = _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
+      return loss, g, ()
+
+    state = constrained.init(config, z, jnp.ones_like(z), constraints)
+    state, m = jax.lax.scan(
+      lambda s, _: constrained.step(assess, config, s),
+      state,
+      None,
+      length=config.steps,
+    )
+    return state.z, m['loss'], m['violation']
+
+  z, loss, viol = jax.vmap(one)(z0, weights, limit, kind)
+  return z, {'loss': loss.T, 'violation': viol.T}
+
+
+@functools.partial(jax.jit, static_argnames=('tasks',))
+def _assess_relaxed(tasks: Tasks, z, weights, limit, kind):
+  def one(z, wt, lim, kd):
+    return _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
+
+  return jax.vmap(one)(z, weights, limit, kind)
+
+
+@functools.partial(jax.jit, static_argnames=('tasks',))
+def _assess_buildable(tasks: Tasks, index, weights, limit, kind):
+  def one(i, wt, lim, kd):
+    return _assess_tasks(tasks, _index_decode(tasks, i), wt, lim, kd)
+
+  return jax.vmap(one)(index, weights, limit, kind)
+
+
+def _feasible(g) -> np.ndarray:
+  return np.all(np.asarray(g) <= 0.0, axis=-1)
+
+
+def evaluate_buildable(tasks: Tasks, index, weights, limit, kind) -> dict:
+  """Buildable designs (M, H) under per-row task settings, in batches of
+  `CHUNK * 8` (one compile). Returns numpy loss, g, logs, capex, power and
+  feasible (M,)."""
+  n = len(index)
+  size = 8 * CHUNK
+  pad = -n % size
+  rows = [
+    np.concatenate([np.asarray(a), np.repeat(np.asarray(a)[-1:], pad, 0)])
+    for a in (index, weights, limit, kind)
+  ]
+  outs = []
+  for s in range(0, n + pad, size):
+    out = _assess_buildable(tasks, *(r[s : s + size] for r in rows))
+    outs.append([np.asarray(o) for o in out])
+  keys = ('loss', 'g', 'logs', 'capex', 'power')
+  res = {
+    k: np.concatenate([o[i] for o in outs])[:n] for i, k in enumerate(keys)
+  }
+  res['feasible'] = _feasible(res['g']) & np.isfinite(res['loss'])
+  return res
+
+
+def search_tasks(
+  tasks: Tasks,
+  weights: np.ndarray,
+  limits: np.ndarray,
+  kinds: np.ndarray,
+  *,
+  starts: int,
+  config,
+  snap_top: int = 4,
+) -> dict:
+  """Many constrained searches at once, snapped to buildable platforms.
+
+  Args:
+    tasks: the design space and workloads (static).
+    weights: (K, J) non-negative weights of each task's log throughputs.
+    limits: (K,) the capex (USD) or power (W) limit of each task.
+    kinds: (K,) 0 for a capex limit, 1 for a power limit.
+    starts: starts per task (uniform in [0, 1]^D from `config.seed`).
+    config: a `search.Config` (steps, learning rate, multiplier schedule).
+    snap_top: best starts per task whose roundings are evaluated.
+
+  Returns:
+    dict with, per task (leading axis K): `index` (K, H) best buildable
+    design, `feasible`, `logs` (K, J) its log throughputs, `capex`,
+    `power`, `objective` (weighted mean log throughput); `relaxed_*` the
+    same for the best continuous start (no index); and `history`: per
+    step (steps, K) the best feasible loss over the task's starts (NaN if
+    none) and the least violation.
+  """
+  k = len(limits)
+  probe = gradient.Problem(
+    tasks.space, tasks.workloads[0], tasks.stack, 'throughput'
+  )
+  z0 = gradient.initial_starts(probe, k * starts, config.seed)
+  rep = np.repeat(np.arange(k), starts)
+  w_rows = np.asarray(weights, dtype=np.float64)[rep]
+  l_rows = np.asarray(limits, dtype=np.float64)[rep]
+  k_rows = np.asarray(kinds, dtype=np.int32)[rep]
+  z, hist = _run_tasks(tasks, config, z0, w_rows, l_rows, k_rows)
+  z = np.asarray(z)
+  loss, g, logs, capex, power = (
+    np.asarray(x) for x in _assess_relaxed(tasks, z, w_rows, l_rows, k_rows)
+  )
+  ok = _feasible(g - gradient.FEASIBLE_TOL)
+  viol = np.max(np.maximum(g, 0.0), axis=1)
+  key = np.where(ok, loss, 1e200 + viol)
+
+  hl = np.asarray(hist['loss']).reshape(-1, k, starts)
+  hv = np.asarray(hist['violation']).reshape(-1, k, starts)
+  feas_h = hv <= gradient.FEASIBLE_TOL
+  best_h = np.where(feas_h, hl, np.inf).min(axis=2)
+  history = {
+    'best_feasible_loss': np.where(np.isfinite(best_h), best_h, np.nan),
+    'least_violation': hv.min(axis=2),
+  }
+
+  hc = tasks.space.num_hw_coords
+  cand, owner = [], []
+  relaxed = {'logs': [], 'capex': [], 'power': [], 'feasible': [], 'loss': []}
+  for t in range(k):
+    rows = np.arange(t * starts, (t + 1) * starts)
+    order = rows[np.argsort(key[rows], kind='stable')]
+    b = order[0]
+    relaxed['logs'].append(logs[b])
+    relaxed['capex'].append(capex[b])
+    relaxed['power'].append(power[b])
+    relaxed['feasible'].append(bool(ok[b]))
+    relaxed['loss'].append(loss[b])
+    for i in order[:snap_top]:
+      nb = buildability.canonical_index(
+        tasks.space, ds.neighbour_indices(tasks.space, z[i, :hc])
+      )
+      cand.append(nb)
+      owner.append(np.full(len(nb), t))
+  cand = np.concatenate(cand)
+  owner = np.concatenate(owner)
+  ev = evaluate_buildable(
+    tasks,
+    cand,
+    np.asarray(weights, dtype=np.float64)[owner],
+    np.asarray(limits, dtype=np.float64)[owner],
+    np.asarray(kinds, dtype=np.int32)[owner],
+  )
+  ok, _ = snapping.buildable(tasks.space, cand)
+  best = []
+  for t in range(k):
+    rows = np.flatnonzero(owner == t)
+    rows = rows[ok[rows]] if ok[rows].any() else rows
+    v = np.max(np.maximum(ev['g'][rows], 0.0), axis=1)
+    kk = np.where(ev['feasible'][rows], ev['loss'][rows], 1e200 + v)
+    best.append(rows[int(np.argmin(kk))])
+  best = np.array(best)
+  return {
+    'index': cand[best],
+    'feasible': ev['feasible'][best] & ok[best],
+    'logs': ev['logs'][best],
+    'capex': ev['capex'][best],
+    'power': ev['power'][best],
+    'objective': -ev['loss'][best],
+    'relaxed_logs': np.stack(relaxed['logs']),
+    'relaxed_capex': np.array(relaxed['capex']),
+    'relaxed_power': np.array(relaxed['power']),
+    'relaxed_feasible': np.array(relaxed['feasible']),
+    'relaxed_objective': -np.array(relaxed['loss']),
+    'history': history,
+    'evaluations': int(k * starts * (2 * config.steps + 1) + len(cand)),
+  }
+
+
+def history_rows(history: dict, labels: list[str], value_name: str):
+  """metrics.jsonl rows of a batched search's per-step history.
+
+  One row per step with, for each search t labelled `labels[t]`, the best
+  feasible throughput so far (exp of minus the best feasible loss; None
+  before any design was feasible) under `<label>/<value_name>`, and the
+  least constraint violation under `<label>/least_violation`.
+  """
+  rows = []
+  for s in range(history['best_feasible_loss'].shape[0]):
+    row = {'step': s}
+    for t, label in enumerate(labels):
+      b = history['best_feasible_loss'][s, t]
+      row[f'{label}/{value_name}'] = None if np.isnan(b) else float(np.exp(-b))
+      row[f'{label}/least_violation'] = history['least_violation'][s, t]
+    rows.append(row)
+  return rows

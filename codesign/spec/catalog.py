@@ -1,0 +1,322 @@
+"""Real parts from the catalog (`codesign/data/catalog.json`, a copy of
+`shared/reference/catalog.json`), converted to SI with their sources.
+
+Numbers the catalog lacks are *assumptions*: they are named in `ASSUMED`
+with the reason, and every part records, per field, where its number came
+from ('catalog: <entry> (<sources>)' or 'assumption: <why>').
+"""
+
+import functools
+import json
+
+from codesign.core.errors import InputError
+from codesign.core.paths import DATA_DIR
+from codesign.core.units import GB, TFLOPS
+from codesign.spec.hardware import Accelerator, CpuSocket
+
+
+@functools.cache
+def raw() -> dict:
+  return json.loads((DATA_DIR / 'catalog.json').read_text())
+
+
+# Values the public record does not give. Each is a modelling parameter with
+# the reasoning that picked it; issue 3 calibrates the efficiency ones.
+ASSUMED = {
+  'ddr_price_per_gb': (
+    2.4,
+    'catalog links.memory_price.ddr5_usd_per_GB (LLMCompass, DRAMeXchange '
+    'spot Oct 2023, low confidence), used for DDR4 too',
+  ),
+  'hbm_price_per_gb': (
+    17.0,
+    'catalog links.memory_price: H100 80 GB HBM BOM estimate ~$1,350 '
+    '(~$17/GB), low confidence',
+  ),
+  'ddr_power_w_per_gb': (
+    0.1,
+    'assumption: a 64 GB DDR4/5 RDIMM draws ~5-8 W under load',
+  ),
+  'accel_gemm_efficiency': (
+    0.8,
+    'assumption: large GEMMs reach ~80% of dense peak on GPUs',
+  ),
+  'accel_gemm_half_size': (
+    48.0,
+    'assumption: one GEMM dimension of ~48 halves tensor-core efficiency',
+  ),
+  'accel_gather_efficiency': (
+    0.5,
+    'assumption: embedding-bag gathers reach ~50% of HBM bandwidth '
+    '(torchrec planner uses 1.0 for fused kernels; 0.5 for dense)',
+  ),
+  'accel_update_efficiency': (
+    0.5,
+    'assumption: row read-modify-write (scatter-add and optimizer update) '
+    'runs at the gather efficiency until a device profile measures it',
+  ),
+  'accel_kernel_overhead_us': (
+    5.0,
+    'assumption: ~5 us per kernel launch and tail on GPUs',
+  ),
+  'cpu_gemm_efficiency': (
+    0.6,
+    'assumption: AVX-512 all-core clocks run below base; ~60% of the '
+    'at-base peak for large GEMMs',
+  ),
+  'cpu_gemm_half_size': (16.0, 'assumption: AVX-512 tiles are small'),
+  'cpu_gather_efficiency': (
+    0.4,
+    'assumption: random 64 B reads reach ~40% of DDR stream bandwidth',
+  ),
+  'cpu_update_efficiency': (
+    0.4,
+    'assumption: row read-modify-write runs at the gather efficiency until '
+    'a device profile measures it',
+  ),
+  'cpu_kernel_overhead_us': (
+    10.0,
+    'assumption: ~10 us per operator in a CPU framework',
+  ),
+}
+
+
+def assumed(key: str) -> float:
+  return ASSUMED[key][0]
+
+
+@functools.cache
+def gpu_fit() -> dict:
+  """GPU numbers fitted to the published cases (`data/stack_fit.json`,
+  written by experiments.calibrate): field -> (value, provenance); empty
+  when no fit is shipped. They replace the assumptions of the same
+  fields for every catalog accelerator."""
+  path = DATA_DIR / 'stack_fit.json'
+  if not path.is_file():
+    return {}
+  gpu = json.loads(path.read_text()).get('gpu', {})
+  return {k: (float(v['value']), v['provenance']) for k, v in gpu.items()}
+
+
+def _gpu_number(field: str, key: str) -> tuple[float, str]:
+  """(value, source) of an accelerator efficiency field: fitted if
+  shipped, else the assumption."""
+  if field in gpu_fit():
+    value, why = gpu_fit()[field]
+    return value, 'fitted: ' + why
+  return assumed(key), _assume(key)
+
+
+def _src(entry: str, d: dict) -> str:
+  return f'catalog: {entry} (' + '; '.join(d.get('source', [])) + ')'
+
+
+def _assume(key: str) -> str:
+  return 'assumption: ' + ASSUMED[key][1]
+
+
+# Accelerator board prices (USD, without HBM), where the catalog gives a
+# system or board price; otherwise an assumption says how it was derived.
+_ACCEL_PRICE = {
+  'V100-SXM2-16GB': (
+    14900.0,
+    'derived: DGX-1 $149k (catalog, low) minus ~$30k host, over 8 GPUs',
+  ),
+  'V100-SXM2-32GB': (
+    14900.0,
+    'derived: DGX-1 $149k (catalog, low) minus ~$30k host, over 8 GPUs',
+  ),
+  'A100-SXM4-40GB': (
+    13640.0,
+    'derived: same board as the A100-80GB ($15k HF MSRP minus 80 GB HBM)',
+  ),
+  'B200-HGX': (
+    40000.0,
+    'assumption: no public price in the catalog; ~1.3x H100',
+  ),
+  'MI250X-OAM': (
+    12000.0,
+    'assumption: no public price in the catalog',
+  ),
+}
+
+
+def accelerator_names() -> list[str]:
+  """Catalog accelerators with the numbers the model needs."""
+  return [
+    n
+    for n, d in raw()['accelerators'].items()
+    if d['fp32_tflops'] and d['hbm_bw_GBps'] and d['tdp_w']
+  ]
+
+
+def accelerator(name: str) -> Accelerator:
+  """The catalog accelerator `name` with SI numbers and per-field sources."""
+  parts = raw()['accelerators']
+  if name not in parts:
+    raise InputError(
+      f'unknown accelerator {name!r}; valid choices: '
+      + ', '.join(accelerator_names())
+    )
+  d = parts[name]
+  if not d['fp32_tflops'] or not d['hbm_bw_GBps'] or not d['tdp_w']:
+    raise InputError(
+      f'accelerator {name!r} lacks fp32 FLOP/s, HBM bandwidth or TDP in the '
+      'catalog, so it is not modelled; valid choices: '
+      + ', '.join(accelerator_names())
+    )
+  src = _src(f'accelerators.{name}', d)
+  fp32 = d['fp32_tflops']
+  tf32 = d['tf32_tflops_dense'] or fp32
+  bf16 = d['bf16_tflops_dense'] or d['fp16_tflops_dense'] or tf32
+  hbm_price = assumed('hbm_price_per_gb') / GB
+  hbm = d['hbm_capacity_vendor_gb'] * GB
+  if d.get('price_usd_rough'):
+    board = d['price_usd_rough'] - hbm * hbm_price
+    price_src = src + ' minus HBM at the assumed $/GB'
+  else:
+    board, why = _ACCEL_PRICE[name]
+    price_src = why
+  tf32_src = src if d['tf32_tflops_dense'] else src + ' (no TF32: fp32 rate)'
+  gemm_eff, gemm_eff_src = _gpu_number(
+    'gemm_efficiency', 'accel_gemm_efficiency'
+  )
+  gemm_half, gemm_half_src = _gpu_number(
+    'gemm_half_size', 'accel_gemm_half_size'
+  )
+  return Accelerator(
+    name=name,
+    peak_flops_fp32=fp32 * TFLOPS,
+    peak_flops_tf32=tf32 * TFLOPS,
+    peak_flops_bf16=bf16 * TFLOPS,
+    hbm_bandwidth=d['hbm_bw_GBps'] * GB,
+    hbm_capacity=hbm,
+    gemm_efficiency=gemm_eff,
+    gemm_half_size=gemm_half,
+    gather_efficiency=assumed('accel_gather_efficiency'),
+    update_efficiency=assumed('accel_update_efficiency'),
+    kernel_overhead=assumed('accel_kernel_overhead_us') * 1e-6,
+    price=board,
+    hbm_price=hbm_price,
+    power=float(d['tdp_w'] or 0.0),
+    access_granularity=64,
+    sources=(
+      ('peak_flops_fp32', src),
+      ('peak_flops_tf32', tf32_src),
+      ('peak_flops_bf16', src),
+      ('hbm_bandwidth', src),
+      ('hbm_capacity', src + ' (vendor GB taken as 1e9 B)'),
+      ('gemm_efficiency', gemm_eff_src),
+      ('gemm_half_size', gemm_half_src),
+      ('gather_efficiency', _assume('accel_gather_efficiency')),
+      ('update_efficiency', _assume('accel_update_efficiency')),
+      ('kernel_overhead', _assume('accel_kernel_overhead_us')),
+      ('price', price_src),
+      ('hbm_price', _assume('hbm_price_per_gb')),
+      ('power', src),
+      ('access_granularity', 'assumption: 64 B HBM access (2 x 32 B bursts)'),
+    ),
+  )
+
+
+_CPU_PRICE = {
+  'Xeon-Platinum-8380H (Cooper Lake-SP)': (
+    10009.0,
+    'assumption: no list price in the catalog; the 8280 list price',
+  ),
+  'Xeon-Platinum-8480+ (Sapphire Rapids-SP)': (
+    10710.0,
+    'assumption: no list price in the catalog',
+  ),
+  'EPYC-7763 (Milan)': (7890.0, 'assumption: no list price in the catalog'),
+  'EPYC-9654 (Genoa)': (11805.0, 'assumption: no list price in the catalog'),
+}
+
+# Cooper Lake and Sapphire Rapids run BF16 at twice the fp32 rate
+# (AVX-512 BF16 / AMX); others have no 16-bit speedup.
+_CPU_BF16_SPEEDUP = {
+  'Xeon-Platinum-8380H (Cooper Lake-SP)': 2.0,
+  'Xeon-Platinum-8480+ (Sapphire Rapids-SP)': 2.0,
+}
+
+_PCIE_X16_GBPS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 128.0}
+
+
+def pcie_x16_bandwidth(gen: int) -> float:
+  """One direction of a PCIe x16 link of generation `gen`, B/s (catalog
+  links.pcie)."""
+  key = f'gen{gen}_x16'
+  return raw()['links']['pcie'][key]['GBps_per_direction'] * GB
+
+
+def cpu(name: str, ddr_capacity_gb: float) -> CpuSocket:
+  """The catalog CPU `name` with `ddr_capacity_gb` of DDR on the socket."""
+  parts = raw()['cpus']
+  if name not in parts:
+    raise InputError(
+      f'unknown CPU {name!r}; valid choices: ' + ', '.join(parts)
+    )
+  d = parts[name]
+  src = _src(f'cpus.{name}', d)
+  if d['price_usd_rough']:
+    price, price_src = float(d['price_usd_rough']), src
+  else:
+    price, price_src = _CPU_PRICE[name]
+  link_bw = d['socket_link_GBps_per_direction']
+  link_src = src
+  if link_bw is None:  # UPI 2.0 x24 at 16 GT/s: 16e9 * 24 / 8 bytes/s.
+    link_bw = 16.0 * 24 / 8
+    link_src = src + ' (derived: 16 GT/s x 24 lanes / 8 bits)'
+  lanes = d['pcie_lanes']
+  pcie = pcie_x16_bandwidth(d['pcie_gen']) * lanes / 16
+  speedup = _CPU_BF16_SPEEDUP.get(name, 1.0)
+  fp32 = d['peak_fp32_tflops_at_base'] * TFLOPS
+  return CpuSocket(
+    name=name,
+    peak_flops_fp32=fp32,
+    peak_flops_bf16=fp32 * speedup,
+    ddr_bandwidth=d['ddr_bw_GBps_per_socket'] * GB,
+    ddr_capacity=ddr_capacity_gb * GB,
+    socket_links=float(d['socket_link_count']),
+    socket_link_bandwidth=link_bw * GB,
+    pcie_bandwidth=pcie,
+    gemm_efficiency=assumed('cpu_gemm_efficiency'),
+    gemm_half_size=assumed('cpu_gemm_half_size'),
+    gather_efficiency=assumed('cpu_gather_efficiency'),
+    update_efficiency=assumed('cpu_update_efficiency'),
+    kernel_overhead=assumed('cpu_kernel_overhead_us') * 1e-6,
+    price=price,
+    ddr_price=assumed('ddr_price_per_gb') / GB,
+    power=float(d['tdp_w']),
+    ddr_power=assumed('ddr_power_w_per_gb') / GB,
+    access_granularity=64,
+    sources=(
+      ('peak_flops_fp32', src + ' (cores x FLOP/cycle x base GHz)'),
+      ('peak_flops_bf16', src + f' (x{speedup} for 16-bit)'),
+      ('ddr_bandwidth', src + ' (channels x MT/s x 8 B)'),
+      ('ddr_capacity', 'platform preset choice (DIMM population)'),
+      ('socket_links', src),
+      ('socket_link_bandwidth', link_src),
+      ('pcie_bandwidth', src + f' ({lanes} lanes, catalog links.pcie)'),
+      ('gemm_efficiency', _assume('cpu_gemm_efficiency')),
+      ('gemm_half_size', _assume('cpu_gemm_half_size')),
+      ('gather_efficiency', _assume('cpu_gather_efficiency')),
+      ('update_efficiency', _assume('cpu_update_efficiency')),
+      ('kernel_overhead', _assume('cpu_kernel_overhead_us')),
+      ('price', price_src),
+      ('ddr_price', _assume('ddr_price_per_gb')),
+      ('power', src),
+      ('ddr_power', _assume('ddr_power_w_per_gb')),
+      ('access_granularity', 'x86 cache line, 64 B'),
+    ),
+  )
+
+
+def nic_bandwidth(gbit_per_s: float) -> float:
+  """Line rate in Gb/s to B/s per direction (catalog links.network_nic)."""
+  rates = raw()['links']['network_nic']['ethernet_roce_Gbps']
+  if gbit_per_s not in rates:
+    raise InputError(
+      f'no NIC of {gbit_per_s} Gb/s in the catalog; valid: {rates}'
+    )
+  return gbit_per_s * 1e9 / 8

@@ -1,0 +1,283 @@
+"""The hardware: a training platform as a pytree of differentiable numbers.
+
+Continuous fields (FLOP/s, bandwidths, capacities, latencies, prices, power,
+and counts relaxed to reals) are pytree leaves, so `jax.grad` of any cost
+returns a `Platform` of sensitivities. Structural choices (topology, where
+NICs attach, whether the accelerators or the CPUs train) are static fields.
+Everything inside is SI: FLOP/s, bytes, bytes/s per direction, seconds, USD,
+W. Boundary units are declared per field and converted in `codesign.core.units`.
+
+Counts (sockets, accelerators, links, NICs, nodes) are continuous in the
+model; a buildable platform rounds them (see the search).
+"""
+
+import dataclasses
+
+import jax.numpy as jnp
+
+from codesign.core.pytree import dataclass, field, replace
+
+TOPOLOGIES = (
+  'switch',
+  'fully_connected',
+  'hybrid_cube_mesh',
+  'ring',
+  'pcie_only',
+)
+NIC_ATTACH = ('accelerator', 'socket')
+TRAINERS = ('accelerator', 'cpu')
+
+Sources = tuple[tuple[str, str], ...]
+
+
+@dataclass
+class CpuSocket:
+  """One CPU socket with its DDR."""
+
+  name: str = field(static=True, doc='part name')
+  peak_flops_fp32: float = field(unit='tflops', doc='peak fp32 FLOP/s')
+  peak_flops_bf16: float = field(
+    unit='tflops', doc='peak 16-bit FLOP/s (AVX-512 BF16/AMX; else = fp32)'
+  )
+  ddr_bandwidth: float = field(unit='gb_per_s', doc='DDR bandwidth, B/s')
+  ddr_capacity: float = field(unit='gb', doc='DDR capacity, bytes')
+  socket_links: float = field(doc='inter-socket links (UPI/xGMI) per socket')
+  socket_link_bandwidth: float = field(
+    unit='gb_per_s', doc='per link per direction, B/s'
+  )
+  pcie_bandwidth: float = field(
+    unit='gb_per_s', doc='all PCIe lanes of the socket, one direction, B/s'
+  )
+  gemm_efficiency: float = field(doc='best achievable fraction of peak')
+  gemm_half_size: float = field(doc='GEMM dim at which efficiency halves')
+  gather_efficiency: float = field(doc='fraction of DDR B/s for row gathers')
+  update_efficiency: float = field(
+    doc='fraction of DDR B/s for row read-modify-write (backward, optimizer)'
+  )
+  kernel_overhead: float = field(unit='us', doc='fixed cost per op, s')
+  price: float = field(unit='usd', doc='socket price')
+  ddr_price: float = field(unit='usd_per_gb', doc='DDR USD/byte')
+  power: float = field(unit='w', doc='socket TDP')
+  ddr_power: float = field(unit='w_per_gb', doc='DDR W/byte')
+  access_granularity: int = field(
+    static=True, doc='DDR access size in bytes (one cache line)'
+  )
+  sources: Sources = field(static=True, doc='field -> source')
+
+
+@dataclass
+class Accelerator:
+  """One accelerator (GPU/OAM) with its HBM."""
+
+  name: str = field(static=True, doc='part name')
+  peak_flops_fp32: float = field(unit='tflops', doc='peak fp32 FLOP/s')
+  peak_flops_tf32: float = field(unit='tflops', doc='peak tf32 FLOP/s')
+  peak_flops_bf16: float = field(unit='tflops', doc='peak bf16/fp16 FLOP/s')
+  hbm_bandwidth: float = field(unit='gb_per_s', doc='HBM bandwidth, B/s')
+  hbm_capacity: float = field(unit='gb', doc='HBM capacity, bytes')
+  gemm_efficiency: float = field(doc='best achievable fraction of peak')
+  gemm_half_size: float = field(doc='GEMM dim at which efficiency halves')
+  gather_efficiency: float = field(doc='fraction of HBM B/s for row gathers')
+  update_efficiency: float = field(
+    doc='fraction of HBM B/s for row read-modify-write (backward, optimizer)'
+  )
+  kernel_overhead: float = field(unit='us', doc='launch cost per kernel, s')
+  price: float = field(unit='usd', doc='board price without its HBM')
+  hbm_price: float = field(unit='usd_per_gb', doc='HBM USD/byte')
+  power: float = field(unit='w', doc='module TDP')
+  access_granularity: int = field(static=True, doc='HBM access size in bytes')
+  sources: Sources = field(static=True, doc='field -> source')
+
+
+@dataclass
+class Fabric:
+  """The scale-up fabric between the accelerators of one node."""
+
+  topology: str = field(static=True, doc='one of TOPOLOGIES')
+  links_per_accelerator: float = field(doc='fabric links per accelerator')
+  link_bandwidth: float = field(unit='gb_per_s', doc='per link per direction')
+  latency: float = field(unit='us', doc='per-message latency (alpha), s')
+  efficiency: float = field(doc='achievable fraction of link bandwidth')
+  bandwidth_price: float = field(
+    unit='usd_per_gb_per_s', doc='USD per B/s of link bandwidth'
+  )
+  bandwidth_power: float = field(
+    unit='w_per_gb_per_s', doc='W per B/s of link bandwidth'
+  )
+  sources: Sources = field(static=True, doc='field -> source')
+
+
+@dataclass
+class HostLink:
+  """The link from each accelerator to the host (PCIe)."""
+
+  bandwidth: float = field(unit='gb_per_s', doc='per accelerator, per dir')
+  latency: float = field(unit='us', doc='per-transfer latency, s')
+  random_access_efficiency: float = field(
+    doc='fraction of bandwidth for row reads from host memory (UVM)'
+  )
+  sources: Sources = field(static=True, doc='field -> source')
+
+
+@dataclass
+class Nic:
+  """The scale-out network interfaces of one node."""
+
+  attach: str = field(static=True, doc='accelerator (GPUDirect) or socket')
+  count: float = field(doc='NICs per node')
+  bandwidth: float = field(unit='gbit_per_s', doc='per NIC per direction')
+  latency: float = field(unit='us', doc='per-message latency (alpha), s')
+  efficiency: float = field(doc='achievable fraction of line rate')
+  bandwidth_price: float = field(
+    unit='usd_per_gbit_per_s', doc='NIC + switch port, USD per B/s'
+  )
+  bandwidth_power: float = field(
+    unit='w_per_gbit_per_s', doc='NIC + switch port, W per B/s'
+  )
+  sources: Sources = field(static=True, doc='field -> source')
+
+
+@dataclass
+class Platform:
+  """A training cluster of identical nodes.
+
+  `trainer` says which devices run the dense part: `accelerator` (tables in
+  HBM and host DDR, MLPs on accelerators) or `cpu` (a CPU-only trainer: all
+  tables in DDR, MLPs on the sockets; accelerator fields are unused and the
+  accelerator count is ignored).
+  """
+
+  name: str = field(static=True, doc='preset name or a label')
+  trainer: str = field(static=True, doc='one of TRAINERS')
+  nodes: float = field(doc='number of nodes')
+  sockets_per_node: float = field(doc='CPU sockets per node')
+  accelerators_per_node: float = field(doc='accelerators per node')
+  cpu: CpuSocket = field(doc='the CPU socket part')
+  accelerator: Accelerator = field(doc='the accelerator part')
+  fabric: Fabric = field(doc='accelerator fabric')
+  host_link: HostLink = field(doc='accelerator-to-host link')
+  nic: Nic = field(doc='scale-out NICs')
+  node_price: float = field(unit='usd', doc='chassis, board, PSU, storage')
+  node_power: float = field(unit='w', doc='chassis, fans, board, storage')
+  sources: Sources = field(static=True, doc='field -> source')
+
+
+def with_value(platform: Platform, path: str, value) -> Platform:
+  """Returns `platform` with the field at dotted `path` set to `value`."""
+  head, _, rest = path.partition('.')
+  if not rest:
+    return replace(platform, **{head: value})
+  return replace(
+    platform, **{head: with_value(getattr(platform, head), rest, value)}
+  )
+
+
+# Physical bounds of each continuous field, in SI. The cost model is finite,
+# positive and differentiable everywhere inside them; the search stays inside.
+BOUNDS: dict[str, tuple[float, float]] = {
+  'nodes': (1.0, 1024.0),
+  'sockets_per_node': (1.0, 16.0),
+  'accelerators_per_node': (1.0, 64.0),
+  'cpu.peak_flops_fp32': (1e11, 1e14),
+  'cpu.peak_flops_bf16': (1e11, 1e15),
+  'cpu.ddr_bandwidth': (1e10, 2e12),
+  'cpu.ddr_capacity': (1e10, 2e13),
+  'cpu.socket_links': (1.0, 16.0),
+  'cpu.socket_link_bandwidth': (1e9, 1e12),
+  'cpu.pcie_bandwidth': (1e9, 2e12),
+  'cpu.gemm_efficiency': (0.05, 1.0),
+  'cpu.gemm_half_size': (1.0, 1024.0),
+  'cpu.gather_efficiency': (0.05, 1.0),
+  'cpu.update_efficiency': (0.01, 1.0),
+  'cpu.kernel_overhead': (1e-7, 1e-3),
+  'cpu.price': (1e2, 1e5),
+  'cpu.ddr_price': (1e-10, 1e-7),
+  'cpu.power': (10.0, 1000.0),
+  'cpu.ddr_power': (1e-12, 1e-8),
+  'accelerator.peak_flops_fp32': (1e12, 1e15),
+  'accelerator.peak_flops_tf32': (1e12, 1e16),
+  'accelerator.peak_flops_bf16': (1e12, 1e16),
+  'accelerator.hbm_bandwidth': (1e11, 5e13),
+  'accelerator.hbm_capacity': (1e9, 2e12),
+  'accelerator.gemm_efficiency': (0.05, 1.0),
+  'accelerator.gemm_half_size': (1.0, 1024.0),
+  'accelerator.gather_efficiency': (0.05, 1.0),
+  'accelerator.update_efficiency': (0.01, 1.0),
+  'accelerator.kernel_overhead': (1e-7, 1e-3),
+  'accelerator.price': (1e2, 1e6),
+  'accelerator.hbm_price': (1e-10, 1e-7),
+  'accelerator.power': (10.0, 3000.0),
+  'fabric.links_per_accelerator': (1.0, 64.0),
+  'fabric.link_bandwidth': (1e9, 1e12),
+  'fabric.latency': (1e-8, 1e-3),
+  'fabric.efficiency': (0.05, 1.0),
+  'fabric.bandwidth_price': (1e-12, 1e-6),
+  'fabric.bandwidth_power': (1e-13, 1e-7),
+  'host_link.bandwidth': (1e9, 1e12),
+  'host_link.latency': (1e-8, 1e-3),
+  'host_link.random_access_efficiency': (0.01, 1.0),
+  'nic.count': (1.0, 64.0),
+  'nic.bandwidth': (1e9, 1e12),
+  'nic.latency': (1e-8, 1e-3),
+  'nic.efficiency': (0.05, 1.0),
+  'nic.bandwidth_price': (1e-12, 1e-5),
+  'nic.bandwidth_power': (1e-13, 1e-6),
+  'node_price': (0.0, 1e6),
+  'node_power': (0.0, 1e5),
+}
+
+
+def leaf_paths(platform: Platform) -> list[str]:
+  """Dotted paths of the continuous fields, in pytree order."""
+  out = []
+  for key, _ in _walk(platform, ''):
+    out.append(key)
+  return out
+
+
+def _walk(obj, prefix):
+  import dataclasses
+
+  for f in dataclasses.fields(obj):
+    if f.metadata.get('static'):
+      continue
+    value = getattr(obj, f.name)
+    path = prefix + f.name
+    if dataclasses.is_dataclass(value):
+      yield from _walk(value, path + '.')
+    else:
+      yield path, value
+
+
+def get_value(platform: Platform, path: str):
+  obj = platform
+  for part in path.split('.'):
+    obj = getattr(obj, part)
+  return obj
+
+
+def as_arrays(platform: Platform, dtype=None) -> Platform:
+  """The same platform with every leaf a JAX array of `dtype`."""
+  import jax
+
+  return jax.tree.map(lambda x: jnp.asarray(x, dtype=dtype), platform)
+
+
+def unlabelled(platform: Platform) -> Platform:
+  """The same platform without its labels (names and sources, static
+  fields that no term reads), so that platforms that differ only in
+  numbers share one jit compile."""
+
+  def strip(x):
+    if not dataclasses.is_dataclass(x):
+      return x
+    changes = {}
+    for f in dataclasses.fields(x):
+      v = getattr(x, f.name)
+      if f.name in ('name', 'sources'):
+        changes[f.name] = '' if f.name == 'name' else ()
+      elif dataclasses.is_dataclass(v):
+        changes[f.name] = strip(v)
+    return dataclasses.replace(x, **changes)
+
+  return strip(platform)

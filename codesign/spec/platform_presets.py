@@ -1,0 +1,465 @@
+"""Named training platforms built from catalog parts.
+
+Every number is either from the catalog (`codesign.spec.catalog`, with the
+catalog's sources) or an assumption listed here with its reason. The
+per-field sources travel with each part (`sources`) and are written into
+every dumped platform JSON.
+"""
+
+from codesign.core.errors import InputError
+from codesign.core.pytree import replace
+from codesign.core.units import GB
+from codesign.spec import catalog
+from codesign.spec.hardware import Accelerator, Fabric, HostLink, Nic, Platform
+
+_LAT = catalog.raw()['links']['latency_alpha']
+_LAT_SRC = 'catalog: links.latency_alpha (' + '; '.join(_LAT['source']) + ')'
+_CALC = catalog.raw()['modeling_defaults']['calculon_a100_80g']
+_CALC_SRC = 'catalog: modeling_defaults.calculon_a100_80g (calculon)'
+_TREC_SRC = (
+  'catalog: modeling_defaults.torchrec_planner (FUSED_UVM kernel bandwidth '
+  '= HBM_TO_DDR/10)'
+)
+
+# Assumptions shared by the presets (no public number in the catalog).
+FABRIC_USD_PER_GBPS = 5.0  # NVLink/NVSwitch or IF share, USD per GB/s
+FABRIC_W_PER_GBPS = 0.05  # link PHYs plus switch share, W per GB/s
+NIC_USD_PER_GBITPS = 12.5  # NIC plus switch port, USD per Gb/s
+NIC_W_PER_GBITPS = 0.125  # NIC plus switch port, W per Gb/s
+_ASSUMED_SRC = 'assumption: no public number; see codesign.platform_presets'
+
+
+def fabric(topology, links, link_gbps, latency_s, latency_src, link_src):
+  """An accelerator fabric of `links` x `link_gbps` GB/s per accelerator."""
+  return Fabric(
+    topology=topology,
+    links_per_accelerator=float(links),
+    link_bandwidth=link_gbps * GB,
+    latency=latency_s,
+    efficiency=_CALC['nvlink_eff'],
+    bandwidth_price=FABRIC_USD_PER_GBPS / GB,
+    bandwidth_power=FABRIC_W_PER_GBPS / GB,
+    sources=(
+      ('links_per_accelerator', link_src),
+      ('link_bandwidth', link_src),
+      ('latency', latency_src),
+      ('efficiency', _CALC_SRC + ' nvlink_eff'),
+      ('bandwidth_price', _ASSUMED_SRC),
+      ('bandwidth_power', _ASSUMED_SRC),
+    ),
+  )
+
+
+def accel_fabric(part: str, topology: str) -> Fabric:
+  """The catalog fabric of accelerator `part` on `topology`."""
+  d = catalog.raw()['accelerators'][part]
+  src = f'catalog: accelerators.{part} link_count, link_bw_GBps_per_direction'
+  latency = _LAT['nvswitch_hgx_h100_astra_validated_ns'] * 1e-9
+  return fabric(
+    topology,
+    d['link_count'],
+    d['link_bw_GBps_per_direction'],
+    latency,
+    _LAT_SRC + ' nvswitch_hgx_h100_astra_validated_ns',
+    src,
+  )
+
+
+def host_link(pcie_gen: int) -> HostLink:
+  src = 'catalog: links.pcie x16'
+  return HostLink(
+    bandwidth=catalog.pcie_x16_bandwidth(pcie_gen),
+    latency=_LAT['pcie5_gpu_p2p_read_us_min'] * 1e-6,
+    random_access_efficiency=0.1,
+    sources=(
+      ('bandwidth', src + f' gen{pcie_gen}'),
+      ('latency', _LAT_SRC + ' pcie5_gpu_p2p_read_us_min'),
+      ('random_access_efficiency', _TREC_SRC),
+    ),
+  )
+
+
+def nic(count: int, gbit_per_s: float, attach: str) -> Nic:
+  return Nic(
+    attach=attach,
+    count=float(count),
+    bandwidth=catalog.nic_bandwidth(gbit_per_s),
+    latency=_CALC['net_latency_s'],
+    efficiency=_CALC['net_eff'],
+    bandwidth_price=NIC_USD_PER_GBITPS / (1e9 / 8),
+    bandwidth_power=NIC_W_PER_GBITPS / (1e9 / 8),
+    sources=(
+      ('count', 'platform preset choice'),
+      ('bandwidth', 'catalog: links.network_nic'),
+      ('latency', _CALC_SRC + ' net_latency_s'),
+      ('efficiency', _CALC_SRC + ' net_eff'),
+      ('bandwidth_price', _ASSUMED_SRC),
+      ('bandwidth_power', _ASSUMED_SRC),
+    ),
+  )
+
+
+def _platform(
+  name,
+  trainer,
+  nodes,
+  sockets,
+  accels,
+  cpu,
+  accel,
+  fab,
+  pcie,
+  nics,
+  node_price,
+  node_power,
+  notes,
+) -> Platform:
+  return Platform(
+    name=name,
+    trainer=trainer,
+    nodes=float(nodes),
+    sockets_per_node=float(sockets),
+    accelerators_per_node=float(accels),
+    cpu=cpu,
+    accelerator=accel,
+    fabric=fab,
+    host_link=host_link(pcie),
+    nic=nics,
+    node_price=float(node_price),
+    node_power=float(node_power),
+    sources=(
+      ('node_price', _ASSUMED_SRC + ' (chassis, board, PSUs, storage)'),
+      ('node_power', _ASSUMED_SRC + ' (fans, board, storage)'),
+      ('notes', notes),
+    ),
+  )
+
+
+SKYLAKE = 'Xeon-Platinum-8180 (Skylake-SP)'
+CASCADE = 'Xeon-Platinum-8280 (Cascade Lake-SP)'
+COOPER = 'Xeon-Platinum-8380H (Cooper Lake-SP)'
+SAPPHIRE = 'Xeon-Platinum-8480+ (Sapphire Rapids-SP)'
+ROME = 'EPYC-7742 (Rome)'
+
+
+def zion_oam() -> Accelerator:
+  """The accelerator of the Zion preset: a generic OAM module.
+
+  The Zion paper does not name its accelerator. Assumed: V100-class
+  compute and HBM (the accelerator generation of 2019-2020; catalog
+  V100-SXM2-32GB), 7 inter-module links (OAM maximum), and the 350 W OAM
+  12 V power envelope (catalog form_factors.OCP-OAM).
+  """
+  base = catalog.accelerator('V100-SXM2-32GB')
+  oam = catalog.raw()['form_factors']['OCP-OAM']
+  src = dict(base.sources)
+  src['power'] = 'catalog: form_factors.OCP-OAM max_power_w_12v'
+  return replace(
+    base,
+    name='Zion-OAM (assumed V100-class)',
+    power=float(oam['max_power_w_12v']),
+    sources=tuple(
+      (k, v if k == 'power' else 'assumption (V100-class OAM): ' + v)
+      for k, v in src.items()
+    ),
+  )
+
+
+def cpu_2s() -> Platform:
+  """Dual-socket Skylake CPU trainer (2 x Xeon 8180, 384 GB DDR4 each,
+  one 100 Gb/s NIC). The accelerator fields are unused."""
+  return _platform(
+    'cpu_2s',
+    'cpu',
+    1,
+    2,
+    0,
+    catalog.cpu(SKYLAKE, 384),
+    catalog.accelerator('V100-SXM2-32GB'),
+    accel_fabric('V100-SXM2-32GB', 'pcie_only'),
+    3,
+    nic(1, 100, 'socket'),
+    5000,
+    300,
+    'DDR 6 x 64 GB per socket (assumption); accelerators unused',
+  )
+
+
+def cpu_4s() -> Platform:
+  """Four-socket Cooper Lake CPU trainer, as Intel's MLPerf v0.7 DLRM
+  node (4 x Xeon 8380H-class with 192 GB DDR4-3200 each, one 100 Gb/s
+  NIC). The accelerator fields are unused."""
+  return _platform(
+    'cpu_4s',
+    'cpu',
+    1,
+    4,
+    0,
+    catalog.cpu(COOPER, 192),
+    catalog.accelerator('V100-SXM2-32GB'),
+    accel_fabric('V100-SXM2-32GB', 'pcie_only'),
+    3,
+    nic(1, 100, 'socket'),
+    8000,
+    400,
+    'mlcommons/training_results_v0.7 Intel 1-node-4s-cpx-pytorch: 192 GB '
+    'per socket at 3200 MT/s; NIC and chassis are assumptions',
+  )
+
+
+def big_basin() -> Platform:
+  """Big Basin: 8 x V100-32GB on an NVLink2 hybrid cube mesh, PCIe Gen3 to
+  2 Skylake sockets with 768 GB DDR4 each (assumed 12 x 64 GB DIMMs, the
+  8180 maximum), 4 x 100 Gb/s NICs behind the PCIe switches."""
+  part = 'V100-SXM2-32GB'
+  return _platform(
+    'big_basin',
+    'accelerator',
+    1,
+    2,
+    8,
+    catalog.cpu(SKYLAKE, 768),
+    catalog.accelerator(part),
+    accel_fabric(part, 'hybrid_cube_mesh'),
+    3,
+    nic(4, 100, 'accelerator'),
+    20000,
+    800,
+    'host DDR size and NIC count are assumptions',
+  )
+
+
+def zion() -> Platform:
+  """Zion: 8 Cooper Lake sockets with large DDR plus 8 OAM accelerators,
+  fully connected.
+
+  Assumptions where the public record is silent (zion_context.md):
+  - DDR: 6 channels x 64 GB DDR4-3200 per socket = 384 GB, 3.07 TB a node;
+  - accelerators: `zion_oam()` (V100-class, 32 GB HBM, 350 W);
+  - fabric: 7 OAM links x 25 GB/s per direction, fully connected;
+  - host wiring: one accelerator per socket on PCIe Gen3 x16;
+  - NICs: 4 x 100 Gb/s, attached to the sockets.
+  """
+  oam = zion_oam()
+  fab = fabric(
+    'fully_connected',
+    7,
+    25.0,
+    _LAT['nvswitch_hgx_h100_astra_validated_ns'] * 1e-9,
+    _LAT_SRC + ' (astra-sim validated NVSwitch value used for OAM links)',
+    'catalog: form_factors.OCP-OAM inter_module_links=7; link rate assumed '
+    'NVLink2-class 25 GB/s',
+  )
+  return _platform(
+    'zion',
+    'accelerator',
+    1,
+    8,
+    8,
+    catalog.cpu(COOPER, 384),
+    oam,
+    fab,
+    3,
+    nic(4, 100, 'socket'),
+    30000,
+    1200,
+    'see codesign.platform_presets.zion docstring for every assumption',
+  )
+
+
+def zionex() -> Platform:
+  """ZionEX: 16 nodes x (4 Cooper Lake sockets with 1.5 TB DDR a node,
+  8 x A100-40GB on NVSwitch, one 200 Gb/s RoCE NIC per GPU)."""
+  part = 'A100-SXM4-40GB'
+  return _platform(
+    'zionex',
+    'accelerator',
+    16,
+    4,
+    8,
+    catalog.cpu(COOPER, 384),
+    catalog.accelerator(part),
+    accel_fabric(part, 'switch'),
+    4,
+    nic(8, 200, 'accelerator'),
+    30000,
+    1200,
+    'zion_context.md: 200 Gb/s per GPU NIC, 1.5 TB DDR a node, pods of 16',
+  )
+
+
+def _dgx(
+  name,
+  part,
+  accels,
+  topology,
+  cpu,
+  ddr_per_socket_gb,
+  pcie,
+  nics,
+  nic_gbps,
+  notes,
+):
+  return _platform(
+    name,
+    'accelerator',
+    1,
+    2,
+    accels,
+    catalog.cpu(cpu, ddr_per_socket_gb),
+    catalog.accelerator(part),
+    accel_fabric(part, topology),
+    pcie,
+    nic(nics, nic_gbps, 'accelerator'),
+    25000,
+    1000,
+    notes,
+  )
+
+
+def dgx1_v100() -> Platform:
+  """DGX-1: 8 x V100-32GB, NVLink2 hybrid cube mesh, 2 sockets (the
+  E5-2698 v4 is not in the catalog: Skylake 8180 as proxy), 512 GB DDR,
+  4 x 100 Gb/s InfiniBand."""
+  return _dgx(
+    'dgx1_v100',
+    'V100-SXM2-32GB',
+    8,
+    'hybrid_cube_mesh',
+    SKYLAKE,
+    256,
+    3,
+    4,
+    100,
+    'CPU is a proxy; DDR 512 GB total',
+  )
+
+
+def dgx2_v100() -> Platform:
+  """DGX-2: 16 x V100-32GB on NVSwitch (6 links each), 2 sockets (Xeon
+  8168, proxied by 8180), 1.5 TB DDR, 8 x 100 Gb/s InfiniBand."""
+  return _dgx(
+    'dgx2_v100',
+    'V100-SXM2-32GB',
+    16,
+    'switch',
+    SKYLAKE,
+    768,
+    3,
+    8,
+    100,
+    'CPU is a proxy; DDR 1.5 TB total',
+  )
+
+
+def dgx_a100_40gb() -> Platform:
+  """DGX A100 (40 GB): 8 x A100-40GB on NVSwitch, 2 x EPYC 7742, 1 TB DDR,
+  8 x 200 Gb/s HDR InfiniBand."""
+  return _dgx(
+    'dgx_a100_40gb',
+    'A100-SXM4-40GB',
+    8,
+    'switch',
+    ROME,
+    512,
+    4,
+    8,
+    200,
+    'DDR 1 TB total',
+  )
+
+
+def dgx_a100_80gb() -> Platform:
+  """DGX A100 (80 GB): 8 x A100-80GB on NVSwitch, 2 x EPYC 7742, 2 TB DDR,
+  8 x 200 Gb/s HDR InfiniBand."""
+  return _dgx(
+    'dgx_a100_80gb',
+    'A100-SXM4-80GB',
+    8,
+    'switch',
+    ROME,
+    1024,
+    4,
+    8,
+    200,
+    'DDR 2 TB total',
+  )
+
+
+def p4d() -> Platform:
+  """AWS p4d.24xlarge: 8 x A100-40GB on NVSwitch, 2 Cascade Lake sockets
+  (8275CL, proxied by 8280), 1152 GB DDR, 4 x 100 Gb/s EFA."""
+  return _dgx(
+    'p4d',
+    'A100-SXM4-40GB',
+    8,
+    'switch',
+    CASCADE,
+    576,
+    4,
+    4,
+    100,
+    'CPU is a proxy; DDR 1152 GB total',
+  )
+
+
+def dgx_h100() -> Platform:
+  """DGX H100: 8 x H100-80GB on NVSwitch (18 NVLink4), 2 x Xeon 8480+,
+  2 TB DDR, 8 x 400 Gb/s ConnectX-7."""
+  return _dgx(
+    'dgx_h100',
+    'H100-SXM5-80GB',
+    8,
+    'switch',
+    SAPPHIRE,
+    1024,
+    5,
+    8,
+    400,
+    'DDR 2 TB total',
+  )
+
+
+def dgx_h200() -> Platform:
+  """DGX H200: as DGX H100 with H200-141GB."""
+  return _dgx(
+    'dgx_h200',
+    'H200-SXM-141GB',
+    8,
+    'switch',
+    SAPPHIRE,
+    1024,
+    5,
+    8,
+    400,
+    'DDR 2 TB total',
+  )
+
+
+PLATFORMS = {
+  f.__name__: f
+  for f in (
+    cpu_2s,
+    cpu_4s,
+    big_basin,
+    zion,
+    zionex,
+    dgx1_v100,
+    dgx2_v100,
+    dgx_a100_40gb,
+    dgx_a100_80gb,
+    p4d,
+    dgx_h100,
+    dgx_h200,
+  )
+}
+
+
+def get(name: str) -> Platform:
+  """The platform preset called `name`."""
+  if name not in PLATFORMS:
+    raise InputError(
+      f'unknown platform preset {name!r}; valid choices: '
+      + ', '.join(PLATFORMS)
+    )
+  return PLATFORMS[name]()

@@ -1,0 +1,561 @@
+"""Named software stacks, every number with its source.
+
+Each preset's static choices come from reading the stack's own code or
+documentation (sources per field in `sources`). Its continuous fields
+start from *priors*: values with a public source or a stated reason
+(`PRIORS`). `experiments.calibrate` fits the leaves that the published
+measurements (`data/calibration_cases.json`) can tell apart, judged
+leave-one-case-out, and writes them to `data/stack_fit.json`; `get()`
+applies that file, so a user gets the calibrated numbers without flags.
+Leaves that no case constrains keep their priors.
+
+Some leaves are *tied*: one physical number shared by several stacks
+(`TIES`). PyTorch's per-operator host cost is the same whether TorchRec,
+NVIDIA's DLRM or Intel's CPU trainer dispatches the operator, so one value
+fitted on all of them serves each.
+"""
+
+import functools
+import json
+
+from codesign.core.errors import InputError
+from codesign.core.paths import DATA_DIR
+from codesign.core.pytree import replace
+from codesign.spec.stack import Stack, validate
+
+FIT_FILE = DATA_DIR / 'stack_fit.json'
+
+_NV = 'NVIDIA DeepLearningExamples PyTorch/Recommendation/DLRM'
+_NV_README = _NV + ' README.md (October 2021, container 21.10)'
+_NV_MAIN = _NV + ' dlrm/scripts/main.py'
+_HUGECTR = (
+  'mlcommons/training_results_v1.0 NVIDIA/benchmarks/dlrm/implementations/'
+  'hugectr/dgx_a100_8x8x1120.json'
+)
+_HUGECTR_NOTES = 'NVIDIA-Merlin/HugeCTR v3.1 release notes'
+_TREC_PLAN = 'pytorch/torchrec torchrec/distributed/planner/constants.py'
+_TREC_DIST = 'pytorch/torchrec torchrec/distributed/dist_data.py KJTAllToAll'
+_TREC_DLRM = 'mlcommons/training recommendation_v2/torchrec_dlrm dlrm_main.py'
+_INTEL = (
+  'mlcommons/training_results_v0.7 Intel/benchmarks/dlrm/'
+  '1-node-4s-cpx-pytorch/README.md'
+)
+_FB_DLRM = 'facebookresearch/dlrm dlrm_s_pytorch.py'
+_PYPROF = (
+  'derived: ~800 kernels per step of the April-2020 NVIDIA PyTorch DLRM '
+  '(26 nn.Embedding tables, sparse SGD; adityaagrawal.net/blog/dnn/dlrm, '
+  'PyProf) less the 98 that codesign.terms.kernel_counts counts '
+  'outside the tables, over 26 tables'
+)
+_DDP_BUCKET = 'PyTorch DistributedDataParallel bucket_cap_mb=25 (default)'
+
+# Prior values of the continuous leaves (SI) with their reasons.
+PRIORS = {
+  'graph_step_floor': (
+    150e-6,
+    f'{_NV_README}: inference latency with CUDA graphs bottoms out at '
+    '0.14 ms for a whole forward pass at small batch',
+  ),
+  'eager_step_floor': (
+    1e-3,
+    'assumption: an eager Python training loop with a loader hand-off and '
+    'metrics spends about a millisecond per step outside operators',
+  ),
+  'torchrec_step_floor': (
+    3e-3,
+    'pytorch/torchrec PR 1694: loading the batch and copying it to the GPU '
+    'run on the main thread of the train pipeline and "can take tens of '
+    'milliseconds" for production inputs; a few ms for the 26-feature '
+    'Criteo input (one KeyedJaggedTensor). NOTE: chosen after the TorchRec '
+    'case C9 was seen to need several ms of host time, so C9 does not '
+    'test this prior independently',
+  ),
+  'overlap_default': (
+    0.5,
+    'assumption: half of the communication hides under compute',
+  ),
+  'overlap_hugectr': (
+    0.9,
+    f'{_HUGECTR}: enable_overlap true; {_HUGECTR_NOTES}: compute-'
+    'communication overlap, embedding and bottom MLP overlap',
+  ),
+  'op_host_time': (
+    20e-6,
+    '~5-25 us of CPU work per eager PyTorch operator before its kernel '
+    '(dispatcher, autograd, launch); the NVIDIA DLRM README shows an '
+    'eager inference floor ~0.3 ms above the graph floor',
+  ),
+  'graph_collective_latency': (
+    5e-6,
+    'NCCL small-message latency under CUDA graphs ~0.5-6 us (NVIDIA/nccl '
+    'issues 1984, 1259)',
+  ),
+  'eager_collective_latency': (
+    30e-6,
+    'assumption: an eager torch.distributed call adds stream waits and '
+    'bookkeeping to NCCL latency (no public measurement found)',
+  ),
+  'embedding_efficiency': (
+    0.7,
+    f'{_TREC_PLAN}: a FUSED kernel runs at 1.0 x HBM bandwidth in the '
+    'planner; 0.7 allows for its sort and aggregation passes',
+  ),
+  'uvm_fill_efficiency': (
+    0.1,
+    f'{_TREC_PLAN}: FUSED_UVM_CACHING misses at HBM_TO_DDR_MEM_BW / 10',
+  ),
+  'host_overlap_async': (
+    0.9,
+    'assumption: a graph launch or an eager queue runs well ahead of the '
+    'device',
+  ),
+  'host_overlap_sync': (
+    0.5,
+    f'{_TREC_DIST}: the splits all-to-all is waited for on the host every '
+    'step (.tolist(); pytorch/torchrec PR 1112: the wait blocks the CPU), '
+    'so host and device half serialize',
+  ),
+  'host_overlap_timed': (
+    0.5,
+    f'{_NV_MAIN}: every training step starts with torch.cuda.synchronize() '
+    '(the timer), so the next step launches from an idle device',
+  ),
+}
+
+
+def prior(key: str) -> float:
+  return PRIORS[key][0]
+
+
+def _src(key: str) -> str:
+  return 'prior: ' + PRIORS[key][1]
+
+
+def nvidia_pytorch() -> Stack:
+  """NVIDIA's PyTorch DLRM (DeepLearningExamples 21.10 and later; its
+  MLPerf submissions ran the same design).
+
+  Forward, loss and backward are captured in one CUDA graph, the
+  optimizers run eagerly after it; apex's fused MLP and FusedSGD, the
+  custom dot-interaction kernel and a fused embedding gather; the bottom
+  MLP runs on GPU 0 for the whole batch (alone above 4 GPUs); one fp16
+  all-to-all each way under AMP; every rank reads its own tables' ids
+  from the dataset (no id exchange); TF32 on.
+  """
+  return Stack(
+    name='nvidia_pytorch',
+    graph_scope='forward_backward',
+    bottom_mlp='one_device',
+    fused_interaction=True,
+    mlp_fusion='elementwise',
+    fused_dense_optimizer=True,
+    embedding_kernel='fused',
+    per_table_kernels=27,
+    update_path='sparse_grad',
+    payload_precision='dense',
+    pooled_cast=True,
+    id_bytes=4,
+    input_dist_collectives=0,
+    uvm_caching=False,
+    tf32=True,
+    allreduce_bucket_bytes=40e6,
+    step_floor=prior('graph_step_floor'),
+    op_host_time=prior('op_host_time'),
+    collective_latency=prior('graph_collective_latency'),
+    host_overlap=prior('host_overlap_timed'),
+    embedding_efficiency=prior('embedding_efficiency'),
+    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
+    hbm_reserve=0.05,
+    comm_overlap=prior('overlap_default'),
+    sources=(
+      ('comm_overlap', _src('overlap_default')),
+      (
+        'graph_scope',
+        f'{_NV_MAIN}: CudaGraphWrapper captures forward, '
+        'loss and backward; weight_update runs after the graph',
+      ),
+      ('bottom_mlp', f'{_NV} dlrm/utils/distributed.py get_device_mapping'),
+      ('fused_interaction', f'{_NV_MAIN}: interaction_op default cuda_dot'),
+      (
+        'mlp_fusion',
+        f'{_NV_MAIN}: optimized_mlp (apex MLP: GEMMs, then one '
+        'bias-ReLU kernel each way) default True',
+      ),
+      (
+        'pooled_cast',
+        f'{_NV} dlrm/nn/parts.py: embedding outputs .half() under AMP',
+      ),
+      ('fused_dense_optimizer', f'{_NV_MAIN}: apex FusedSGD'),
+      ('embedding_kernel', f'{_NV_MAIN}: embedding_type custom_cuda'),
+      (
+        'update_path',
+        f'{_NV_MAIN}: embedding_optimizer torch.optim.SGD '
+        'on the sparse embedding gradients, after the graph',
+      ),
+      (
+        'payload_precision',
+        f'{_NV} dlrm/nn/parts.py: outputs .half() '
+        'under AMP before the all-to-all',
+      ),
+      (
+        'input_dist_collectives',
+        f'{_NV} dlrm/scripts/main.py, '
+        "dist_main.py: each rank loads its own tables' features",
+      ),
+      ('tf32', f'{_NV_README}: TF32 enabled by default'),
+      (
+        'allreduce_bucket_bytes',
+        'apex DistributedDataParallel message_size 1e7 elements (fp32)',
+      ),
+      ('step_floor', _src('graph_step_floor')),
+      ('op_host_time', _src('op_host_time')),
+      ('collective_latency', _src('graph_collective_latency')),
+      ('host_overlap', _src('host_overlap_timed')),
+      ('embedding_efficiency', _src('embedding_efficiency')),
+      ('uvm_fill_efficiency', 'unused (no UVM caching)'),
+      (
+        'hbm_reserve',
+        'assumption: 5% of HBM for the CUDA context and allocator slack',
+      ),
+    ),
+  )
+
+
+def hugectr() -> Stack:
+  """NVIDIA Merlin HugeCTR as in its MLPerf DLRM submissions.
+
+  The whole iteration is one CUDA graph; fused GEMM+ReLU+bias layers,
+  fused interaction, hybrid embedding with 64-bit keys and fp16 outputs,
+  a hierarchical NVLink/InfiniBand all-to-all and one grouped one-shot
+  allreduce per step.
+  """
+  return Stack(
+    name='hugectr',
+    graph_scope='step',
+    bottom_mlp='data_parallel',
+    fused_interaction=True,
+    mlp_fusion='epilogue',
+    fused_dense_optimizer=True,
+    embedding_kernel='fused',
+    per_table_kernels=27,
+    update_path='fused',
+    payload_precision='dense',
+    pooled_cast=False,
+    id_bytes=8,
+    input_dist_collectives=1,
+    uvm_caching=False,
+    tf32=True,
+    allreduce_bucket_bytes=1e10,
+    step_floor=prior('graph_step_floor'),
+    op_host_time=prior('op_host_time'),
+    collective_latency=prior('graph_collective_latency'),
+    host_overlap=prior('host_overlap_async'),
+    embedding_efficiency=prior('embedding_efficiency'),
+    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
+    hbm_reserve=0.05,
+    comm_overlap=prior('overlap_hugectr'),
+    sources=(
+      ('comm_overlap', _src('overlap_hugectr')),
+      ('graph_scope', f'{_HUGECTR}: holistic_cuda_graph true'),
+      (
+        'mlp_fusion',
+        f'{_HUGECTR_NOTES}: fused GEMM + ReLU + bias fprop, '
+        'GEMM + dReLU + bgrad bprop',
+      ),
+      ('fused_interaction', f'{_HUGECTR}: Interaction layer (fused)'),
+      ('embedding_kernel', f'{_HUGECTR}: HybridSparseEmbedding'),
+      (
+        'id_bytes',
+        'HugeCTR HybridSparseEmbedding<long long, __half> for '
+        'i64 input keys under mixed precision',
+      ),
+      (
+        'payload_precision',
+        'HybridSparseEmbedding<long long, __half>: fp16 '
+        'embedding outputs under mixed precision',
+      ),
+      (
+        'input_dist_collectives',
+        f'{_HUGECTR}: one exchange of the infrequent keys (hybrid embedding)',
+      ),
+      (
+        'allreduce_bucket_bytes',
+        f'{_HUGECTR}: all_reduce Oneshot, grouped (one call per step)',
+      ),
+      ('step_floor', _src('graph_step_floor')),
+      ('op_host_time', 'unused (the whole step is one graph)'),
+      ('collective_latency', _src('graph_collective_latency')),
+      ('host_overlap', _src('host_overlap_async')),
+      ('embedding_efficiency', _src('embedding_efficiency')),
+      ('uvm_fill_efficiency', 'unused (no UVM caching)'),
+      ('hbm_reserve', 'assumption: 5% of HBM for the CUDA context'),
+    ),
+  )
+
+
+def torchrec() -> Stack:
+  """TorchRec with FBGEMM table-batched embeddings, eager PyTorch (the
+  MLCommons torchrec_dlrm reference).
+
+  Every operator is dispatched eagerly; nn.Linear + ReLU and a bmm
+  interaction; one TBE kernel for all tables with the optimizer fused in
+  its backward; 64-bit ids in three all-to-alls (splits, lengths,
+  values) with a host sync on the splits; UVM caching for tables HBM
+  cannot hold; 15% of HBM reserved; TF32 off (PyTorch 1.12 and later).
+  """
+  return Stack(
+    name='torchrec',
+    graph_scope='none',
+    bottom_mlp='data_parallel',
+    fused_interaction=False,
+    mlp_fusion='none',
+    fused_dense_optimizer=False,
+    embedding_kernel='fused',
+    per_table_kernels=27,
+    update_path='fused',
+    payload_precision='fp32',
+    pooled_cast=False,
+    id_bytes=8,
+    input_dist_collectives=3,
+    uvm_caching=True,
+    tf32=False,
+    allreduce_bucket_bytes=25e6,
+    step_floor=prior('torchrec_step_floor'),
+    op_host_time=prior('op_host_time'),
+    collective_latency=prior('eager_collective_latency'),
+    host_overlap=prior('host_overlap_sync'),
+    embedding_efficiency=prior('embedding_efficiency'),
+    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
+    hbm_reserve=0.15,
+    comm_overlap=prior('overlap_default'),
+    sources=(
+      ('comm_overlap', _src('overlap_default')),
+      ('graph_scope', f'{_TREC_DLRM}: eager training loop'),
+      (
+        'mlp_fusion',
+        'torchrec.models.dlrm DenseArch/OverArch: nn.Linear '
+        'and nn.ReLU modules',
+      ),
+      (
+        'fused_interaction',
+        'torchrec.models.dlrm InteractionArch: bmm, tril indices, cat',
+      ),
+      (
+        'fused_dense_optimizer',
+        f'{_TREC_DLRM}: torch.optim dense optimizer '
+        '(assumption: per-parameter loop)',
+      ),
+      ('embedding_kernel', 'FBGEMM TBE (EmbeddingComputeKernel.FUSED)'),
+      ('payload_precision', 'pooled outputs in the table dtype (no qcomms)'),
+      ('id_bytes', f'{_TREC_PLAN}: BIGINT_DTYPE = 8'),
+      ('input_dist_collectives', f'{_TREC_DIST}: splits, lengths, values'),
+      ('uvm_caching', 'EmbeddingComputeKernel.FUSED_UVM_CACHING'),
+      (
+        'tf32',
+        'PyTorch docs: allow_tf32 for matmul defaults to False from 1.12',
+      ),
+      ('allreduce_bucket_bytes', _DDP_BUCKET),
+      ('step_floor', _src('torchrec_step_floor')),
+      ('op_host_time', _src('op_host_time')),
+      ('collective_latency', _src('eager_collective_latency')),
+      ('host_overlap', _src('host_overlap_sync')),
+      ('embedding_efficiency', _src('embedding_efficiency')),
+      ('uvm_fill_efficiency', _src('uvm_fill_efficiency')),
+      (
+        'hbm_reserve',
+        'torchrec planner storage_reservations.py: '
+        'HeuristicalStorageReservation(percentage=0.15)',
+      ),
+    ),
+  )
+
+
+def ipex_cpu() -> Stack:
+  """Intel's PyTorch DLRM on CPU sockets (IPEX, oneCCL), as in its MLPerf
+  v0.7 submission: one rank per socket, bf16, the facebookresearch/dlrm
+  model code with one nn.EmbeddingBag per table and sparse SGD.
+  """
+  return Stack(
+    name='ipex_cpu',
+    graph_scope='none',
+    bottom_mlp='data_parallel',
+    fused_interaction=False,
+    mlp_fusion='none',
+    fused_dense_optimizer=False,
+    embedding_kernel='per_table',
+    per_table_kernels=27,
+    update_path='sparse_grad',
+    payload_precision='dense',
+    pooled_cast=True,
+    id_bytes=8,
+    input_dist_collectives=0,
+    uvm_caching=False,
+    tf32=False,
+    allreduce_bucket_bytes=25e6,
+    step_floor=prior('eager_step_floor'),
+    op_host_time=prior('op_host_time'),
+    collective_latency=prior('eager_collective_latency'),
+    host_overlap=0.0,
+    embedding_efficiency=1.0,
+    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
+    hbm_reserve=0.0,
+    comm_overlap=prior('overlap_default'),
+    sources=(
+      ('comm_overlap', _src('overlap_default')),
+      ('graph_scope', f'{_INTEL}: PyTorch 1.5 eager with IPEX 0.2'),
+      ('mlp_fusion', f'{_FB_DLRM}: nn.Linear and nn.ReLU'),
+      ('fused_interaction', f'{_FB_DLRM}: bmm and tril indices'),
+      (
+        'embedding_kernel',
+        f'{_FB_DLRM}: nn.EmbeddingBag per table, sparse gradients',
+      ),
+      ('per_table_kernels', _PYPROF + ' (the same PyTorch operators on CPU)'),
+      ('payload_precision', f'{_INTEL}: --bf16'),
+      (
+        'input_dist_collectives',
+        f'{_FB_DLRM}: each rank reads the sparse features of its own tables',
+      ),
+      ('allreduce_bucket_bytes', _DDP_BUCKET),
+      ('step_floor', _src('eager_step_floor')),
+      ('op_host_time', _src('op_host_time')),
+      ('collective_latency', _src('eager_collective_latency')),
+      (
+        'host_overlap',
+        'a CPU trainer dispatches and computes on the same '
+        'cores (terms.compose adds them)',
+      ),
+      (
+        'embedding_efficiency',
+        'the socket profile gives the gather and update rates',
+      ),
+      ('uvm_fill_efficiency', 'unused (CPU trainer)'),
+      ('hbm_reserve', 'unused (CPU trainer)'),
+    ),
+  )
+
+
+def jax_xla() -> Stack:
+  """Our own Flax DLRM (`codesign.calibration.dlrm`): one jitted train step, XLA
+  fusion of bias and activation, one gather and scatter-add per table
+  without aggregation, int32 ids.
+  """
+  return Stack(
+    name='jax_xla',
+    graph_scope='step',
+    bottom_mlp='data_parallel',
+    fused_interaction=False,
+    mlp_fusion='epilogue',
+    fused_dense_optimizer=True,
+    embedding_kernel='per_table',
+    per_table_kernels=4,
+    update_path='scatter',
+    payload_precision='dense',
+    pooled_cast=False,
+    id_bytes=4,
+    input_dist_collectives=1,
+    uvm_caching=False,
+    tf32=True,
+    allreduce_bucket_bytes=1e10,
+    step_floor=20e-6,
+    op_host_time=0.0,
+    collective_latency=prior('graph_collective_latency'),
+    host_overlap=prior('host_overlap_async'),
+    embedding_efficiency=1.0,
+    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
+    hbm_reserve=0.05,
+    comm_overlap=0.0,
+    sources=(
+      (
+        'comm_overlap',
+        'one device runs every op in turn (no communication to hide)',
+      ),
+      ('graph_scope', 'codesign.dlrm: one jax.jit train step'),
+      (
+        'mlp_fusion',
+        'XLA fuses bias add, ReLU and their gradients into '
+        'loop fusions beside the dots; on a CPU the activations stay in '
+        'cache, so one pass is charged',
+      ),
+      (
+        'embedding_kernel',
+        'codesign.dlrm: a gather and segment sum per '
+        'table, scatter-add updates',
+      ),
+      (
+        'per_table_kernels',
+        'codesign.dlrm: gather, segment sum, scatter-add, update',
+      ),
+      ('update_path', 'codesign.dlrm: .at[ids].add per lookup'),
+      ('id_bytes', 'codesign.dlrm: int32 ids'),
+      ('tf32', 'JAX default matmul precision uses TF32 on Ampere and later'),
+      (
+        'step_floor',
+        'assumption: one jitted call; experiments.calibrate '
+        'measures it per device (device profile step_overhead_us)',
+      ),
+      ('op_host_time', 'no eager operators'),
+      (
+        'embedding_efficiency',
+        "the device profile measures XLA's own gathers and scatters",
+      ),
+    ),
+  )
+
+
+PRESETS = {
+  f.__name__: f for f in (torchrec, nvidia_pytorch, hugectr, ipex_cpu, jax_xla)
+}
+DEFAULT = 'torchrec'
+
+# Leaves shared by several stacks: tie name -> (stack, field) pairs.
+TIES = {
+  'op_host_time': (
+    ('torchrec', 'op_host_time'),
+    ('nvidia_pytorch', 'op_host_time'),
+    ('ipex_cpu', 'op_host_time'),
+  ),
+  'nvidia_step_floor': (('nvidia_pytorch', 'step_floor'),),
+  'hugectr_step_floor': (('hugectr', 'step_floor'),),
+  'torchrec_step_floor': (('torchrec', 'step_floor'),),
+  'eager_step_floor': (('ipex_cpu', 'step_floor'),),
+  'fused_embedding_efficiency': (
+    ('nvidia_pytorch', 'embedding_efficiency'),
+    ('hugectr', 'embedding_efficiency'),
+    ('torchrec', 'embedding_efficiency'),
+  ),
+}
+
+
+@functools.cache
+def fitted_values() -> dict:
+  """The shipped fit (`data/stack_fit.json`): stack -> field -> value, or
+  empty when no fit has been shipped."""
+  if not FIT_FILE.is_file():
+    return {}
+  return json.loads(FIT_FILE.read_text())
+
+
+def with_fit(s: Stack, fit: dict) -> Stack:
+  """`s` with the fitted fields of `fit` (a stack_fit.json dict) applied,
+  each field's source replaced by the fit's provenance."""
+  entry = fit.get('stacks', {}).get(s.name, {})
+  if not entry:
+    return s
+  values = {k: float(v['value']) for k, v in entry.items()}
+  sources = dict(s.sources)
+  for k, v in entry.items():
+    sources[k] = 'fitted: ' + v['provenance']
+  return replace(s, **values, sources=tuple(sources.items()))
+
+
+def get(name: str, fitted: bool = True) -> Stack:
+  """The stack preset called `name`, with the shipped fit applied unless
+  `fitted` is False (the priors)."""
+  if name not in PRESETS:
+    raise InputError(
+      f'unknown stack preset {name!r}; valid choices: ' + ', '.join(PRESETS)
+    )
+  s = PRESETS[name]()
+  if fitted:
+    s = with_fit(s, fitted_values())
+  return validate(s)

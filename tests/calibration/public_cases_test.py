@@ -1,0 +1,131 @@
+"""The published cases C1-C9 and the leave-one-case-out protocol that
+judges the fitted stack and GPU numbers against them."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from codesign.calibration import public_cases as pc
+
+NAMES = [
+  'C1_amp', 'C1_tf32', 'C2_amp', 'C2_fp32', 'C3_amp', 'C3_fp32',
+  'C4_amp', 'C4_fp32', 'C5_amp', 'C6_amp', 'C7_bf16', 'C8_amp', 'C9_fp32',
+]  # fmt: skip
+STACKS = {
+  'C1': 'nvidia_pytorch',
+  'C5': 'nvidia_pytorch',
+  'C6': 'hugectr',
+  'C7': 'ipex_cpu',
+  'C8': 'hugectr',
+  'C9': 'torchrec',
+}
+
+
+@pytest.fixture(scope='module')
+def cases():
+  return pc.load()
+
+
+def test_every_case_with_its_stack_plan_and_machine(cases):
+  assert [c.name for c in cases] == NAMES
+  for c in cases:
+    assert c.stack.name == STACKS.get(c.case_id, 'nvidia_pytorch')
+    assert bool(pc.predict(c).feasible), c.name
+    if pc.CASE_PLANS[c.case_id] == 'nvidia':  # whole tables, all in HBM
+      assert set(c.plan.sharding) == {'table_wise'}
+      np.testing.assert_array_equal(np.asarray(c.plan.hbm_fraction), 1.0)
+  by = {c.case_id: c for c in cases}
+  assert float(by['C2'].platform.accelerators_per_node) == 8.0
+  assert float(by['C7'].platform.sockets_per_node) == 4.0
+  assert by['C7'].platform.trainer == 'cpu'
+  assert by['C7'].plan.sharding.count('table_wise') == 16
+  assert by['C7'].plan.sharding.count('data_parallel') == 10
+  # The April-2020 software of C4 and the eager 20.06 of C5.
+  assert by['C4'].stack.graph_scope == 'none'
+  assert by['C4'].stack.embedding_kernel == 'per_table'
+  assert by['C5'].stack.graph_scope == 'none'
+  assert by['C1'].stack.graph_scope == 'forward_backward'
+  # Priors, not a shipped fit: every fit starts from the same numbers.
+  for c in cases:
+    if c.platform.trainer != 'cpu':
+      assert float(c.platform.accelerator.gemm_efficiency) == 0.8
+      assert float(c.platform.accelerator.gemm_half_size) == 48.0
+
+
+def test_every_fit_parameter_reaches_a_case_and_stays_in_range(cases):
+  for param in pc.FIT_PARAMETERS:
+    assert param.lo < param.prior < param.hi, param.name
+    assert any(param.name in pc.used_parameters(c) for c in cases), param.name
+    for z in (-50.0, 0.0, 50.0):
+      v = float(pc.from_coordinate(param, jnp.float64(z)))
+      assert param.lo <= v <= param.hi
+    assert float(
+      pc.from_coordinate(param, pc.to_coordinate(param, param.prior))
+    ) == pytest.approx(param.prior, rel=1e-9)
+  assert pc.at_bound('op_host_time', pc.FIT_PARAMETERS[0].lo) == 'lower'
+  assert pc.at_bound('op_host_time', pc.FIT_PARAMETERS[0].hi) == 'upper'
+  assert pc.at_bound('op_host_time', pc.FIT_PARAMETERS[0].prior) is None
+
+
+def test_fit_recovers_planted_values_and_folds_stay_apart(cases):
+  # "Measurements" made by the model itself with known values: the fit on
+  # all cases reproduces them, moves every number from its prior towards
+  # the planted value (the weak pull of the priors keeps the weakly
+  # identified floors and the GEMM pair from reaching it), finds the
+  # well identified ones within 5%, and no fold fits on the case it
+  # judges.
+  planted_values = {
+    'op_host_time': 40e-6,
+    'nvidia_step_floor': 300e-6,
+    'hugectr_step_floor': 250e-6,
+    'eager_step_floor': 2e-3,
+    'torchrec_step_floor': 4e-3,
+    'fused_embedding_efficiency': 0.6,
+    'gpu_gemm_efficiency': 0.7,
+    'gpu_gemm_half_size': 32.0,
+  }
+  assert set(planted_values) == {p.name for p in pc.FIT_PARAMETERS}
+  planted = [
+    dataclasses.replace(
+      c, measured=float(pc.predict(c, planted_values).step_time)
+    )
+    for c in cases
+  ]
+  r = pc.leave_one_case_out(planted)
+  for p in pc.FIT_PARAMETERS:
+    got, want = r['all']['values'][p.name], planted_values[p.name]
+    assert abs(np.log(got / want)) < abs(np.log(p.prior / want)), p.name
+  for name in (
+    'op_host_time',
+    'torchrec_step_floor',
+    'fused_embedding_efficiency',
+  ):
+    assert r['all']['values'][name] == pytest.approx(
+      planted_values[name], rel=0.05
+    )
+  for held_out, fold in r['folds'].items():
+    assert held_out not in fold['fitted_on']
+  for c in planted:
+    pred = float(pc.predict(c, r['all']['values']).step_time)
+    assert pred == pytest.approx(c.measured, rel=0.05), c.name
+
+
+def test_step_time_is_smooth_in_the_fit_coordinates(cases):
+  c = next(c for c in cases if c.name == 'C9_fp32')
+  z0 = jnp.array(
+    [pc.to_coordinate(p, p.prior) for p in pc.FIT_PARAMETERS], jnp.float64
+  )
+
+  def log_step(z):
+    return pc.log_step_times([c], z)[0]
+
+  g = np.asarray(jax.grad(log_step)(z0))
+  assert np.all(np.isfinite(g))
+  h = 1e-5
+  for i in range(len(z0)):
+    e = jnp.zeros_like(z0).at[i].set(h)
+    fd = float((log_step(z0 + e) - log_step(z0 - e)) / (2 * h))
+    assert g[i] == pytest.approx(fd, rel=1e-4, abs=1e-9), i

@@ -1,0 +1,201 @@
+"""Run directories that cannot mix or mislead: checked before any work,
+never mixed with another run, renamed into place only when complete, files
+readable per the umask; in process (`codesign.core.results`) and as a user runs
+the scripts (exit status 2 and one sentence for a bad workdir)."""
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from codesign.core import results
+from codesign.core.errors import InputError
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _no_staged_runs_left():
+  yield
+  results.abandon_runs()
+
+
+def test_a_run_is_staged_then_renamed_into_place(tmp_path):
+  final = tmp_path / 'run'
+  assert results.reserve_workdir('x', str(final)) == final
+  staging = results.make_workdir('x', str(final))
+  assert staging != final and staging.parent == tmp_path
+  assert staging.name.startswith('.run.partial-')
+  assert not final.exists()  # a reader sees no run yet
+  results.write_json(staging / 'result.json', {'a': 1})
+  assert results.final_path(staging) == final
+  assert results.finish_runs() == [final]
+  assert (final / 'result.json').read_text() == '{\n "a": 1\n}\n'
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+
+
+def test_a_failed_run_leaves_nothing(tmp_path):
+  staging = results.make_workdir('x', str(tmp_path / 'run'))
+  results.write_json(staging / 'config.json', {})
+  results.abandon_runs()
+  assert list(tmp_path.iterdir()) == []
+
+
+def test_a_used_workdir_is_refused_unless_overwrite(tmp_path):
+  final = tmp_path / 'run'
+  final.mkdir()
+  (final / 'result.json').write_text('old')
+  (final / 'extra.png').write_text('old')
+  with pytest.raises(InputError, match='already holds files.*--overwrite'):
+    results.reserve_workdir('x', str(final))
+  assert (final / 'result.json').read_text() == 'old'
+  results.reserve_workdir('x', str(final), overwrite=True)
+  staging = results.make_workdir('x', str(final))
+  results.write_json(staging / 'result.json', {'new': True})
+  results.finish_runs()
+  # The old run is replaced whole: nothing of it stays beside the new one.
+  assert sorted(p.name for p in final.iterdir()) == ['result.json']
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+
+
+def test_an_empty_workdir_is_used(tmp_path):
+  (tmp_path / 'run').mkdir()
+  results.reserve_workdir('x', str(tmp_path / 'run'))
+  results.finish_runs()
+  assert (tmp_path / 'run').is_dir()
+
+
+@pytest.mark.parametrize('kind', ['file', 'under_a_file'])
+def test_a_workdir_that_cannot_be_a_directory_is_one_sentence(tmp_path, kind):
+  f = tmp_path / 'f'
+  f.write_text('x')
+  path = f if kind == 'file' else f / 'run'
+  with pytest.raises(InputError) as e:
+    results.reserve_workdir('x', str(path))
+  assert str(path) in str(e.value) and '\n' not in str(e.value)
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['f']
+
+
+def test_stale_staging_of_a_dead_process_is_removed(tmp_path):
+  proc = subprocess.Popen([sys.executable, '-c', 'pass'])
+  proc.wait()
+  stale = tmp_path / f'.run{results.STAGING_MARK}{proc.pid}'
+  stale.mkdir()
+  (stale / 'config.json').write_text('{}')
+  results.reserve_workdir('x', str(tmp_path / 'run'))
+  assert not stale.exists()
+
+
+def test_files_get_the_umask_mode(tmp_path):
+  old = os.umask(0o022)
+  try:
+    results.write_json(tmp_path / 'a.json', {})
+    results.write_csv(tmp_path / 'a.csv', ['x'], [[1]])
+  finally:
+    os.umask(old)
+  for name in ('a.json', 'a.csv'):
+    assert (tmp_path / name).stat().st_mode & 0o777 == 0o644
+
+
+def test_default_workdir_falls_back_when_the_checkout_is_read_only(
+  tmp_path, monkeypatch
+):
+  monkeypatch.setattr(results, 'ROOT', tmp_path / 'file')
+  (tmp_path / 'file').write_text('not a directory')
+  monkeypatch.setenv('XDG_STATE_HOME', str(tmp_path / 'state'))
+  path = results.default_workdir('evaluate')
+  assert path.parent == tmp_path / 'state' / 'codesign' / 'results' / 'evaluate'
+
+
+def _evaluate(*args, **kw):
+  return subprocess.run(
+    [sys.executable, '-m', 'experiments.evaluate', *args],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=300,
+    **kw,
+  )
+
+
+def test_scripts_refuse_a_used_workdir_and_overwrite_it_whole(tmp_path):
+  run = tmp_path / 'run'
+  first = _evaluate(f'--workdir={run}')
+  assert first.returncode == 0, first.stderr
+  assert f'wrote {run}' in first.stdout
+  (run / 'stranger.txt').write_text('from another run')
+  again = _evaluate(f'--workdir={run}')
+  assert again.returncode == 2
+  assert len(again.stderr.strip().splitlines()) == 1
+  assert '--overwrite' in again.stderr and 'Traceback' not in again.stderr
+  over = _evaluate(f'--workdir={run}', '--overwrite')
+  assert over.returncode == 0, over.stderr
+  assert not (run / 'stranger.txt').exists()
+  assert (run / 'result.json').is_file()
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+  bad = _evaluate(f'--workdir={run / "result.json"}')
+  assert bad.returncode == 2 and 'is a file' in bad.stderr
+
+
+def test_a_killed_run_leaves_nothing(tmp_path):
+  run = tmp_path / 'run'
+  proc = subprocess.Popen(
+    [
+      sys.executable,
+      '-m',
+      'experiments.propose',
+      '--workload=rm1',
+      '--starts=4',
+      '--steps=100000',
+      '--presets=zion',
+      f'--workdir={run}',
+    ],
+    cwd=ROOT,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.STDOUT,
+    text=True,
+  )
+  deadline = time.monotonic() + 240
+  for line in proc.stdout:  # wait until the search is under way
+    if 'step' in line or time.monotonic() > deadline:
+      break
+  proc.send_signal(signal.SIGKILL)
+  proc.wait(timeout=60)
+  assert not run.exists()
+  # The watcher the run started removes its staging directory.
+  deadline = time.monotonic() + 20
+  while list(tmp_path.iterdir()) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_killed_while_swapping_in_puts_the_old_run_back(tmp_path):
+  # The process dies right after moving the old run aside (the one moment
+  # of finish_runs when neither run is in place): its watcher moves the old
+  # run back and removes the new, unfinished one.
+  run = tmp_path / 'run'
+  run.mkdir()
+  (run / 'result.json').write_text('old')
+  child = (
+    'import os, sys\n'
+    'from codesign.core import results\n'
+    'final = results.reserve_workdir("x", sys.argv[1], overwrite=True)\n'
+    'staging = results.make_workdir("x", sys.argv[1])\n'
+    '(staging / "result.json").write_text("new")\n'
+    'os.replace(final, final.parent / f".{final.name}.old-{os.getpid()}")\n'
+    'os._exit(9)\n'
+  )
+  proc = subprocess.run(
+    [sys.executable, '-c', child, str(run)], cwd=ROOT, timeout=120
+  )
+  assert proc.returncode == 9
+  deadline = time.monotonic() + 20
+  while len(list(tmp_path.iterdir())) != 1 and time.monotonic() < deadline:
+    time.sleep(0.2)
+  time.sleep(1.0)  # the watcher has finished its two steps
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+  assert (run / 'result.json').read_text() == 'old'

@@ -1,0 +1,136 @@
+"""Known answers, worked by hand, for the model: composition, capex and power.
+
+The tiny DLRM, platform and stack are in `tests.model.fixtures`, whose
+docstring gives their numbers.
+"""
+
+import pytest
+
+from tests.model.fixtures import (
+  ACC_EFF,
+  ACC_HALF,
+  ACC_KERNEL,
+  BOTTOM_WIDTHS,
+  EW,
+  HBM_BW,
+  LINK_LAT,
+  NIC,
+  STEP_FLOOR,
+  STREAM,
+  TOP_WIDTHS,
+  B,
+  close,
+  hand_dense,
+  ids_terms,
+  make_plan,
+  run,
+  smax,
+  switch,
+  tiny_platform,
+  tiny_stack,
+  tiny_workload,
+)
+
+# ---- composition, capex and power -----------------------------------------
+
+
+# Forward shares of the MLPs' elementwise passes (terms.MLP_PASSES):
+# none 3 of 7 (bias copy, ReLU read and write), elementwise 2 of 5, epilogue
+# none (the mask is read backward). The model splits the whole elementwise
+# time, kernel launches included, by them.
+PASS_FWD = {'none': 3 / 7, 'elementwise': 2 / 5, 'epilogue': 0.0}
+# Forward shares of the elementwise kernels as terms.MLP_KERNELS
+# documents them: none 1 of 3 (ReLU forward; ReLU and bias gradients
+# backward), elementwise 1 of 2, epilogue none.
+KERNEL_FWD = {'none': 1 / 3, 'elementwise': 1 / 2, 'epilogue': 0.0}
+
+
+def composed_step(bd, o, fusion='epilogue', bottom_b=1024):
+  """The step from the breakdown terms, by hand, with the dense terms
+  split forward and backward by hand: the MLPs' streaming time by the
+  forward share of their passes (`PASS_FWD`), their kernel launches by
+  `KERNEL_FWD`."""
+  d = hand_dense(
+    1024, 10e12, 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL, bottom_b=bottom_b
+  )
+  passes, kernels = EW[fusion]
+
+  def split(b, widths):
+    stream = b * passes * widths * 4 / (STREAM * HBM_BW)
+    launch = 2 * kernels * ACC_KERNEL
+    fk = KERNEL_FWD[fusion]
+    fwd = PASS_FWD[fusion] * stream + fk * launch
+    return fwd, stream + launch - fwd
+
+  ew_b, ew_t = split(bottom_b, BOTTOM_WIDTHS), split(1024, TOP_WIDTHS)
+  bottom = (d['bottom'][0] + ew_b[0], d['bottom'][1] + ew_b[1])
+  top = (d['top'][0] + ew_t[0], d['top'][1] + ew_t[1])
+
+  def ov(a, b):  # o overlapped: (1 - o)(a + b) + o smax(a, b)
+    return (1 - o) * (a + b) + o * smax(a, b)
+
+  # With every DDR lookup on the CPUs (c = 1) the terms split cleanly:
+  # forward gathers from HBM race the CPU gathers plus their transfer.
+  host, upi = bd['host_transfer'] / 2, bd['socket_links'] / 2
+  # Ids go forward only; pooled vectors and their gradients both ways.
+  ids = sum(ids_terms(8, 4, switch, LINK_LAT, NIC))
+  a2a = (bd['alltoall_intra'] + bd['alltoall_inter'] - ids) / 2
+  sparse_fwd = smax(
+    bd['embedding_gather_hbm'], bd['embedding_gather_ddr'] + host + upi
+  )
+  sparse_fwd += ids + a2a
+  sparse_bwd = a2a + smax(
+    bd['embedding_update_hbm'], host + upi + bd['embedding_update_ddr']
+  )
+  t_fwd = ov(sparse_fwd, bottom[0]) + d['inter'][0] + top[0]
+  t_bwd = top[1] + d['inter'][1] + ov(sparse_bwd, bottom[1])
+  t_bwd = ov(t_bwd, bd['allreduce_intra'] + bd['allreduce_inter'])
+  device = t_fwd + t_bwd + bd['dense_optimizer'] + bd['overhead']
+  return smax(device, STEP_FLOOR)  # one graph, host_overlap 1
+
+
+COMPOSITIONS = [
+  (0.0, 'epilogue', False),
+  (0.5, 'epilogue', False),
+  (1.0, 'epilogue', False),
+  (1.0, 'none', True),
+  (0.5, 'elementwise', True),
+]
+
+
+def composition_case(fusion, one_device, o):
+  s = tiny_stack(
+    mlp_fusion=fusion,
+    bottom_mlp='one_device' if one_device else 'data_parallel',
+  )
+  plan = make_plan(frac=(1.0, 0.5, 0.0), overlap=o)
+  return run(tiny_platform(), tiny_workload(), plan, s), (
+    B if one_device else 1024
+  )
+
+
+@pytest.mark.parametrize('o, fusion, one_device', COMPOSITIONS)
+def test_step_composition(o, fusion, one_device):
+  r, bottom_b = composition_case(fusion, one_device, o)
+  bd = r['breakdown']
+  step = composed_step(bd, o, fusion, bottom_b)
+  close(r['step'], step)
+  close(r['throughput'], B / step)
+  assert r['bottleneck'] == max(bd, key=bd.get)
+
+
+def test_capex_and_power():
+  r = run(tiny_platform(), tiny_workload(), make_plan())
+  # Per node: chassis 5000; 2 sockets x (1000 + 100 GB x 5 USD/GB);
+  # 4 accelerators x (10000 + 10 GB x 20 USD/GB); fabric 4 accelerators x
+  # 4 links x 25 GB/s x 5 USD per GB/s; NICs 2 x 12.5 GB/s x 100 USD per
+  # GB/s.
+  node_usd = 5000 + 2 * 1500 + 4 * 10200 + 4 * 100 * 5 + 25 * 100
+  assert node_usd == 53300
+  close(r['capex'], 2 * node_usd)
+  # Per node: 500 W; 2 x (200 + 100 GB x 0.1 W/GB); 4 x (300 + 100 GB/s x
+  # 0.05 W per GB/s); NICs 25 GB/s x 1 W per GB/s.
+  node_w = 500 + 2 * 210 + 4 * 305 + 25
+  close(r['power'], 2 * node_w)
+  close(r['perf_per_usd'], r['throughput'] / (2 * node_usd))
+  close(r['perf_per_watt'], r['throughput'] / (2 * node_w))

@@ -1,0 +1,298 @@
+"""Buildability (codesign.buildability): known illegal designs are rejected
+with the rule named, the presets pass (three fail for documented
+reasons), a CPU trainer has no accelerator rules, PCIe switches cost what
+they say, the traced rules agree with the concrete ones at grid points,
+and a small search proposes only buildable designs."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from codesign.core.units import GB
+from codesign.model import cost_model, terms
+from codesign.search import buildability as bd
+from codesign.search import design_space as ds
+from codesign.search import gradient, snapping
+from codesign.spec import catalog, hardware, platform_presets, stack_presets
+from codesign.spec import workload_presets as wp
+
+STACK = stack_presets.get('torchrec')
+SKYLAKE = platform_presets.SKYLAKE
+ROME = platform_presets.ROME
+SAPPHIRE = platform_presets.SAPPHIRE
+COOPER = platform_presets.COOPER
+
+
+def _design(
+  base='dgx_h100',
+  part=None,
+  topology=None,
+  accels=None,
+  cpu=None,
+  sockets=None,
+  ddr_gb=None,
+  nics=None,
+  nic_gbps=None,
+  pcie_gen=None,
+):
+  """A preset with some choices changed (parts from the catalog)."""
+  p = platform_presets.get(base)
+  changes = {}
+  if part or topology:
+    name = part or p.accelerator.name
+    changes['accelerator'] = catalog.accelerator(name)
+    changes['fabric'] = platform_presets.accel_fabric(
+      name, topology or p.fabric.topology
+    )
+  if accels is not None:
+    changes['accelerators_per_node'] = float(accels)
+  if cpu or ddr_gb:
+    gb = ddr_gb or float(p.cpu.ddr_capacity) / GB
+    changes['cpu'] = catalog.cpu(cpu or p.cpu.name, gb)
+  if sockets is not None:
+    changes['sockets_per_node'] = float(sockets)
+  if nics or nic_gbps:
+    changes['nic'] = platform_presets.nic(
+      nics or int(p.nic.count),
+      nic_gbps or float(p.nic.bandwidth) * 8 / 1e9,
+      p.nic.attach,
+    )
+  if pcie_gen:
+    changes['host_link'] = platform_presets.host_link(pcie_gen)
+  return dataclasses.replace(p, **changes)
+
+
+ILLEGAL = {
+  # 16 MI300X on one Rome socket: an OAM full mesh is 8 modules.
+  '16 MI300X on 1 Rome socket': (
+    _design(
+      'dgx_a100_40gb',
+      part='MI300X-OAM',
+      topology='fully_connected',
+      accels=16,
+      sockets=1,
+    ),
+    {'fabric_domain'},
+  ),
+  # 16 B200 and 8 NICs on one Skylake socket (3 x16 root ports, at most 12
+  # devices behind switches), its Gen5 host link on a Gen3 CPU.
+  '16 B200 on 1 Skylake socket': (
+    _design(part='B200-HGX', accels=16, cpu=SKYLAKE, sockets=1, ddr_gb=768),
+    {'fabric_domain', 'pcie_lanes', 'pcie_generation'},
+  ),
+  '8 sockets of Xeon 8480+': (_design(sockets=8), {'max_sockets'}),
+  '2 sockets of Cooper Lake 8380H': (
+    _design('zionex', sockets=2, pcie_gen=3),
+    {'min_sockets'},
+  ),
+  '2 TB DDR on a Skylake 8180 socket': (
+    _design('big_basin', ddr_gb=2048),
+    {'dimm'},
+  ),
+  '1000 GB DDR on an 8-channel socket (125 GB a channel)': (
+    _design(ddr_gb=1000),
+    {'dimm'},
+  ),
+  'V100 x16 on the DGX-1 hybrid cube mesh': (
+    _design('dgx1_v100', accels=16, ddr_gb=384),
+    {'fabric_domain'},
+  ),
+  'A100 on a hybrid cube mesh': (
+    _design('dgx_a100_40gb', topology='hybrid_cube_mesh'),
+    {'topology'},
+  ),
+  'V100 fully connected with 6 links for 8': (
+    _design('dgx2_v100', topology='fully_connected', accels=8),
+    {'topology', 'fabric_domain'},
+  ),
+  '8 GPUs and 8 NICs on one Skylake socket': (
+    _design('big_basin', sockets=1, nics=8),
+    {'pcie_lanes'},
+  ),
+  'H100 host link at Gen5 on Cascade Lake (Gen3)': (
+    _design(cpu=platform_presets.CASCADE, ddr_gb=768),
+    {'pcie_generation'},
+  ),
+}
+
+
+@pytest.mark.parametrize('name', list(ILLEGAL))
+def test_known_illegal_designs_are_rejected_with_the_rule_named(name):
+  p, rules = ILLEGAL[name]
+  found = bd.violations(p)
+  assert {r for r, _ in found} == rules, found
+  for rule, sentence in found:
+    assert rule in bd.RULES
+    assert (
+      sentence and '\n' not in sentence and any(c.isdigit() for c in sentence)
+    )
+
+
+def test_a_single_node_with_16_fast_nics_is_not_a_proposal():
+  """NICs only where there is more than one node: a product as sold (a
+  DGX evaluated as one node) passes; a proposal must not buy them."""
+  p = _design(nics=16, nic_gbps=800)
+  assert bd.violations(p) == []  # 8 GPUs + 16 NICs fit 10 ports x 4
+  rules = [r for r, _ in bd.violations(p, proposal=True)]
+  assert rules == ['nics']
+  two = dataclasses.replace(p, nodes=2.0)
+  assert bd.violations(two, proposal=True) == []
+  one = _design(nics=1, nic_gbps=100)
+  assert bd.violations(one, proposal=True) == []
+
+
+# Presets that fail a rule, and why (see buildability's docstring):
+# - zionex, p4d: Gen3 CPUs (Cooper Lake, Cascade Lake) behind Gen4 A100s;
+#   the presets' host link runs at Gen4, but host DDR is reached through
+#   the CPUs' Gen3 root ports (their Gen4 PCIe switches carry GPU-NIC
+#   traffic).
+# - dgx1_v100: its CPU is a proxy (Skylake 8180, 6 channels) for the
+#   E5-2698 v4 (4 channels): 256 GB per socket is no balanced population
+#   of 6 channels.
+KNOWN = {
+  'zionex': {'pcie_generation'},
+  'p4d': {'pcie_generation'},
+  'dgx1_v100': {'dimm'},
+}
+
+
+def test_presets_are_buildable_but_the_documented_ones():
+  for name in platform_presets.PLATFORMS:
+    found = {r for r, _ in bd.violations(platform_presets.get(name))}
+    assert found == KNOWN.get(name, set()), (name, found)
+
+
+def test_a_cpu_trainer_has_no_accelerator_rules():
+  p = platform_presets.get('cpu_2s')
+  assert p.trainer == 'cpu' and bd.violations(p, proposal=True) == []
+  # Accelerator fields that would break every accelerator rule are unused.
+  odd = dataclasses.replace(
+    p,
+    accelerators_per_node=0.0,
+    fabric=platform_presets.accel_fabric('MI300X-OAM', 'hybrid_cube_mesh'),
+    host_link=platform_presets.host_link(5),
+  )
+  assert bd.violations(odd) == []
+  # Its NICs still need PCIe lanes: 2 Skylake sockets have 6 x16 ports.
+  many = dataclasses.replace(odd, nic=platform_presets.nic(25, 100, 'socket'))
+  assert [r for r, _ in bd.violations(many)] == ['pcie_lanes']
+
+
+def test_parts_outside_the_catalog_get_facts_from_parts():
+  p = platform_presets.get('zion')  # its OAM is not a catalog part
+  assert bd.violations(p) == []
+  facts = {
+    p.accelerator.name: {
+      'kind': 'accelerator',
+      'pcie_gen': 3,
+      'links': 7.0,
+      'fabrics': {'fully_connected': 4},
+    }
+  }
+  assert [r for r, _ in bd.violations(p, parts=facts)] == ['fabric_domain']
+
+
+def _space(max_nodes=2):
+  return ds.make_space(wp.get('criteo_kaggle'), max_nodes, plan_mode='auto')
+
+
+def _index(space, acc, cpu, nodes, sockets, accels, ddr_ch_gb, nics, gbps):
+  values = (nodes, sockets, accels, ddr_ch_gb * GB, nics, gbps * 1e9 / 8)
+  return [space.accelerators.index(acc), space.cpus.index(cpu)] + [
+    list(g).index(float(v)) for g, v in zip(space.grids, values, strict=True)
+  ]
+
+
+def test_a_design_with_pcie_switches_is_legal_and_pays_for_them():
+  """2 Skylake sockets (6 x16 root ports) with 8 H100 and 8 NICs: 16
+  devices need ceil(10 / 3) = 4 switches; each costs SWITCH_USD and
+  SWITCH_W, and the GPUs share the 6 uplinks."""
+  space = _space()
+  h100 = 'H100-SXM5-80GB'
+  idx = _index(space, h100, SKYLAKE, 2, 2, 8, 64, 8, 200)
+  p = ds.build(space, idx)
+  assert bd.violations(p, proposal=True) == []
+  assert bd.switches_needed(16, 6) == 4
+  free = ds.NODE_BASE_USD + 8 * ds.NODE_USD_PER_ACCELERATOR
+  free += 2 * ds.NODE_USD_PER_SOCKET
+  assert float(p.node_price) - free == 4 * bd.SWITCH_USD
+  watts = ds.NODE_BASE_W + 8 * ds.NODE_W_PER_ACCELERATOR
+  watts += 2 * ds.NODE_W_PER_SOCKET
+  assert float(p.node_power) - watts == 4 * bd.SWITCH_W
+  gen3 = catalog.pcie_x16_bandwidth(3)
+  assert float(p.host_link.bandwidth) == gen3 * 6 / 16
+  # The same design without switches (one NIC per node: 9 devices still
+  # exceed 6 ports, so compare with the switchless chassis directly).
+  bare = dataclasses.replace(p, node_price=free, node_power=watts)
+  a, b = (terms.capex_and_power(x) for x in (p, bare))
+  np.testing.assert_allclose(a[0] - b[0], 2 * 4 * bd.SWITCH_USD, rtol=1e-12)
+  # On Sapphire Rapids (10 ports) 16 devices need 2 switches.
+  q = ds.build(space, _index(space, h100, SAPPHIRE, 2, 2, 8, 64, 8, 200))
+  assert float(q.node_price) - free == 2 * bd.SWITCH_USD
+
+
+def test_single_node_designs_have_one_lowest_rate_nic():
+  space = _space()
+  idx = _index(space, 'H100-SXM5-80GB', SAPPHIRE, 1, 2, 8, 64, 16, 800)
+  p = ds.build(space, idx)
+  assert float(p.nic.count) == 1.0 and float(p.nic.bandwidth) * 8 == 100e9
+  assert bd.violations(p, proposal=True) == []
+  d = ds.describe_index(space, idx)
+  assert d['nic_count'] == 1.0 and d['nic_bandwidth_gbit_per_s'] == 100.0
+
+
+def test_switch_count_is_whole_at_integers_and_continuous_between():
+  ports = 6.0
+  devices = np.arange(1.0, 30.0, 0.125)
+  s = np.array(
+    [
+      float(bd.wiring(2.0, 2.0, d, 1.0, 12.5e9, 48, 48)['switches'])
+      for d in devices - 1.0
+    ]
+  )
+  whole = devices == np.round(devices)
+  want = [bd.switches_needed(d, ports) for d in devices[whole]]
+  np.testing.assert_array_equal(s[whole], want)
+  assert np.all(np.diff(s) >= 0) and np.max(np.diff(s)) <= 0.125 + 1e-12
+  grad = jax.grad(
+    lambda a: bd.wiring(2.0, 2.0, a, 1.0, 12.5e9, 48.0, 48.0)['switches']
+  )
+  # 6.5 devices: on the ramp of the first switch; 8.5: its spare ports.
+  assert float(grad(jnp.asarray(5.5))) == 1.0
+  assert float(grad(jnp.asarray(7.5))) == 0.0
+
+
+def test_traced_rules_agree_with_the_concrete_check_at_grid_points():
+  space = _space(max_nodes=4)
+  w = wp.get('criteo_kaggle')
+  rng = np.random.default_rng(0)
+  index = np.stack([rng.integers(0, n, 64) for n in space.sizes], axis=1)
+  index = bd.canonical_index(space, index)
+
+  def g(i):
+    p, _, aux = ds.decode_index(space, w, STACK, i, jnp.zeros(0))
+    return bd.relative_violations(p, aux)
+
+  traced = np.asarray(jax.jit(jax.vmap(g))(jnp.asarray(index)))
+  ok, rejected = snapping.buildable(space, index)
+  np.testing.assert_array_equal(np.all(traced <= 0.0, axis=1), ok)
+  assert rejected and set(rejected) <= set(bd.RULES)
+  assert not ok.all() and ok.any()
+
+
+def test_search_output_is_buildable():
+  w = wp.get('criteo_kaggle')
+  space = ds.make_space(w, max_nodes=2)
+  problem = gradient.Problem(space, w, STACK, 'throughput', budget_usd=1e6)
+  config = gradient.Config(starts=4, steps=20, chunk=20, snap_top=1)
+  res = gradient.gradient_search(
+    problem, dataclasses.replace(config, polish=False)
+  )
+  p, plan = gradient.buildable(problem, res.best_index, res.best_plan_z)
+  assert bd.violations(p, proposal=True) == []
+  assert set(res.rejected) <= set(bd.RULES)
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, STACK)
+  np.testing.assert_allclose(float(r.throughput), res.best_value, rtol=1e-9)

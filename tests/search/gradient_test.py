@@ -1,0 +1,252 @@
+"""Tests of the design space and the gradient search (codesign.search).
+
+Small spaces and few steps keep this file short on 2 CPU cores; the
+end-to-end runs of experiments.propose are subprocesses (one with 4 host
+devices).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from codesign.boundary import inputs
+from codesign.model import cost_model, report
+from codesign.search import baselines, gradient, part_tables
+from codesign.search import design_space as ds
+from codesign.spec import hardware, stack_presets
+from codesign.spec import workload_presets as wp
+from codesign.studies import shared
+
+STACK = stack_presets.get('torchrec')
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SMALL_ACCELERATORS = (
+  'V100-SXM2-32GB',
+  'A100-SXM4-80GB',
+  'H100-SXM5-80GB',
+  'H200-SXM-141GB',
+)
+SMALL_CPUS = (
+  'Xeon-Platinum-8380H (Cooper Lake-SP)',
+  'EPYC-7742 (Rome)',
+  'Xeon-Platinum-8480+ (Sapphire Rapids-SP)',
+)
+
+
+def _space(w, plan_mode='auto', max_nodes=4):
+  return ds.make_space(
+    w,
+    max_nodes=max_nodes,
+    plan_mode=plan_mode,
+    accelerators=SMALL_ACCELERATORS,
+    cpus=SMALL_CPUS,
+  )
+
+
+def test_decode_index_matches_catalog_build():
+  """The traced buildable decoder gives the same platform, leaf for leaf,
+  as the concrete catalog build that is written to JSON."""
+  w = wp.get('rm1')
+  space = ds.make_space(w, plan_mode='auto')
+  rng = np.random.default_rng(1)
+  for _ in range(3):
+    idx = [int(rng.integers(n)) for n in space.sizes]
+    built = hardware.as_arrays(ds.build(space, idx))
+    traced, _, _ = ds.decode_index(
+      space, w, STACK, jnp.array(idx), jnp.zeros(0)
+    )
+    for path, a, b in zip(
+      hardware.leaf_paths(built),
+      jax.tree.leaves(built),
+      jax.tree.leaves(traced),
+      strict=True,
+    ):
+      assert float(a) == float(b), path
+
+
+def test_relaxation_agrees_with_buildable_at_grid_points():
+  """At grid points the relaxation is the discrete design (so the gradient
+  search relaxes the same space the baselines enumerate)."""
+  w = wp.get('rm1')
+  space = ds.make_space(w, plan_mode='auto')
+  problem = gradient.Problem(
+    space, w, STACK, 'throughput_per_usd', budget_usd=1e6
+  )
+  rng = np.random.default_rng(2)
+  for _ in range(3):
+    idx = np.array([int(rng.integers(n)) for n in space.sizes])
+    z = ds.grid_z(space, idx)
+    lc, gc, vc = gradient.assess(problem, jnp.asarray(z))
+    lb, gb, vb = gradient.assess_index(problem, jnp.asarray(idx), jnp.zeros(0))
+    # Equal up to the weight floor (1e-10) of the part mixture.
+    np.testing.assert_allclose(float(vc), float(vb), rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(gc), np.asarray(gb), atol=1e-7)
+    np.testing.assert_array_equal(
+      ds.neighbour_indices(space, z)[0], idx
+    )  # rounding a grid point returns it
+
+
+def test_relaxed_loss_gradient_is_finite_and_matches_differences():
+  w = wp.get('rm1')
+  space = ds.make_space(w, plan_mode='optimize')
+  problem = gradient.Problem(
+    space, w, STACK, 'throughput_per_usd', budget_usd=1e6
+  )
+  f = jax.jit(lambda z: gradient.assess(problem, z)[0])
+  g = jax.jit(jax.grad(lambda z: gradient.assess(problem, z)[0]))
+  rng = np.random.default_rng(3)
+  for _ in range(2):
+    # Off the kinks of the part interpolation (integer relaxed index).
+    z = rng.uniform(0.05, 0.95, space.dim)
+    grad = np.asarray(g(jnp.asarray(z)))
+    assert np.all(np.isfinite(grad))
+    a = len(space.accelerators) + len(space.cpus)
+    # An accelerator weight, a CPU weight, nodes, accelerators per node,
+    # DDR per socket and the first table's HBM fraction.
+    for i in (1, a - 1, a, a + 2, a + 3, space.num_hw_coords):
+      e = np.zeros(space.dim)
+      e[i] = 1e-6
+      fd = (float(f(z + e)) - float(f(z - e))) / 2e-6
+      np.testing.assert_allclose(grad[i], fd, rtol=1e-4, atol=1e-8)
+
+
+def test_part_relaxation_ties_flops_to_price():
+  """A mixture of two parts costs between their prices: no free FLOP/s."""
+  w = wp.get('rm1')
+  space = _space(w)
+  acc, _ = part_tables.tables(space.accelerators, space.cpus)
+  i = part_tables.ACC_FIELDS.index('peak_flops_bf16')
+  j = part_tables.ACC_FIELDS.index('price')
+  zp = jnp.array([0.5, 0.5, 0.0, 0.0])  # half the first, half the second
+  row = np.asarray(part_tables.mix(acc, zp))
+  assert acc[0, i] < row[i] < acc[1, i]
+  assert min(acc[0, j], acc[1, j]) < row[j] < max(acc[0, j], acc[1, j])
+
+
+def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
+  """On a small space where enumeration is cheap: the budget binds (the
+  exhaustive optimum spends most of it), every constraint of the proposal
+  holds, and gradient search reaches the optimum within 1% with a fraction
+  of the evaluations."""
+  w = wp.get('rm1')
+  problem = gradient.Problem(
+    _space(w), w, STACK, 'throughput', budget_usd=400e3, power_w=20e3
+  )
+  exh = baselines.exhaustive(problem)
+  res = gradient.gradient_search(
+    problem, gradient.Config(starts=16, steps=80, snap_top=4)
+  )
+  assert exh.best_feasible and res.best_feasible
+  assert np.all(res.best_g <= 0.0)
+  p, plan = gradient.buildable(problem, res.best_index, res.best_plan_z)
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, STACK)
+  assert float(r.capex) <= 400e3 and float(r.power) <= 20e3
+  assert bool(r.feasible)
+  np.testing.assert_allclose(float(r.throughput), res.best_value, rtol=1e-9)
+  assert res.best_value >= 0.99 * exh.best_value
+  assert res.evaluations < 0.1 * exh.evaluations
+  # The budget binds: the best platform spends over half of it.
+  pe, plan_e = gradient.buildable(problem, exh.best_index, np.zeros(0))
+  capex = cost_model.evaluate(pe, w, plan_e, STACK).capex
+  assert float(capex) > 200e3
+
+
+def _propose(tmp_path, name, *flags, devices=1):
+  env = dict(os.environ)
+  env['XLA_FLAGS'] = (
+    f'--xla_force_host_platform_device_count={devices} '
+    + os.environ.get('XLA_FLAGS', '')
+  ).strip()
+  env['JAX_PLATFORMS'] = 'cpu'
+  return subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'experiments.propose',
+      '--workload=rm1',
+      '--starts=6',
+      '--steps=30',
+      '--presets=zion,dgx_h100',
+      '--trainers=accelerator',
+      f'--workdir={tmp_path / name}',
+      *flags,
+    ],
+    cwd=ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+
+
+def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
+  """The same flags give byte-identical result.json and metrics.jsonl; 1
+  and 4 devices (6 starts, padded on 4) give the identical proposal and a
+  continuous phase equal to rounding; the proposal file evaluates to the
+  same figures."""
+  one = _propose(tmp_path, 'one', '--max_nodes=4')
+  again = _propose(tmp_path, 'again', '--max_nodes=4')
+  four = _propose(tmp_path, 'four', '--max_nodes=4', devices=4)
+  for out in (one, again, four):
+    assert out.returncode == 0, out.stderr
+  for f in ('result.json', 'metrics.jsonl', 'propose.csv'):
+    a = (tmp_path / 'one' / f).read_bytes()
+    assert a == (tmp_path / 'again' / f).read_bytes(), f
+  env = json.loads((tmp_path / 'four' / 'env.json').read_text())
+  assert env['device_count'] == 4
+  result = json.loads((tmp_path / 'one' / 'result.json').read_text())
+  result4 = json.loads((tmp_path / 'four' / 'result.json').read_text())
+  assert result4['proposal'] == result['proposal']
+  np.testing.assert_allclose(
+    result4['continuous_optimum']['objective_value'],
+    result['continuous_optimum']['objective_value'],
+    rtol=1e-6,
+  )
+  prop = result['proposal']
+  assert prop['feasible'] and prop['within_limits']
+  for key in ('continuous_optimum', 'presets', 'search'):
+    assert key in result
+  assert {'method', 'starts', 'steps', 'evaluations'} <= set(result['search'])
+  # What experiments.evaluate does with --platform/--plan=proposal.json.
+  path = str(tmp_path / 'one' / 'proposal.json')
+  w, p, plan, s = inputs.resolve(path, path, path, stack=path)
+  back = report.to_result(
+    cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
+  )
+  for key in ('throughput_samples_per_s', 'capex_usd', 'power_w'):
+    assert back[key] == prop[key], key
+  assert back['breakdown_s'] == prop['breakdown_s']
+  rows = (tmp_path / 'one' / 'metrics.jsonl').read_text().splitlines()
+  assert len(rows) == 2 * 30  # continuous and polish phases
+  assert {'objective', 'violation_min'} <= set(json.loads(rows[0]))
+
+
+def test_propose_infeasible_budget_is_one_sentence(tmp_path):
+  out = _propose(tmp_path, 'poor', '--budget_usd=5000', '--max_nodes=2')
+  assert out.returncode == 2
+  lines = out.stderr.strip().splitlines()
+  assert len(lines) == 1 and 'capex budget of $5,000' in lines[0], lines
+  assert 'Traceback' not in out.stderr
+  assert not (tmp_path / 'poor').exists()
+
+
+def test_violation_sentence_without_a_power_limit():
+  """No power limit (None) and the tables do not fit: the sentence names
+  HBM (it used to format the absent power limit and raise TypeError)."""
+  w = wp.get('rm1')
+  problem = gradient.Problem(_space(w), w, STACK, 'throughput', budget_usd=1e5)
+  g = np.zeros(len(gradient.CONSTRAINTS))
+  g[gradient.CONSTRAINTS.index('hbm')] = 0.5
+  assert shared.violation_sentence(problem, g) == (
+    'the HBM capacity is exceeded by 50.0%'
+  )
+  g[gradient.CONSTRAINTS.index('capex')] = 2.0
+  assert shared.violation_sentence(problem, g) == (
+    'the capex budget of $100,000 is exceeded by 200.0%'
+  )

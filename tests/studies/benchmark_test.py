@@ -1,0 +1,76 @@
+"""The benchmark study in process: the smallest timing of the cost model
+(no timing is asserted, only what the numbers must satisfy)."""
+
+import jax
+import numpy as np
+import pytest
+
+from codesign.core.errors import InputError
+from codesign.spec import hardware, platform_presets
+from codesign.studies import benchmark
+
+
+def test_designs_are_reproducible_and_within_bounds():
+  p = platform_presets.get('cpu_2s')
+  a = benchmark.designs(p, 64, seed=3)
+  b = benchmark.designs(p, 64, seed=3)
+  c = benchmark.designs(p, 64, seed=4)
+  paths = hardware.leaf_paths(p)
+  leaves_p = jax.tree.leaves(p)
+  leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
+  assert any(
+    not np.array_equal(x, y)
+    for x, y in zip(leaves_a, jax.tree.leaves(c), strict=True)
+  )
+  for path, x, y, centre in zip(
+    paths, leaves_a, leaves_b, leaves_p, strict=True
+  ):
+    np.testing.assert_array_equal(x, y)
+    assert x.shape == (64,)
+    if path == 'accelerators_per_node':  # a CPU trainer has none
+      assert np.all(x == 0.0)
+      continue
+    lo, hi = hardware.BOUNDS[path]
+    assert np.all((x >= lo) & (x <= hi)), path
+    # Scaled by at most a factor of 2 either way (before clipping).
+    assert np.all(x <= max(2.0 * float(centre), lo) * (1 + 1e-6)), path
+    assert np.all(x >= min(0.5 * float(centre), hi) * (1 - 1e-6)), path
+
+
+def test_benchmark_study_smallest_run():
+  progress = []
+  settings = benchmark.Settings(
+    batches=(1, 4), grad_batch=2, eager_designs=1, min_time_s=0.0
+  )
+  r, metrics = benchmark.run(settings, progress.append)
+  assert metrics == [] and len(progress) == 4
+  assert r['workload'] == 'criteo_kaggle' and r['platform'] == 'dgx_a100_80gb'
+  assert r['dtype'] == 'float32' and r['grad_batch'] == 2
+  assert set(r['evals_per_s']) == set(r['compile_s']) == {'1', '4'}
+  rates = [*r['evals_per_s'].values(), r['grads_per_s'], r['eager_evals_per_s']]
+  assert all(np.isfinite(x) and x > 0 for x in rates)
+  assert r['speedup_vs_eager'] == pytest.approx(
+    max(r['evals_per_s'].values()) / r['eager_evals_per_s']
+  )
+  # XLA's FLOPs per design do not depend on how many are vmapped at once.
+  flops = r['flops_per_eval']
+  assert flops['1'] > 0 and flops['4'] == pytest.approx(flops['1'], rel=0.05)
+  header, rows = benchmark.csv_table(r)
+  assert header[0] == 'design_batch' and [row[0] for row in rows] == [1, 4]
+  assert rows[1][1] == r['evals_per_s']['4']
+  assert 'FLOP/eval' in benchmark.table(r)
+
+
+@pytest.mark.parametrize(
+  'change, fragment',
+  [
+    ({'batches': (0,)}, 'positive integer'),
+    ({'batches': ()}, 'positive integer'),
+    ({'min_time_s': -1.0}, 'must not be negative'),
+    ({'platform': 'no_such_platform'}, 'no_such_platform'),
+  ],
+)
+def test_benchmark_study_bad_settings_are_one_sentence(change, fragment):
+  with pytest.raises(InputError, match=fragment) as e:
+    benchmark.run(benchmark.Settings(**change))
+  assert '\n' not in str(e.value)

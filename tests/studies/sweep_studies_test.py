@@ -1,0 +1,292 @@
+"""The sweep studies in-process: compare_platforms, scale_out, sensitivity.
+
+Each `run` is called on a small setting (few points, a small workload) and
+its rows are checked against the cost model evaluated directly for one
+point; the CSV and the printed table are checked for shape and for the
+notes they must carry. The plots are checked on the values that used to
+crash them (nothing positive on a log axis).
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from codesign.boundary import inputs
+from codesign.core import results
+from codesign.core.errors import InputError
+from codesign.model import cost_model, planner, report
+from codesign.spec import hardware
+from codesign.spec import workload as wl
+from codesign.studies import compare_platforms as cp
+from codesign.studies import plotting, shared, sweeps
+from codesign.studies import scale_out as so
+from codesign.studies import sensitivity as se
+
+PNG = b'\x89PNG\r\n\x1a\n'
+
+
+# ---- compare_platforms -----------------------------------------------------
+
+
+@pytest.fixture(scope='module')
+def compared():
+  lines = []
+  settings = cp.Settings(
+    workload='criteo_kaggle',
+    platforms=('big_basin',),
+    gpu_platforms=(),
+    large_memory_platforms=(),
+    min_size_gb=10.0,
+    max_size_gb=3000.0,
+    points=2,
+  )
+  result, metrics = cp.run(settings, progress=lines.append)
+  return settings, result, metrics, lines
+
+
+def test_compare_platforms_matches_the_cost_model(compared):
+  _, result, metrics, lines = compared
+  assert lines == ['sweeping 2 sizes on big_basin']
+  base = inputs.load_workload('criteo_kaggle')
+  p = inputs.load_platform('big_basin')
+  stack = inputs.load_stack('torchrec')
+  d = result['platforms']['big_basin']
+  for j, size_gb in enumerate(result['sizes_gb']):
+    scale = size_gb * 1e9 / wl.embedding_bytes(base)
+    plan = planner.make(base, p, stack, row_scale=scale)
+    r = cost_model.evaluate(hardware.as_arrays(p), base, plan, stack, scale)
+    np.testing.assert_allclose(
+      d['throughput_samples_per_s'][j], r.throughput, rtol=1e-9
+    )
+    assert bool(d['feasible'][j]) == bool(r.feasible)
+  # 3 TB of tables fit in neither 8 x 32 GB of HBM nor 1.5 TB of DDR.
+  assert d['feasible'].tolist() == [True, False]
+  assert result['why_infeasible']['big_basin'][0] is None
+  assert result['why_infeasible']['big_basin'][1].startswith('out of DDR')
+  assert [m['step'] for m in metrics] == [0, 1]
+  # The result is what the launcher writes, without the extra keys.
+  saved = {k: v for k, v in result.items() if k not in cp.EXTRA_KEYS}
+  assert 'big_basin' in json.loads(results.dumps(saved))['platforms']
+
+
+def test_compare_platforms_csv_and_table(compared, tmp_path):
+  _, result, _, _ = compared
+  header, rows = cp.csv_table(result)
+  assert header[0] == 'embedding_size_gb'
+  assert 'big_basin/throughput_samples_per_s' in header
+  assert len(rows) == 2 and all(len(r) == len(header) for r in rows)
+  assert [r[0] for r in rows] == pytest.approx([10.0, 3000.0])
+  results.write_csv(tmp_path / 'compare_platforms.csv', header, rows)
+  text = cp.table(result)
+  assert 'x big_basin from 3,000.0 GB: out of DDR' in text
+  assert result['summary'][0] in text
+
+
+def test_compare_platforms_settings_are_checked():
+  with pytest.raises(InputError, match='--points'):
+    cp.Settings(points=1)
+  with pytest.raises(InputError, match='--gpu_platforms'):
+    cp.Settings(platforms=('zion',), gpu_platforms=('big_basin',))
+  with pytest.raises(InputError, match='twice'):
+    cp.Settings(platforms=('zion', 'zion'), gpu_platforms=())
+
+
+# ---- scale_out -------------------------------------------------------------
+
+
+@pytest.fixture(scope='module')
+def scaled():
+  lines = []
+  settings = so.Settings(
+    workload='criteo_kaggle',
+    platform='dgx_a100_80gb',
+    nodes=(1, 2),
+    rounds=1,
+  )
+  result, metrics = so.run(settings, progress=lines.append)
+  return result, metrics, lines
+
+
+def test_scale_out_matches_the_cost_model(scaled):
+  result, metrics, lines = scaled
+  assert len(lines) == 2 and lines[1].startswith('2 nodes')
+  rows = result['per_node_count']
+  assert [r['nodes'] for r in rows] == [1, 2]
+  assert rows[0]['efficiency'] == pytest.approx(1.0)
+  w0 = inputs.load_workload('criteo_kaggle')
+  p0 = inputs.load_platform('dgx_a100_80gb')
+  stack = inputs.load_stack('torchrec')
+  p, w = sweeps.with_nodes(p0, w0, 2, weak=True)
+  plan = planner.make(w, p, stack, sharding='auto')
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
+  np.testing.assert_allclose(
+    rows[1]['throughput_samples_per_s'], r.throughput, rtol=1e-9
+  )
+  np.testing.assert_allclose(so.step_time_s(rows[1]), r.step_time, rtol=1e-9)
+  assert rows[1]['global_batch'] == 2 * rows[0]['global_batch']
+  assert [m['nodes'] for m in metrics] == [1, 2]
+  assert result['why_infeasible'] == [None, None]
+
+
+def test_scale_out_csv_and_table(scaled):
+  result, _, _ = scaled
+  header, rows = so.csv_table(result)
+  assert header[:2] == ['nodes', 'global_batch_samples']
+  assert 'required_nic_gbit_per_s_per_accelerator' in header
+  assert 'alltoall_inter_s' in header
+  assert [r[0] for r in rows] == [1, 2]
+  assert all(len(r) == len(header) for r in rows)
+  text = so.table(result)
+  assert shared.OVERLAP_NOTE in text
+  assert 'bottleneck (% of step)' in text and 'step time' in text
+
+
+def test_scale_out_table_says_why_a_node_count_is_infeasible(scaled):
+  result, _, _ = scaled
+  broken = json.loads(results.dumps(result))
+  broken['per_node_count'][1]['feasible'] = False
+  broken['why_infeasible'] = [None, shared.why_infeasible(9e10, 8e10, 0, 1)]
+  text = so.table(broken)
+  assert 'NO: out of HBM: 90.0 GB needed of 80.0 GB per accelerator' in text
+
+
+def test_scale_out_settings_are_checked():
+  with pytest.raises(InputError, match='--nodes'):
+    so.Settings(nodes=(2, 4))
+  with pytest.raises(InputError, match='--target'):
+    so.Settings(target=1.5)
+  with pytest.raises(InputError, match='CPU trainer'):
+    so.run(so.Settings(workload='criteo_kaggle', platform='cpu_2s'))
+
+
+# ---- sensitivity -----------------------------------------------------------
+
+
+@pytest.fixture(scope='module')
+def elasticities():
+  lines = []
+  settings = se.Settings(
+    workload='criteo_kaggle', platform='big_basin', check_top=1
+  )
+  result, metrics = se.run(settings, progress=lines.append)
+  return result, metrics, lines
+
+
+def test_sensitivity_matches_the_cost_model(elasticities):
+  result, metrics, lines = elasticities
+  assert metrics == [] and len(lines) == 2
+  w = inputs.load_workload('criteo_kaggle')
+  p = inputs.load_platform('big_basin')
+  stack = inputs.load_stack('torchrec')
+  plan = planner.make(w, p, stack)
+  direct = report.to_result(
+    cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
+  )
+  assert result['design']['throughput_samples_per_s'] == pytest.approx(
+    direct['throughput_samples_per_s'], rel=1e-12
+  )
+  assert len(result['elasticities']) == len(hardware.leaf_paths(p))
+  assert len(result['finite_difference_check']) == 2  # one field x 2 metrics
+  assert result['finite_difference_ok']
+  e = [abs(x['elasticity']) for x in result['upgrade_for_throughput']]
+  assert e == sorted(e, reverse=True)
+
+
+def test_sensitivity_csv_and_table(elasticities):
+  result, _, _ = elasticities
+  header, rows = se.csv_table(result)
+  assert header[:4] == ['rank', 'field', 'value_in_field_unit', 'value_si']
+  assert len(rows) == len(result['elasticities'])
+  hbm = next(r for r in rows if r[1] == 'accelerator.hbm_capacity_gb')
+  assert hbm[2] == pytest.approx(32.0) and hbm[3] == pytest.approx(32e9)
+  top = result['upgrade_for_throughput'][0]
+  assert rows[0][1] == top['field']
+  text = se.table(result)
+  assert 'what to upgrade next' in text and 'feasible: yes' in text
+  broken = json.loads(results.dumps(result))
+  broken['design']['feasible'] = False
+  broken['design']['memory']['hbm']['required_bytes'] = 1e12
+  assert 'feasible: NO: out of HBM' in se.table(broken)
+
+
+def test_sensitivity_settings_are_checked():
+  with pytest.raises(InputError, match='--check_top'):
+    se.Settings(check_top=0)
+  with pytest.raises(InputError, match='--fd_rel_step'):
+    se.Settings(fd_rel_step=0.5)
+
+
+# ---- plots -----------------------------------------------------------------
+
+
+def test_lines_with_nothing_positive_on_log_axes(tmp_path):
+  """scale_out --workload=criteo_kaggle --scaling=strong: the target is out
+  of reach at every node count, so nic_required.png has no point."""
+  path = plotting.lines(
+    tmp_path / 'nic_required.png',
+    np.array([2, 4]),
+    {'needed for 80% efficiency': np.array([np.nan, np.nan])},
+    'criteo_kaggle on zionex (strong scaling)',
+    'nodes',
+    'NIC Gb/s per accelerator',
+    logx=True,
+    logy=True,
+    hline=200.0,
+    hline_label='own NIC: 200 Gb/s per accelerator',
+  )
+  assert path.read_bytes()[:8] == PNG
+  path = plotting.lines(
+    tmp_path / 'zeros.png',
+    np.array([1, 2, 4]),
+    {'a': np.array([0.0, math.inf, -1.0])},
+    't',
+    'nodes',
+    'y',
+    logx=True,
+    logy=True,
+  )
+  assert path.read_bytes()[:8] == PNG
+
+
+def test_other_plots_take_zero_and_inf(tmp_path):
+  sizes = np.array([10.0, 100.0])
+  zero = {'a': np.array([0.0, 0.0])}
+  plotting.platform_curves(
+    tmp_path / 'p.png',
+    sizes,
+    [('throughput (samples/s)', zero)],
+    {'a': np.array([False, True])},
+    {'a': np.array([True, False])},
+    't',
+  )
+  plotting.ranked_bars(
+    tmp_path / 'b.png', ['x', 'y'], {'m': np.array([math.inf, 1.0])}, 't', 'e'
+  )
+  plotting.step_breakdown(
+    tmp_path / 's.png',
+    np.array([1, 2]),
+    {'dense_top_mlp': np.array([1e-3, math.inf]), 'host': np.zeros(2)},
+    't',
+    'nodes',
+    step_s=np.array([1e-3, 2e-3]),
+  )
+  for name in ('p.png', 'b.png', 's.png'):
+    assert (tmp_path / name).read_bytes()[:8] == PNG
+
+
+def test_component_colors_group_by_kind():
+  from codesign.model.cost_model import COMPONENTS
+
+  colors = plotting.component_colors(list(COMPONENTS))
+  assert len(set(colors.values())) == len(COMPONENTS)
+
+  def hue(name):
+    r, g, b, _ = colors[name]
+    return max(('r', r), ('g', g), ('b', b), key=lambda t: t[1])[0]
+
+  assert hue('dense_top_mlp') == 'b' and hue('embedding_gather_hbm') == 'g'
+  assert hue('alltoall_inter') == 'r'  # oranges: red channel leads
+  r, g, b, _ = colors['host']
+  assert r == g == b  # grey
