@@ -33,7 +33,6 @@ LONG_FUNCTIONS = frozenset(
     'studies/proposal:run',
     'studies/growth:run',
     'studies/pareto:run',
-    'model/cost_model:evaluate',
     'calibration/profile_fit:fit',
     'boundary/export:torchrec_planner',
     'studies/scale_out:run',

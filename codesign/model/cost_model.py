@@ -37,6 +37,9 @@ platform's fixed per-step cost); `host` (new) is the host framework time
 per step.
 """
 
+import dataclasses
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
@@ -112,6 +115,76 @@ class CostReport:
     return COMPONENTS[int(self.bottleneck_index)]
 
 
+@dataclasses.dataclass(frozen=True)
+class Step:
+  """One step's inputs and what every stage derives from them first.
+
+  Attributes:
+    platform, workload, plan, stack: the four inputs (`p`, `w`, `plan`,
+      `s` in the terms).
+    setup: `terms.Setup` (ranks, local batch, trainer kind).
+    tables: the per-table arrays (`terms.table_arrays` or, relaxed,
+      `terms.table_arrays_mixed`), with `orders` and row-scaled
+      `table_bytes`.
+    device: the device that runs the dense layers (`terms.dense_device`).
+    payload: bytes per element of the pooled payloads.
+    row_scale: multiplies every table's rows.
+  """
+
+  platform: Platform
+  workload: wl.Workload
+  plan: Plan
+  stack: Stack
+  setup: ct.Setup
+  tables: dict
+  device: object
+  payload: int
+  row_scale: object
+
+
+class Dense(NamedTuple):
+  """Seconds of the dense layers: forward and backward of each part."""
+
+  bottom_fwd: jax.Array
+  bottom_bwd: jax.Array
+  inter_fwd: jax.Array
+  inter_bwd: jax.Array
+  top_fwd: jax.Array
+  top_bwd: jax.Array
+  optimizer: jax.Array
+
+
+class Embedding(NamedTuple):
+  """The embedding stage: lookups, the busiest rank's loads, seconds."""
+
+  lookups: ct.Lookups
+  busiest: dict
+  gather_hbm: jax.Array
+  update_hbm: jax.Array
+  ddr: ct.DdrTerms
+  host_link: jax.Array  # pooled results over the host link, one way
+  socket_link: jax.Array  # and over the socket links
+
+
+class Comms(NamedTuple):
+  """Seconds of the collectives, inside and across nodes."""
+
+  ids_intra: jax.Array
+  ids_inter: jax.Array
+  a2a_intra: jax.Array  # pooled all-to-all, one direction
+  a2a_inter: jax.Array
+  ar_intra: jax.Array  # dense gradient allreduce
+  ar_inter: jax.Array
+
+
+class Host(NamedTuple):
+  """Kernel counts, the device gaps they leave and the host's time."""
+
+  counts: ct.Counts
+  launch: jax.Array
+  time: jax.Array
+
+
 def evaluate(
   platform: Platform,
   workload: wl.Workload,
@@ -141,6 +214,17 @@ def evaluate(
   Returns:
     A `CostReport` of scalars (SI units).
   """
+  c = step_context(platform, workload, plan, stack, row_scale, sharding_weights)
+  dense, emb, comms = _dense(c), _embedding(c), _collectives(c)
+  host = _host(c)
+  step, breakdown = _step_time(c, dense, emb, comms, host)
+  return _report(c, step, breakdown, _memory(c, emb))
+
+
+def step_context(
+  platform, workload, plan, stack, row_scale=1.0, sharding_weights=None
+) -> Step:
+  """The `Step` of `evaluate`'s arguments: setup, tables and payload."""
   p, w, s = platform, workload, stack
   st = ct.setup(p, w, s)
   granules = (p.accelerator.access_granularity, p.cpu.access_granularity)
@@ -164,8 +248,13 @@ def evaluate(
     stack_lib.payload_bytes(s, w.dense_precision),
     wl.PRECISION_BYTES[plan.comm_precision],
   )
+  return Step(p, w, plan, s, st, t, dev, payload, row_scale)
 
-  # ---- dense half ----------------------------------------------------------
+
+def _dense(c: Step) -> Dense:
+  """Bottom MLP, interaction, top MLP (GEMMs and elementwise passes) and
+  the dense optimizer."""
+  p, w, s, st = c.platform, c.workload, c.stack, c.setup
   fwd, bwd = ct.dense_times(p, w, s, st)
   comp = ct.gemm_table(w)['component']
   part = [(comp == i).astype(fwd.dtype) for i in range(3)]
@@ -177,81 +266,133 @@ def evaluate(
   inter_fwd, inter_bwd = ct.interaction_times(
     p, w, s, st, (jnp.sum(fwd * part[1]), jnp.sum(bwd * part[1]))
   )
-  dense_opt = ct.dense_optimizer_time(p, w, s)
+  optimizer = ct.dense_optimizer_time(p, w, s)
+  return Dense(
+    bottom_fwd, bottom_bwd, inter_fwd, inter_bwd, top_fwd, top_bwd, optimizer
+  )
 
-  # ---- embeddings ----------------------------------------------------------
-  lk = ct.lookups(w, plan, t, st, row_scale)
-  busiest = ct.busiest_loads(ct.hbm_loads(s, t, lk, st, payload), t, st)
+
+def _embedding(c: Step) -> Embedding:
+  """Lookups, the busiest rank's HBM work, DDR/UVM work and the pooled
+  results' trip to the accelerators."""
+  p, w, plan, s, t, st = (
+    c.platform,
+    c.workload,
+    c.plan,
+    c.stack,
+    c.tables,
+    c.setup,
+  )
+  lk = ct.lookups(w, plan, t, st, c.row_scale)
+  busiest = ct.busiest_loads(ct.hbm_loads(s, t, lk, st, c.payload), t, st)
   gather_hbm, update_hbm = ct.embedding_hbm(p, t, st, busiest)
-  ddr = ct.embedding_ddr(p, w, plan, s, t, lk, st, row_scale)
-  host_1, upi_1 = ct.pooled_to_host(p, w, plan, s, t, lk, st, payload)
+  ddr = ct.embedding_ddr(p, w, plan, s, t, lk, st, c.row_scale)
+  host_1, upi_1 = ct.pooled_to_host(p, w, plan, s, t, lk, st, c.payload)
+  return Embedding(lk, busiest, gather_hbm, update_hbm, ddr, host_1, upi_1)
 
-  # ---- collectives ---------------------------------------------------------
+
+def _collectives(c: Step) -> Comms:
+  """All-to-alls of ids and pooled payloads, the dense allreduce."""
+  p, w, plan, s, t, st = (
+    c.platform,
+    c.workload,
+    c.plan,
+    c.stack,
+    c.tables,
+    c.setup,
+  )
   fab = ct.fabric(p, s, st)
-  a2a_intra, a2a_inter = ct.alltoall_pooled(w, s, t, st, fab, payload, p)
+  a2a_intra, a2a_inter = ct.alltoall_pooled(w, s, t, st, fab, c.payload, p)
   ids_intra, ids_inter = ct.alltoall_ids(w, s, t, st, fab, p)
   calls = ct.allreduce_calls(w, s, t, plan)
   ar_intra, ar_inter = ct.allreduce_dense(
-    ct.allreduce_bytes(w, s, t, plan, row_scale), calls, s, st, fab, p
+    ct.allreduce_bytes(w, s, t, plan, c.row_scale), calls, s, st, fab, p
   )
+  return Comms(ids_intra, ids_inter, a2a_intra, a2a_inter, ar_intra, ar_inter)
 
-  # ---- host side and kernel gaps -------------------------------------------
-  counts = ct.kernel_counts(w, s, t, plan, payload)
-  launch = counts.device_kernels * dev.kernel_overhead
-  host = ct.host_time(s, counts)
 
-  # ---- composition ---------------------------------------------------------
-  o = plan.overlap
+def _host(c: Step) -> Host:
+  """Kernel counts, their launch gaps on the device, the host's time."""
+  counts = ct.kernel_counts(c.workload, c.stack, c.tables, c.plan, c.payload)
+  launch = counts.device_kernels * c.device.kernel_overhead
+  return Host(counts, launch, ct.host_time(c.stack, counts))
+
+
+def _step_time(c: Step, d: Dense, e: Embedding, m: Comms, h: Host):
+  """(step seconds, breakdown): the device's forward and backward with
+  their overlaps, composed with the host; each component alone."""
+  o = c.plan.overlap
   emb_fwd = smooth_max(
-    gather_hbm + ddr.uvm_gather, ddr.cpu_gather + host_1 + upi_1
+    e.gather_hbm + e.ddr.uvm_gather,
+    e.ddr.cpu_gather + e.host_link + e.socket_link,
   )
-  sparse_fwd = ids_intra + ids_inter + emb_fwd + a2a_intra + a2a_inter
-  t_fwd = overlap(sparse_fwd, bottom_fwd, o) + inter_fwd + top_fwd
+  sparse_fwd = m.ids_intra + m.ids_inter + emb_fwd + m.a2a_intra + m.a2a_inter
+  t_fwd = overlap(sparse_fwd, d.bottom_fwd, o) + d.inter_fwd + d.top_fwd
   sparse_bwd = (
-    a2a_intra
-    + a2a_inter
-    + smooth_max(update_hbm + ddr.uvm_update, host_1 + upi_1 + ddr.cpu_update)
+    m.a2a_intra
+    + m.a2a_inter
+    + smooth_max(
+      e.update_hbm + e.ddr.uvm_update,
+      e.host_link + e.socket_link + e.ddr.cpu_update,
+    )
   )
-  t_bwd = top_bwd + inter_bwd + overlap(sparse_bwd, bottom_bwd, o)
-  t_bwd = overlap(t_bwd, ar_intra + ar_inter, o)
-  device = t_fwd + t_bwd + dense_opt + launch
-  by_group = {
-    'bottom_mlp': bottom_fwd + bottom_bwd,
-    'interaction': inter_fwd + inter_bwd,
-    'top_mlp': top_fwd + top_bwd,
-    'optimizer': dense_opt,
-    'embedding': gather_hbm + update_hbm + ddr.uvm_gather + ddr.uvm_update,
-    'collectives': ids_intra
-    + ids_inter
-    + 2.0 * (a2a_intra + a2a_inter)
-    + ar_intra
-    + ar_inter,
-    'other': launch,
-  }
-  step = ct.compose(device, by_group, s, counts, st)
+  t_bwd = d.top_bwd + d.inter_bwd + overlap(sparse_bwd, d.bottom_bwd, o)
+  t_bwd = overlap(t_bwd, m.ar_intra + m.ar_inter, o)
+  device = t_fwd + t_bwd + d.optimizer + h.launch
+  step = ct.compose(device, _by_group(d, e, m, h), c.stack, h.counts, c.setup)
+  return step, _breakdown(step, d, e, m, h)
 
-  breakdown = {
-    'dense_bottom_mlp': bottom_fwd + bottom_bwd,
-    'dense_interaction': inter_fwd + inter_bwd,
-    'dense_top_mlp': top_fwd + top_bwd,
-    'dense_optimizer': dense_opt,
-    'embedding_gather_hbm': gather_hbm,
-    'embedding_gather_ddr': ddr.cpu_gather + ddr.uvm_gather,
-    'embedding_update_hbm': update_hbm,
-    'embedding_update_ddr': ddr.cpu_update + ddr.uvm_update,
-    'host_transfer': 2.0 * host_1,
-    'socket_links': 2.0 * upi_1,
-    'alltoall_intra': ids_intra + 2.0 * a2a_intra,
-    'alltoall_inter': ids_inter + 2.0 * a2a_inter,
-    'allreduce_intra': ar_intra,
-    'allreduce_inter': ar_inter,
-    'overhead': launch * jnp.ones_like(step),
-    'host': host * jnp.ones_like(step),
+
+def _by_group(d: Dense, e: Embedding, m: Comms, h: Host) -> dict:
+  """Device seconds per group of work, as `terms.compose` weighs them."""
+  return {
+    'bottom_mlp': d.bottom_fwd + d.bottom_bwd,
+    'interaction': d.inter_fwd + d.inter_bwd,
+    'top_mlp': d.top_fwd + d.top_bwd,
+    'optimizer': d.optimizer,
+    'embedding': e.gather_hbm
+    + e.update_hbm
+    + e.ddr.uvm_gather
+    + e.ddr.uvm_update,
+    'collectives': m.ids_intra
+    + m.ids_inter
+    + 2.0 * (m.a2a_intra + m.a2a_inter)
+    + m.ar_intra
+    + m.ar_inter,
+    'other': h.launch,
   }
 
-  # ---- memory, capex, power ------------------------------------------------
+
+def _breakdown(step, d: Dense, e: Embedding, m: Comms, h: Host) -> dict:
+  """Each component of `COMPONENTS` alone, in seconds (not overlapped)."""
+  return {
+    'dense_bottom_mlp': d.bottom_fwd + d.bottom_bwd,
+    'dense_interaction': d.inter_fwd + d.inter_bwd,
+    'dense_top_mlp': d.top_fwd + d.top_bwd,
+    'dense_optimizer': d.optimizer,
+    'embedding_gather_hbm': e.gather_hbm,
+    'embedding_gather_ddr': e.ddr.cpu_gather + e.ddr.uvm_gather,
+    'embedding_update_hbm': e.update_hbm,
+    'embedding_update_ddr': e.ddr.cpu_update + e.ddr.uvm_update,
+    'host_transfer': 2.0 * e.host_link,
+    'socket_links': 2.0 * e.socket_link,
+    'alltoall_intra': m.ids_intra + 2.0 * m.a2a_intra,
+    'alltoall_inter': m.ids_inter + 2.0 * m.a2a_inter,
+    'allreduce_intra': m.ar_intra,
+    'allreduce_inter': m.ar_inter,
+    'overhead': h.launch * jnp.ones_like(step),
+    'host': h.time * jnp.ones_like(step),
+  }
+
+
+def _memory(c: Step, e: Embedding):
+  """(required, available, soft margin, fits): bytes per tier; the
+  margin is a soft minimum over the tiers of 1 - required/available."""
+  p, w, s, st = c.platform, c.workload, c.stack, c.setup
   dense_mem = ct.dense_hbm_bytes(w, p, s)
-  required, available = ct.memory(p, w, s, t, lk, st, dense_mem, busiest)
+  required, available = ct.memory(
+    p, w, s, c.tables, e.lookups, st, dense_mem, e.busiest
+  )
   margins = [1.0 - required['ddr'] / available['ddr']]
   fits = required['ddr'] <= available['ddr']
   if not st.cpu_trainer:
@@ -260,8 +401,14 @@ def evaluate(
   margins = jnp.stack(margins)
   margin = -MARGIN_TEMPERATURE * jax.nn.logsumexp(-margins / MARGIN_TEMPERATURE)
   margin = margin + MARGIN_TEMPERATURE * jnp.log(float(len(margins)))
-  capex, power = ct.capex_and_power(p)
-  throughput = st.batch / jnp.maximum(step, TINY)
+  return required, available, margin, fits
+
+
+def _report(c: Step, step, breakdown: dict, memory) -> CostReport:
+  """The `CostReport`: figures per step, per USD and per W."""
+  required, available, margin, fits = memory
+  capex, power = ct.capex_and_power(c.platform)
+  throughput = c.setup.batch / jnp.maximum(step, TINY)
   stacked = jnp.stack([breakdown[k] for k in COMPONENTS])
   return CostReport(
     step_time=step,

@@ -50,7 +50,7 @@ TRACED_FIT_STEPS = 50
 def table_bytes(w: wl.Workload) -> np.ndarray:
   """Bytes of each table with its optimizer state, shape (T,)."""
   return np.array(
-    [float(t.bytes + wl.table_state_bytes(w, t)) for t in w.tables]
+    [float(tb.bytes + wl.table_state_bytes(w, tb)) for tb in w.tables]
   )
 
 
@@ -130,7 +130,7 @@ def water_fill(w: wl.Workload, capacity: float, dp_mask) -> np.ndarray:
   byte) fill first.
   """
   tb = table_bytes(w)
-  pool = np.array([t.pooling for t in w.tables], np.float64)
+  pool = np.array([tb.pooling for tb in w.tables], np.float64)
   k = float(w.popularity_skew)
   free = np.asarray(dp_mask) < 0.5
   total = float(np.sum(tb[free]))
@@ -203,7 +203,7 @@ def fill_curve(w: wl.Workload, dp_mask, u):
   serves every `row_scale`.
   """
   tb = table_bytes(w)
-  pool = np.array([t.pooling for t in w.tables], np.float64)
+  pool = np.array([tb.pooling for tb in w.tables], np.float64)
   k = float(w.popularity_skew)
   free = (np.asarray(dp_mask) < 0.5).astype(np.float64)
   density = pool / tb
@@ -293,10 +293,10 @@ def make(
       f'unknown sharding {sharding!r}; valid choices: auto, '
       + ', '.join(SHARDINGS)
     )
-  t = w.num_tables
+  n_tables = w.num_tables
   if sharding != 'auto':
     return _build(
-      w, p, s, (sharding,) * t, placement, comm_precision, row_scale
+      w, p, s, (sharding,) * n_tables, placement, comm_precision, row_scale
     )
   ranks = float(p.nodes) * float(p.accelerators_per_node)
   dense = float(cost_model.dense_hbm_bytes(w, hardware.as_arrays(p), s))
@@ -314,7 +314,12 @@ def make(
     big if x == big or y > 0.5 * fair else 'table_wise'
     for x, y in zip(by_size, traffic, strict=True)
   )
-  candidates = (by_size, by_traffic, ('table_wise',) * t, ('column_wise',) * t)
+  candidates = (
+    by_size,
+    by_traffic,
+    ('table_wise',) * n_tables,
+    ('column_wise',) * n_tables,
+  )
   plans = [
     _build(w, p, s, c, placement, comm_precision, row_scale)
     for c in dict.fromkeys(candidates)  # distinct, in order
@@ -364,11 +369,11 @@ def _rank_jit(w, column_shards, comm_precision):
 
 def _build(w, p, s, shardings, placement, comm_precision, row_scale) -> Plan:
   """A plan of these shardings with the placement's HBM fractions."""
-  t = w.num_tables
+  n_tables = w.num_tables
   if placement == 'hbm' or p.trainer == 'cpu':
-    frac = np.ones(t)
+    frac = np.ones(n_tables)
   elif placement == 'ddr':
-    frac = np.zeros(t)
+    frac = np.zeros(n_tables)
   else:
     frac = fit_hbm(w, p, s, shardings, row_scale)
   return Plan(

@@ -42,12 +42,12 @@ def table_arrays(
   """Static per-table arrays (length T); `granules` are the (HBM, DDR)
   access sizes in bytes."""
   sharding, column_shards, _ = plan_static
-  rows = np.array([t.rows for t in w.tables], dtype=np.float64)
-  dim = np.array([t.dim for t in w.tables], dtype=np.float64)
-  pool = np.array([t.pooling for t in w.tables], dtype=np.float64)
-  row_bytes = np.array([t.row_bytes for t in w.tables], dtype=np.float64)
+  rows = np.array([tb.rows for tb in w.tables], dtype=np.float64)
+  dim = np.array([tb.dim for tb in w.tables], dtype=np.float64)
+  pool = np.array([tb.pooling for tb in w.tables], dtype=np.float64)
+  row_bytes = np.array([tb.row_bytes for tb in w.tables], dtype=np.float64)
   state_elems = np.array(
-    [wl.optimizer_state_elems_per_row(w.optimizer, t.dim) for t in w.tables],
+    [wl.optimizer_state_elems_per_row(w.optimizer, tb.dim) for tb in w.tables],
     dtype=np.float64,
   )
   masks = {
@@ -74,10 +74,10 @@ def table_arrays(
   def touched(granule):
     # Bytes moved per lookup (gather) and per row update at `granule`.
     gather, update = [], []
-    for t, k in zip(w.tables, shards, strict=True):
+    for tb, k in zip(w.tables, shards, strict=True):
       k = int(k)
-      g = k * wl.granule_bytes(t.row_bytes / k, granule)
-      st = 4 * wl.optimizer_state_elems_per_row(w.optimizer, t.dim)
+      g = k * wl.granule_bytes(tb.row_bytes / k, granule)
+      st = 4 * wl.optimizer_state_elems_per_row(w.optimizer, tb.dim)
       # Adam keeps two state vectors; each is touched separately.
       vectors = 2 if w.optimizer == 'adam' else 1
       s = vectors * k * wl.granule_bytes(st / vectors / k, granule)
@@ -123,9 +123,9 @@ def table_arrays_mixed(
   masks are the weights themselves, so a one-hot row is exactly that
   table's sharding (`table_arrays`).
   """
-  t = w.num_tables
+  n_tables = w.num_tables
   whole, cols = (
-    table_arrays(w, ((name,) * t, column_shards, 'fp32'), granules)
+    table_arrays(w, ((name,) * n_tables, column_shards, 'fp32'), granules)
     for name in ('table_wise', 'column_wise')
   )
   weights = jnp.asarray(weights)
@@ -143,7 +143,7 @@ def table_arrays_mixed(
     )
   for i, name in enumerate(SEARCHED_SHARDINGS):
     out[name] = weights[:, i]
-  out['data_parallel'] = np.zeros(t)
+  out['data_parallel'] = np.zeros(n_tables)
   return out
 
 
@@ -198,10 +198,10 @@ def distinct_rows(rows, lookups, skew: float, lo, hi):
   if skew == 1.0:  # uniform: the integrand is constant
     rate = safe_div(jnp.asarray(lookups), jnp.asarray(rows))
     return rows * -jnp.expm1(-rate) * (jnp.asarray(hi) - jnp.asarray(lo))
-  t, wt = _gauss_legendre(_QUAD_NODES)
+  nodes, wt = _gauss_legendre(_QUAD_NODES)
   lo = jnp.asarray(lo)[..., None]
   hi = jnp.asarray(hi)[..., None]
-  x = lo + (hi - lo) * t
+  x = lo + (hi - lo) * nodes
   density = skew * jnp.maximum(1.0 - x, 0.0) ** (skew - 1.0)
   rate = safe_div(jnp.asarray(lookups)[..., None], jnp.asarray(rows)[..., None])
   touched = -jnp.expm1(-rate * density)
@@ -238,27 +238,27 @@ def busiest_rank(load, whole, ranks, order):
     whole = whole > 0.5
     idx = np.flatnonzero(whole)
     x = jnp.asarray(load)[..., idx]
-    t = len(idx)
-    count = float(t)
+    n_tables = len(idx)
+    count = float(n_tables)
   else:
     # Relaxed (traced) masks: every table, its load weighted by how much
     # of it is placed whole; the loads are sorted (order None).
     x = jnp.asarray(load) * whole
-    t = x.shape[-1]
+    n_tables = x.shape[-1]
     count = jnp.sum(whole, axis=-1)[..., None]
     order = None
   total = jnp.sum(x, axis=-1) / ranks
   bounds = [total[..., None], jnp.max(x, axis=-1)[..., None]]
-  j = np.arange(1, min(t, _MAX_PACKING_BOUNDS), dtype=np.float64)
+  j = np.arange(1, min(n_tables, _MAX_PACKING_BOUNDS), dtype=np.float64)
   if len(j) and order is None:
     ordered = -jnp.sort(-x, axis=-1)  # traced loads, sorted where they are
   elif len(j):
     # The order of the whole tables alone, as positions within `idx`.
     where = np.full(len(whole), -1)
-    where[idx] = np.arange(t)
+    where[idx] = np.arange(n_tables)
     order = np.broadcast_to(np.asarray(order), jnp.shape(load))
     kept = where[order]
-    kept = kept[kept >= 0].reshape(order.shape[:-1] + (t,))
+    kept = kept[kept >= 0].reshape(order.shape[:-1] + (n_tables,))
     ordered = jnp.take_along_axis(x, kept, axis=-1)
   if len(j):
     zeros = jnp.zeros(x.shape[:-1] + (3,), x.dtype)
@@ -315,8 +315,8 @@ def _distinct_np(rows, lookups, skew: float, frac):
   rows = np.maximum(rows, 1.0)
   if skew == 1.0:
     return rows * frac * -np.expm1(-lookups / rows)
-  t, wt = _gauss_legendre(_QUAD_NODES)
-  x = frac[..., None] * t
+  nodes, wt = _gauss_legendre(_QUAD_NODES)
+  x = frac[..., None] * nodes
   density = skew * np.maximum(1.0 - x, 0.0) ** (skew - 1.0)
   touched = -np.expm1(-(lookups / rows)[..., None] * density)
   return rows * np.sum(wt * touched, axis=-1) * frac
