@@ -6,11 +6,22 @@ search: 15.6 s to 6.9 s) at the price of slower runs, which the tests'
 tiny workloads do not notice. Set before any JAX computation starts the
 backend, here and in every subprocess a test launches (they inherit the
 environment; tests that set their own XLA_FLAGS add theirs to it).
+
+Compiles are also shared: one persistent compilation cache per suite run
+(`codesign.core.compile_cache`), a fresh directory made by the first
+process (pytest's controller, before it starts the xdist workers), then
+used by the workers and every subprocess a test launches through the
+environment variable. A fresh one each run, so no test depends on what
+an earlier run left.
 """
 
 import os
+import shutil
+import tempfile
 
 import jax
+
+from codesign.core import compile_cache
 
 FAST_COMPILE_FLAGS = (
   '--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true'
@@ -21,3 +32,14 @@ if 'xla_backend_optimization_level' not in os.environ.get('XLA_FLAGS', ''):
   ).strip()
 
 jax.config.update('jax_enable_x64', True)
+
+_OWN_CACHE = compile_cache.ENV_VAR not in os.environ
+if _OWN_CACHE:
+  os.environ[compile_cache.ENV_VAR] = tempfile.mkdtemp(prefix='codesign-jax-')
+compile_cache.enable()
+
+
+def pytest_unconfigure(config):
+  """The process that made the suite's cache removes it at the end."""
+  if _OWN_CACHE and not hasattr(config, 'workerinput'):
+    shutil.rmtree(os.environ[compile_cache.ENV_VAR], ignore_errors=True)

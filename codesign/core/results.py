@@ -34,6 +34,7 @@ from importlib import metadata
 
 import numpy as np
 
+from codesign.core import compile_cache
 from codesign.core.paths import CHECKOUT
 
 ROOT = CHECKOUT
@@ -330,6 +331,7 @@ def env_info(seed: int | None = None) -> dict:
     'device_count': len(devices),
     'x64': bool(jax.config.jax_enable_x64),
     'xla_flags': os.environ.get('XLA_FLAGS', ''),
+    'compile_cache': compile_cache.status(),
     'seed': seed,
   }
 

@@ -1,0 +1,54 @@
+"""The persistent compilation cache: where it goes, off, and what a run
+records."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+
+from codesign.core import compile_cache
+
+
+def test_off_by_flag_or_environment(monkeypatch):
+  assert compile_cache.resolve('off') is None
+  assert compile_cache.resolve('OFF') is None
+  monkeypatch.setenv(compile_cache.ENV_VAR, 'off')
+  assert compile_cache.resolve() is None
+  monkeypatch.setenv(compile_cache.ENV_VAR, '/x/y')
+  assert str(compile_cache.resolve()) == '/x/y'
+  assert str(compile_cache.resolve('/a')) == '/a'  # the flag wins
+
+
+def test_default_is_per_user(monkeypatch, tmp_path):
+  monkeypatch.delenv(compile_cache.ENV_VAR, raising=False)
+  monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
+  assert compile_cache.resolve() == tmp_path / 'codesign' / 'jax'
+
+
+def test_a_compile_is_kept_and_the_second_run_is_warm(tmp_path):
+  suite_cache = os.environ[compile_cache.ENV_VAR]
+  try:
+    cold = compile_cache.enable(str(tmp_path / 'c'))
+    assert cold == {
+      'dir': str(tmp_path / 'c'),
+      'warm': False,
+      'entries_before': 0,
+    }
+    jax.jit(lambda x: jnp.sin(x) * 3.25 + 0.5)(
+      jnp.arange(7.0)
+    ).block_until_ready()
+    warm = compile_cache.enable(str(tmp_path / 'c'))
+    assert warm['warm'] and warm['entries_before'] >= 1
+  finally:
+    compile_cache.enable(suite_cache)
+
+
+def test_an_unwritable_place_leaves_the_cache_off(tmp_path):
+  suite_cache = os.environ[compile_cache.ENV_VAR]
+  blocker = tmp_path / 'file'
+  blocker.write_text('not a directory')
+  try:
+    status = compile_cache.enable(str(blocker / 'cache'))
+    assert status == {'dir': None, 'warm': False, 'entries_before': 0}
+  finally:
+    compile_cache.enable(suite_cache)
