@@ -48,6 +48,20 @@ flags.DEFINE_integer(
 flags.DEFINE_float(
   'min_time_s', 1.0, 'Repeat each timed call until this much time has passed.'
 )
+flags.DEFINE_bool(
+  'job',
+  True,
+  "Also time the search's work on propose's design space "
+  '(codesign.studies.job_benchmark): relaxed designs (value and gradient) '
+  'and buildable designs with their auto plan per second.',
+)
+flags.DEFINE_bool(
+  'propose_runs',
+  True,
+  'Also run `experiments.propose` (defaults) twice in a fresh compilation '
+  'cache, cold then warm, and record the wall seconds of each and of its '
+  'search phase.',
+)
 common.define_run_flags(
   'benchmark',
   x64=False,
@@ -80,12 +94,51 @@ def main():
     x64=FLAGS.x64,
     seed=FLAGS.seed,
   )
-  result, _ = benchmark.run(settings, progress=common.progress_printer())
+  progress = common.progress_printer()
+  result, _ = benchmark.run(settings, progress=progress)
+  if FLAGS.job:
+    from codesign.studies import job_benchmark
+
+    result.update(job_benchmark.run(job_benchmark.Settings(), progress))
+  if FLAGS.propose_runs:
+    result.update(_propose_runs(progress))
   workdir = results.make_workdir('benchmark', FLAGS.workdir)
   results.write_csv(workdir / 'benchmark.csv', *benchmark.csv_table(result))
   config = {'flags': common.flag_values()}
   results.write_run(workdir, config, result, seed=FLAGS.seed)
   print(benchmark.table(result))
+
+
+def _propose_runs(progress) -> dict:
+  """Wall seconds of `experiments.propose` with its defaults, in a fresh
+  compilation cache (cold) and again (warm), and of their search
+  phases (the run's timing.json)."""
+  import json
+  import os
+  import subprocess
+  import sys
+  import tempfile
+  import time
+
+  out = {}
+  with tempfile.TemporaryDirectory(prefix='codesign-bench-') as tmp:
+    env = dict(os.environ, CODESIGN_COMPILE_CACHE=os.path.join(tmp, 'cache'))
+    for kind in ('cold', 'warm'):
+      progress(f'propose with defaults, {kind} compilation cache ...')
+      workdir = os.path.join(tmp, kind)
+      start = time.perf_counter()
+      proc = subprocess.run(
+        [sys.executable, '-m', 'experiments.propose', f'--workdir={workdir}'],
+        env=env,
+        capture_output=True,
+        text=True,
+      )
+      out[f'propose_{kind}_s'] = time.perf_counter() - start
+      if proc.returncode != 0:
+        raise InputError(f'propose failed: {proc.stderr.strip()[-300:]}')
+      timing = json.loads(open(os.path.join(workdir, 'timing.json')).read())
+      out[f'propose_{kind}_search_s'] = timing['search_wall_s']
+  return out
 
 
 if __name__ == '__main__':

@@ -227,7 +227,29 @@ def table(result: dict) -> str:
     f'eager, one design at a time: {result["eager_evals_per_s"]:,.1f} '
     f'evals/s (jit+vmap is {result["speedup_vs_eager"]:,.0f}x faster)'
   )
+  lines += _job_lines(result)
   return '\n'.join(lines)
+
+
+def _job_lines(result: dict) -> list[str]:
+  """The job's rates and propose's wall times, where measured."""
+  lines = []
+  if 'relaxed_evals_per_s' in result:
+    lines.append(
+      f'the job ({result["job_workload"]}): '
+      f'{result["relaxed_evals_per_s"]:,.0f} relaxed designs/s (value and '
+      f'gradient; compile {result["relaxed_compile_s"]:.1f} s), '
+      f'{result["planned_designs_per_s"]:,.0f} buildable designs with their '
+      f'auto plan/s (first call {result["planned_first_call_s"]:.1f} s)'
+    )
+  if 'propose_cold_s' in result:
+    lines.append(
+      f'propose defaults: {result["propose_cold_s"]:.1f} s cold '
+      f'(search {result["propose_cold_search_s"]:.1f} s), '
+      f'{result["propose_warm_s"]:.1f} s warm '
+      f'(search {result["propose_warm_search_s"]:.1f} s)'
+    )
+  return lines
 
 
 def csv_table(result: dict) -> tuple[list[str], list[list]]:

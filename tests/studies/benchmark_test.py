@@ -74,3 +74,41 @@ def test_benchmark_study_bad_settings_are_one_sentence(change, fragment):
   with pytest.raises(InputError, match=fragment) as e:
     benchmark.run(benchmark.Settings(**change))
   assert '\n' not in str(e.value)
+
+
+def test_job_benchmark_smallest_run():
+  from codesign.studies import job_benchmark
+
+  settings = job_benchmark.Settings(
+    workload='dlrm_benchmark',
+    max_nodes=2,
+    relaxed_designs=2,
+    planned_designs=4,
+    min_time_s=0.0,
+  )
+  lines = []
+  r = job_benchmark.run(settings, lines.append)
+  assert len(lines) == 2
+  assert r['job_workload'] == 'dlrm_benchmark'
+  for key in ('relaxed_evals_per_s', 'planned_designs_per_s'):
+    assert 0 < r[key] < float('inf')
+  for key in ('relaxed_compile_s', 'planned_first_call_s'):
+    assert r[key] > 0
+  text = benchmark.table({**_tiny_result(), **r})
+  assert 'relaxed designs/s' in text and 'auto plan/s' in text
+
+
+def _tiny_result():
+  return {
+    'workload': 'w',
+    'platform': 'p',
+    'dtype': 'float32',
+    'evals_per_s': {'1': 1.0},
+    'compile_s': {'1': 1.0},
+    'flops_per_eval': {'1': 1.0},
+    'grad_batch': 1,
+    'grads_per_s': 1.0,
+    'grad_compile_s': 1.0,
+    'eager_evals_per_s': 1.0,
+    'speedup_vs_eager': 1.0,
+  }

@@ -1,0 +1,138 @@
+"""How fast are the jobs people run? The search's work, not the model's.
+
+`experiments.benchmark` times the bare cost model; an architect waits
+for `propose`, whose search evaluates relaxed designs (value and
+gradient of the augmented Lagrangian of its objective and constraints,
+as `constrained.step` computes them) and whose exhaustive checks
+evaluate buildable designs with their auto plan (the planner's HBM fit
+and sharding choice, traced). `run(settings)` measures both rates on
+the default job's design space (propose's: the workload, 16 nodes, the
+sharding searched per table for the relaxed rate; plan mode auto, one
+sharding for every table, for the planned rate), with the compile
+seconds of each. The wall time of `propose` itself, cold and warm, is
+the launcher's (`experiments.benchmark --propose_runs`): it runs the
+script.
+
+Times are wall-clock seconds, rates per second; they vary with load,
+so tests assert none of them.
+"""
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from codesign.core.errors import InputError
+from codesign.search import constrained, design_space, gradient
+from codesign.spec import stack_presets, workload_presets
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """The job to time (propose's defaults unless said).
+
+  Attributes:
+    workload: workload preset name.
+    stack: stack preset name.
+    max_nodes: largest node count of the design space.
+    relaxed_designs: relaxed designs per value-and-gradient call.
+    planned_designs: buildable designs per planned-evaluation call.
+    min_time_s: each timed call repeats until this many seconds passed.
+    seed: seed of the random designs.
+  """
+
+  workload: str = 'zion_scale'
+  stack: str = 'torchrec'
+  max_nodes: int = 16
+  relaxed_designs: int = 4096
+  planned_designs: int = 16384
+  min_time_s: float = 1.0
+  seed: int = 0
+
+
+def _problem(settings: Settings, **space_args) -> gradient.Problem:
+  w = workload_presets.get(settings.workload)
+  space = design_space.make_space(w, settings.max_nodes, **space_args)
+  stack = stack_presets.get(settings.stack)
+  return gradient.check_problem(
+    gradient.Problem(space, w, stack, budget_usd=1e6)
+  )
+
+
+def _timed(fn, *args, min_time_s: float) -> tuple[float, float]:
+  """(compile seconds, seconds per call) of a jitted `fn(*args)`."""
+  start = time.perf_counter()
+  compiled = fn.lower(*args).compile()
+  compile_s = time.perf_counter() - start
+  jax.block_until_ready(compiled(*args))
+  calls, start = 0, time.perf_counter()
+  while True:
+    jax.block_until_ready(compiled(*args))
+    calls += 1
+    if (elapsed := time.perf_counter() - start) >= min_time_s:
+      return compile_s, elapsed / calls
+
+
+def relaxed_rate(settings: Settings) -> tuple[float, float]:
+  """(relaxed designs/s, compile s): value and gradient of the augmented
+  Lagrangian at random starts of propose's space."""
+  problem = _problem(settings, plan_mode='auto', sharding='search')
+  z = gradient.initial_starts(problem, settings.relaxed_designs, settings.seed)
+  n_constraints = len(gradient.CONSTRAINTS)
+
+  def lagrangian(z):
+    loss, g, _ = gradient.assess(problem, z)
+    lam = jax.numpy.zeros(n_constraints, z.dtype)
+    return constrained.lagrangian(loss, g, lam, 10.0)
+
+  fn = jax.jit(jax.vmap(jax.value_and_grad(lagrangian)))
+  compile_s, sec = _timed(fn, z, min_time_s=settings.min_time_s)
+  return settings.relaxed_designs / sec, compile_s
+
+
+def planned_rate(settings: Settings) -> tuple[float, float]:
+  """(buildable designs with their auto plan per second, seconds of the
+  first call, mostly compiling): as exhaustive enumeration evaluates
+  them."""
+  problem = _problem(settings, plan_mode='auto')
+  rng = np.random.default_rng(settings.seed)
+  sizes = np.asarray(problem.space.sizes)
+  n = settings.planned_designs
+  index = (rng.random((n, len(sizes))) * sizes).astype(np.int32)
+  start = time.perf_counter()
+  gradient.evaluate_indices(problem, index, None, chunk=n)
+  first_s = time.perf_counter() - start
+  calls, start = 0, time.perf_counter()
+  while True:
+    gradient.evaluate_indices(problem, index, None, chunk=n)
+    calls += 1
+    if (elapsed := time.perf_counter() - start) >= settings.min_time_s:
+      return n * calls / elapsed, first_s
+
+
+def run(
+  settings: Settings, progress: Callable[[str], None] | None = None
+) -> dict:
+  """The job's rates (see the module docstring): relaxed_evals_per_s,
+  relaxed_compile_s, planned_designs_per_s, planned_first_call_s."""
+  progress = progress or (lambda line: None)
+  if min(settings.relaxed_designs, settings.planned_designs) < 1:
+    raise InputError('design counts must be positive integers')
+  progress(
+    f'value and gradient of {settings.relaxed_designs} relaxed designs '
+    f'of propose ({settings.workload}) ...'
+  )
+  relaxed, relaxed_compile = relaxed_rate(settings)
+  progress(
+    f'{settings.planned_designs} buildable designs with their auto plan ...'
+  )
+  planned, planned_first = planned_rate(settings)
+  return {
+    'job_workload': settings.workload,
+    'relaxed_evals_per_s': relaxed,
+    'relaxed_compile_s': relaxed_compile,
+    'planned_designs_per_s': planned,
+    'planned_first_call_s': planned_first,
+  }
