@@ -39,7 +39,6 @@ LONG_FUNCTIONS = frozenset(
     'studies/scale_out:run',
     'studies/calibration:local_configs',
     'search/multi_search:search_tasks',
-    'spec/stack_presets:nvidia_pytorch',
     'spec/workload:problems',
     'model/rank_stats:compute',
     'search/gradient:gradient_search',
@@ -48,14 +47,10 @@ LONG_FUNCTIONS = frozenset(
     'studies/sensitivity:run',
     'studies/calibration:run',
     'studies/compare_platforms:run',
-    'spec/stack_presets:torchrec',
-    'spec/catalog:accelerator',
     'studies/benchmark:run',
     'model/terms/host:kernel_counts',
     'studies/zion_decision:run',
     'studies/search_quality:run',
-    'spec/stack_presets:hugectr',
-    'spec/stack_presets:jax_xla',
     'calibration/public_cases:_fit_parameters',
   }
 )
