@@ -34,7 +34,6 @@ LONG_FUNCTIONS = frozenset(
     'studies/growth:run',
     'studies/pareto:run',
     'model/cost_model:evaluate',
-    'calibration/profile_fit:fit',
     'boundary/export:torchrec_planner',
     'studies/scale_out:run',
     'studies/calibration:local_configs',
