@@ -35,7 +35,6 @@ LONG_FUNCTIONS = frozenset(
     'studies/pareto:run',
     'model/cost_model:evaluate',
     'boundary/export:torchrec_planner',
-    'studies/scale_out:run',
     'studies/calibration:local_configs',
     'search/multi_search:search_tasks',
     'spec/workload:problems',
