@@ -42,7 +42,6 @@ LONG_FUNCTIONS = frozenset(
     'search/gradient:gradient_search',
     'search/design_space:make_space',
     'model/rank_stats:per_table',
-    'studies/sensitivity:run',
     'studies/calibration:run',
     'studies/compare_platforms:run',
     'studies/benchmark:run',
