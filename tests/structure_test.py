@@ -34,7 +34,6 @@ LONG_FUNCTIONS = frozenset(
     'studies/growth:run',
     'studies/pareto:run',
     'model/cost_model:evaluate',
-    'boundary/export:torchrec_planner',
     'studies/calibration:local_configs',
     'search/multi_search:search_tasks',
     'search/gradient:gradient_search',
