@@ -32,10 +32,8 @@ LONG_FUNCTIONS = frozenset(
   {
     'studies/proposal:run',
     'studies/growth:run',
-    'studies/pareto:run',
     'model/cost_model:evaluate',
     'studies/calibration:local_configs',
-    'search/multi_search:search_tasks',
     'search/gradient:gradient_search',
     'studies/calibration:run',
     'studies/compare_platforms:run',
