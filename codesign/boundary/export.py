@@ -176,73 +176,9 @@ def torchrec_planner(
     A JSON-able dict: `header`, `topology`, `batch_size`,
     `storage_reservation`, `tables`, `constraints`, `codesign`.
   """
-  cpu_trainer = p.trainer == 'cpu'
-  per_node = int(round(float(terms.ranks_per_node(p))))
-  nodes = int(round(float(p.nodes)))
-  world = nodes * per_node
-  bw = _fabric(w, p, s)
-  hbm_cap = 0 if cpu_trainer else int(float(p.accelerator.hbm_capacity))
-  node_ddr = float(p.sockets_per_node) * float(p.cpu.ddr_capacity)
-  topology = {
-    'world_size': world,
-    'local_world_size': per_node,
-    'compute_device': 'cpu' if cpu_trainer else 'cuda',
-    'hbm_cap': hbm_cap,
-    'ddr_cap': int(node_ddr / per_node),
-    'intra_host_bw': bw['intra_host_bytes_per_s'] / MS_PER_S,
-    'inter_host_bw': bw['inter_host_bytes_per_s'] / MS_PER_S,
-    'hbm_mem_bw': bw['hbm_mem_bytes_per_s'] / MS_PER_S,
-    'ddr_mem_bw': bw['ddr_mem_bytes_per_s'] / MS_PER_S,
-    'hbm_to_ddr_mem_bw': bw['hbm_to_ddr_mem_bytes_per_s'] / MS_PER_S,
-  }
-  frac = np.asarray(plan.hbm_fraction, np.float64)
-  tb = planner.table_bytes(w)
-  names = table_names(w)
-  warnings = []
-  tables, constraints, ours = [], {}, {}
-  for i, (t, name) in enumerate(zip(w.tables, names, strict=True)):
-    sharding = plan.sharding[i]
-    f = 1.0 if sharding == 'data_parallel' else float(frac[i])
-    f = 0.0 if cpu_trainer else f
-    kernel = compute_kernel(
-      sharding, f, cpu_trainer=cpu_trainer, uvm_caching=s.uvm_caching
-    )
-    tables.append(
-      {
-        'name': name,
-        'num_embeddings': t.rows,
-        'embedding_dim': t.dim,
-        'feature_names': [name.removeprefix('t_')],
-        'data_type': DATA_TYPES.get(t.precision),
-      }
-    )
-    c = {
-      'sharding_types': [SHARDING_TYPES[sharding]],
-      'compute_kernels': [kernel],
-      'pooling_factors': [float(t.pooling)],
-    }
-    if sharding == 'column_wise':
-      c['min_partition'] = max(1, t.dim // plan.column_shards)
-    if kernel == FUSED_UVM_CACHING:
-      c['cache_params'] = {'load_factor': f}
-    constraints[name] = c
-    in_ddr = 1.0 if kernel in (FUSED_UVM, FUSED_UVM_CACHING) else 0.0
-    ours[name] = {
-      'sharding': sharding,
-      'hbm_fraction': f,
-      'table_bytes': float(tb[i]),
-      'hbm_bytes': f * float(tb[i]),
-      'ddr_bytes': float(tb[i]) * (1.0 if cpu_trainer else in_ddr),
-      'lookups_per_sample': float(t.pooling),
-    }
-    if t.precision not in DATA_TYPES:
-      warnings.append(f'{name}: TorchRec has no {t.precision} table type')
-    if cpu_trainer and sharding in ('row_wise', 'table_row_wise'):
-      warnings.append(f'{name}: TorchRec shards {sharding} on cuda only')
-    if not cpu_trainer and kernel == FUSED_UVM and f > WHOLE:
-      warnings.append(
-        f'{name}: {f:.3g} of it is in HBM in the plan, none under fused_uvm'
-      )
+  nodes, per_node = _ranks(p)
+  topology, bw = _topology(w, p, s)
+  tables, constraints, ours, warnings = _tables(w, p, plan, s)
   if s.name != 'torchrec':
     warnings.append(
       f'the plan was made for the {s.name} stack, not TorchRec; its '
@@ -261,7 +197,7 @@ def torchrec_planner(
   return {
     'header': header,
     'topology': topology,
-    'batch_size': int(round(w.global_batch / world)),
+    'batch_size': int(round(w.global_batch / topology['world_size'])),
     'storage_reservation': {'percentage': float(s.hbm_reserve)},
     'tables': tables,
     'constraints': constraints,
@@ -269,14 +205,116 @@ def torchrec_planner(
       'nodes': nodes,
       'ranks_per_node': per_node,
       'global_batch': w.global_batch,
-      'hbm_capacity_bytes_per_rank': hbm_cap,
-      'ddr_capacity_bytes_per_node': node_ddr,
+      'hbm_capacity_bytes_per_rank': topology['hbm_cap'],
+      'ddr_capacity_bytes_per_node': _node_ddr(p),
       'bandwidths_bytes_per_s': bw,
       'cpu_lookup_fraction': float(plan.cpu_lookup_fraction),
       'column_shards': plan.column_shards,
       'tables': ours,
     },
   }
+
+
+def _ranks(p: Platform) -> tuple[int, int]:
+  """(nodes, ranks per node) of platform `p`."""
+  per_node = int(round(float(terms.ranks_per_node(p))))
+  return int(round(float(p.nodes))), per_node
+
+
+def _node_ddr(p: Platform) -> float:
+  """DDR bytes per node."""
+  return float(p.sockets_per_node) * float(p.cpu.ddr_capacity)
+
+
+def _topology(w: wl.Workload, p: Platform, s: Stack) -> tuple[dict, dict]:
+  """(topology, bw): TorchRec's Topology arguments (bandwidths in bytes
+  per ms) and the bandwidths they come from (`_fabric`, bytes/s)."""
+  cpu_trainer = p.trainer == 'cpu'
+  nodes, per_node = _ranks(p)
+  bw = _fabric(w, p, s)
+  topology = {
+    'world_size': nodes * per_node,
+    'local_world_size': per_node,
+    'compute_device': 'cpu' if cpu_trainer else 'cuda',
+    'hbm_cap': 0 if cpu_trainer else int(float(p.accelerator.hbm_capacity)),
+    'ddr_cap': int(_node_ddr(p) / per_node),
+    'intra_host_bw': bw['intra_host_bytes_per_s'] / MS_PER_S,
+    'inter_host_bw': bw['inter_host_bytes_per_s'] / MS_PER_S,
+    'hbm_mem_bw': bw['hbm_mem_bytes_per_s'] / MS_PER_S,
+    'ddr_mem_bw': bw['ddr_mem_bytes_per_s'] / MS_PER_S,
+    'hbm_to_ddr_mem_bw': bw['hbm_to_ddr_mem_bytes_per_s'] / MS_PER_S,
+  }
+  return topology, bw
+
+
+def _tables(w: wl.Workload, p: Platform, plan: Plan, s: Stack):
+  """(tables, constraints, ours, warnings): per table TorchRec's
+  EmbeddingBagConfig and ParameterConstraints arguments, the plan's own
+  numbers, and what TorchRec cannot express as planned."""
+  cpu_trainer = p.trainer == 'cpu'
+  frac = np.asarray(plan.hbm_fraction, np.float64)
+  tb = planner.table_bytes(w)
+  warnings = []
+  tables, constraints, ours = [], {}, {}
+  for i, (t, name) in enumerate(zip(w.tables, table_names(w), strict=True)):
+    sharding = plan.sharding[i]
+    f = 1.0 if sharding == 'data_parallel' else float(frac[i])
+    f = 0.0 if cpu_trainer else f
+    kernel = compute_kernel(
+      sharding, f, cpu_trainer=cpu_trainer, uvm_caching=s.uvm_caching
+    )
+    tables.append(
+      {
+        'name': name,
+        'num_embeddings': t.rows,
+        'embedding_dim': t.dim,
+        'feature_names': [name.removeprefix('t_')],
+        'data_type': DATA_TYPES.get(t.precision),
+      }
+    )
+    constraints[name] = _constraint(t, sharding, kernel, f, plan.column_shards)
+    in_ddr = 1.0 if kernel in (FUSED_UVM, FUSED_UVM_CACHING) else 0.0
+    ours[name] = {
+      'sharding': sharding,
+      'hbm_fraction': f,
+      'table_bytes': float(tb[i]),
+      'hbm_bytes': f * float(tb[i]),
+      'ddr_bytes': float(tb[i]) * (1.0 if cpu_trainer else in_ddr),
+      'lookups_per_sample': float(t.pooling),
+    }
+    warnings += _table_warnings(name, t, sharding, kernel, f, cpu_trainer)
+  return tables, constraints, ours, warnings
+
+
+def _constraint(t: wl.Table, sharding, kernel, f, column_shards) -> dict:
+  """TorchRec's ParameterConstraints of table `t`: its sharding type,
+  compute kernel and pooling factor; its column shards' smallest size;
+  its UVM cache's load factor (`f`, the HBM fraction)."""
+  c = {
+    'sharding_types': [SHARDING_TYPES[sharding]],
+    'compute_kernels': [kernel],
+    'pooling_factors': [float(t.pooling)],
+  }
+  if sharding == 'column_wise':
+    c['min_partition'] = max(1, t.dim // column_shards)
+  if kernel == FUSED_UVM_CACHING:
+    c['cache_params'] = {'load_factor': f}
+  return c
+
+
+def _table_warnings(name, t: wl.Table, sharding, kernel, f, cpu_trainer):
+  """What TorchRec cannot express of table `name` as planned: its
+  precision, a row-wise sharding on CPU, HBM rows under fused_uvm."""
+  warnings = []
+  if t.precision not in DATA_TYPES:
+    warnings.append(f'{name}: TorchRec has no {t.precision} table type')
+  if cpu_trainer and sharding in ('row_wise', 'table_row_wise'):
+    warnings.append(f'{name}: TorchRec shards {sharding} on cuda only')
+  if not cpu_trainer and kernel == FUSED_UVM and f > WHOLE:
+    warnings.append(
+      f'{name}: {f:.3g} of it is in HBM in the plan, none under fused_uvm'
+    )
+  return warnings
 
 
 EXPORTERS = {'torchrec': torchrec_planner}

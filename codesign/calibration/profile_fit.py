@@ -154,7 +154,31 @@ def fit(
   target = target or ('cpu' if jax.default_backend() == 'cpu' else 'accel')
   target = 'cpu' if target == 'cpu' else 'accelerator'
   peaks = measured_peaks(records)
-  seed_profile = {
+  fitted = [r for r in records if r['kind'] in FIT_KINDS]
+  kinds = sorted({r['kind'] for r in fitted})
+  kind_id = np.array([kinds.index(r['kind']) for r in fitted])
+  loss_fn, preds = _loss(_seed_profile(target, peaks), fitted, kinds, kind_id)
+  theta, losses, pred = _adam(
+    loss_fn, preds, _theta0(peaks), learning_rate, steps
+  )
+  values = {k: float(v) for k, v in _unpack(theta, target).items()}
+  pred = np.asarray(pred, np.float64)
+  report = {
+    'loss_initial': float(losses[0]),
+    'loss_final': float(losses[-1]),
+    'steps': steps,
+    'per_kind': _per_kind(fitted, kinds, kind_id, pred),
+    'predictions': [
+      {**r, 'predicted': float(q)} for r, q in zip(fitted, pred, strict=True)
+    ],
+  }
+  return _profile(target, peaks, values), report
+
+
+def _seed_profile(target: str, peaks: dict) -> dict:
+  """The profile the fit starts from: the measured peaks, generic
+  efficiencies and overheads, gemm_efficiency 1."""
+  return {
     'target': target,
     **peaks,
     'gemm_efficiency': 1.0,
@@ -164,35 +188,65 @@ def fit(
     'kernel_overhead_us': 10.0,
     'step_overhead_us': 50.0,
   }
-  seed_platform = device_profile.local_platform(seed_profile)
-  base = hardware.as_arrays(seed_platform, jnp.float32)
+
+
+def _unpack(theta, target: str) -> dict:
+  """The fitted fields (SI) of parameter vector `theta` (log space; the
+  efficiencies through a sigmoid); an accelerator's TF32 peak is its
+  fp32 peak."""
+  out = {
+    'peak_flops_fp32': jnp.exp(theta[0]),
+    'peak_flops_bf16': jnp.exp(theta[1]),
+    'gemm_half_size': jnp.exp(theta[2]),
+    'gather_efficiency': jax.nn.sigmoid(theta[3]),
+    'kernel_overhead': jnp.exp(theta[4]),
+    'step_overhead': jnp.exp(theta[5]),
+    'update_efficiency': jax.nn.sigmoid(theta[6]),
+  }
+  if target == 'accelerator':
+    out['peak_flops_tf32'] = out['peak_flops_fp32']
+  return out
+
+
+def _logit(x: float) -> float:
+  """The inverse of the sigmoid."""
+  return float(np.log(x / (1.0 - x)))
+
+
+def _theta0(peaks: dict):
+  """The starting parameter vector: the measured peaks and the seed
+  profile's numbers, in `_unpack`'s order and spaces (float32)."""
+  return jnp.array(
+    [
+      np.log(peaks['peak_flops_fp32_tflops'] * 1e12),
+      np.log(peaks['peak_flops_bf16_tflops'] * 1e12),
+      np.log(16.0),
+      _logit(0.5),
+      np.log(10e-6),
+      np.log(50e-6),
+      _logit(0.5),
+    ],
+    jnp.float32,
+  )
+
+
+def _loss(seed_profile: dict, fitted: list[dict], kinds, kind_id):
+  """(loss_fn, preds) of parameter vectors: the predicted seconds of the
+  `fitted` records (kind `kinds[kind_id[i]]`), and per kind of benchmark
+  the mean squared log error, averaged over kinds."""
+  target = seed_profile['target']
+  base = hardware.as_arrays(
+    device_profile.local_platform(seed_profile), jnp.float32
+  )
   base_stack = device_profile.local_stack(seed_profile)
-  fitted = [r for r in records if r['kind'] in FIT_KINDS]
-  kinds = sorted({r['kind'] for r in fitted})
   log_meas = jnp.log(jnp.array([r['seconds'] for r in fitted], jnp.float32))
-  kind_id = np.array([kinds.index(r['kind']) for r in fitted])
   weight = np.array(
     [1.0 / np.sum(kind_id == i) / len(kinds) for i in kind_id], np.float32
   )
-
-  def unpack(theta):
-    out = {
-      'peak_flops_fp32': jnp.exp(theta[0]),
-      'peak_flops_bf16': jnp.exp(theta[1]),
-      'gemm_half_size': jnp.exp(theta[2]),
-      'gather_efficiency': jax.nn.sigmoid(theta[3]),
-      'kernel_overhead': jnp.exp(theta[4]),
-      'step_overhead': jnp.exp(theta[5]),
-      'update_efficiency': jax.nn.sigmoid(theta[6]),
-    }
-    if target == 'accelerator':
-      out['peak_flops_tf32'] = out['peak_flops_fp32']
-    return out
-
   plans = [bench_plan(base, r) for r in fitted]
 
   def preds(theta):
-    p, s = _with_fit(base, base_stack, unpack(theta))
+    p, s = _with_fit(base, base_stack, _unpack(theta, target))
     return jnp.stack(
       [predict(p, s, r, pl) for r, pl in zip(fitted, plans, strict=True)]
     )
@@ -201,21 +255,12 @@ def fit(
     err = jnp.log(preds(theta)) - log_meas
     return jnp.sum(weight * err * err)
 
-  def logit(x):
-    return float(np.log(x / (1.0 - x)))
+  return loss_fn, preds
 
-  theta0 = jnp.array(
-    [
-      np.log(peaks['peak_flops_fp32_tflops'] * 1e12),
-      np.log(peaks['peak_flops_bf16_tflops'] * 1e12),
-      np.log(16.0),
-      logit(0.5),
-      np.log(10e-6),
-      np.log(50e-6),
-      logit(0.5),
-    ],
-    jnp.float32,
-  )
+
+def _adam(loss_fn, preds, theta0, learning_rate: float, steps: int):
+  """(theta, losses, predictions) after `steps` Adam steps on `loss_fn`
+  from `theta0`, in one jitted scan."""
   tx = optax.adam(learning_rate)
 
   @jax.jit
@@ -231,11 +276,14 @@ def fit(
     )
     return theta, losses, preds(theta)
 
-  theta, losses, pred = run(theta0)
-  values = {k: float(v) for k, v in unpack(theta).items()}
-  pred = np.asarray(pred, np.float64)
+  return run(theta0)
+
+
+def _per_kind(fitted, kinds, kind_id, pred) -> dict:
+  """Per kind of benchmark: count, median and maximum |relative error| of
+  the predictions `pred`."""
   rel = pred / np.array([r['seconds'] for r in fitted]) - 1.0
-  per_kind = {
+  return {
     k: {
       'count': int(np.sum(kind_id == i)),
       'median_abs_rel_error': float(np.median(np.abs(rel[kind_id == i]))),
@@ -243,7 +291,12 @@ def fit(
     }
     for i, k in enumerate(kinds)
   }
-  profile = {
+
+
+def _profile(target: str, peaks: dict, values: dict) -> dict:
+  """The fitted profile in `codesign.calibration.device_profile` keys and
+  units."""
+  return {
     'target': target,
     **peaks,
     'peak_flops_fp32_tflops': values['peak_flops_fp32'] / 1e12,
@@ -255,13 +308,3 @@ def fit(
     'kernel_overhead_us': values['kernel_overhead'] * 1e6,
     'step_overhead_us': values['step_overhead'] * 1e6,
   }
-  report = {
-    'loss_initial': float(losses[0]),
-    'loss_final': float(losses[-1]),
-    'steps': steps,
-    'per_kind': per_kind,
-    'predictions': [
-      {**r, 'predicted': float(q)} for r, q in zip(fitted, pred, strict=True)
-    ],
-  }
-  return profile, report

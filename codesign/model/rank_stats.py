@@ -75,6 +75,35 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
   """
   pa = hardware.as_arrays(p)
   st = terms.setup(pa, w, s)
+  t, lk, loads = _model_arrays(w, p, plan, s, st)
+  dp = t['data_parallel']
+  replica = np.sum(dp * t['table_bytes'] * 2.0)  # read and write each once
+  if st.cpu_trainer:
+    x = _cpu_trainer_loads(pa, st, s, t, lk, replica)
+  else:
+    x = _accelerator_loads(w, p, pa, st, s, t, lk, loads, replica)
+  return {
+    'hbm_bytes': _f(x['hbm_bytes']),
+    'ddr_bytes': _f(x['ddr_bytes']),
+    'hbm_lookups': _f(lk.hbm),
+    'ddr_lookups': _f(lk.ddr),
+    'seconds': _f(x['seconds']),
+    'replica_seconds': float(x['replica_s']),
+    'ranks': int(round(float(st.ranks))),
+    'per_node': int(round(float(st.per_node))),
+    'dedicated': int(round(float(st.dedicated))),
+    'dense_hbm_bytes': 0.0
+    if st.cpu_trainer
+    else float(terms.dense_hbm_bytes(w, pa, s)),
+    'model_hbm_bytes': float(x['model_hbm']),
+    'hbm_available_bytes': float(x['available']),
+    'model_bound_s': float(x['bound']) + float(x['replica_s']),
+  }
+
+
+def _model_arrays(w, p: Platform, plan: Plan, s: Stack, st):
+  """(t, lk, loads): the model's per-table arrays of the design (`t`, with
+  the load orders), its lookups and its HBM loads."""
   t = terms.table_arrays(
     w,
     (plan.sharding, plan.column_shards, plan.comm_precision),
@@ -82,66 +111,65 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
   )
   t = {**t, 'orders': terms.load_orders(w, plan, s, t)}
   lk = terms.lookups(w, plan, t, st, 1.0)
-  tb, dp = t['table_bytes'], t['data_parallel']
-  frac = _f(lk.frac)
   payload = min(
     stack_lib.payload_bytes(s, w.dense_precision),
     wl.PRECISION_BYTES[plan.comm_precision],
   )
-  loads = terms.hbm_loads(s, t, lk, st, payload)
-  replica = np.sum(dp * tb * 2.0)  # read and write every replica once
-  if st.cpu_trainer:
-    cpu = pa.cpu
-    gather_b, _ = t['touched_ddr']
-    # As `terms.embedding_ddr` charges a CPU trainer: no pooled-gradient
-    # reads (its `bags` are zero there).
-    moved = terms.update_bytes(
-      s, t, lk.ddr, lk.distinct_ddr, t['touched_ddr'], 0.0
-    )
-    update_rate = cpu.ddr_bandwidth * cpu.update_efficiency
-    seconds = lk.ddr * gather_b / (
-      cpu.ddr_bandwidth * cpu.gather_efficiency
-    ) + (moved / update_rate)
-    replica_s = replica / update_rate
-    hbm_bytes, ddr_bytes = np.zeros_like(tb), tb
-    bound = jnp.sum(seconds) / st.table_ranks  # spread evenly
-    model_hbm = 0.0
-    available = 0.0
-  else:
-    acc = pa.accelerator
-    update_rate = acc.hbm_bandwidth * acc.update_efficiency
-    seconds = loads['gather'] / (acc.hbm_bandwidth * acc.gather_efficiency)
-    seconds = seconds + loads['update'] / update_rate
-    if 'cast' in loads:  # charged to the gather and to the update
-      stream = acc.hbm_bandwidth * terms.STREAM_EFFICIENCY
-      seconds = seconds + 2.0 * loads['cast'] / stream
-    replica_s = replica / update_rate
-    hbm_bytes = frac * tb
-    ddr_bytes = ((1.0 - dp) if s.uvm_caching else (1.0 - frac)) * tb
-    order = np.argsort(-_f(seconds), kind='stable')
-    bound = terms.per_rank(seconds, t, st, order)
-    model_hbm = (
-      terms.per_rank(loads['resident'], t, st, t['orders']['bytes'])
-      + np.sum(dp * tb)
-      + terms.dense_hbm_bytes(w, pa, s)
-    )
-    available = float(p.accelerator.hbm_capacity) * (1.0 - s.hbm_reserve)
+  return t, lk, terms.hbm_loads(s, t, lk, st, payload)
+
+
+def _cpu_trainer_loads(pa, st, s: Stack, t: dict, lk, replica) -> dict:
+  """A CPU trainer's per-table DDR gathers and updates at one socket's
+  rate, as `terms.embedding_ddr` charges them (spread evenly): seconds,
+  replica_s, hbm_bytes, ddr_bytes, bound, model_hbm, available."""
+  cpu, tb = pa.cpu, t['table_bytes']
+  gather_b, _ = t['touched_ddr']
+  # As `terms.embedding_ddr` charges a CPU trainer: no pooled-gradient
+  # reads (its `bags` are zero there).
+  moved = terms.update_bytes(
+    s, t, lk.ddr, lk.distinct_ddr, t['touched_ddr'], 0.0
+  )
+  update_rate = cpu.ddr_bandwidth * cpu.update_efficiency
+  seconds = lk.ddr * gather_b / (cpu.ddr_bandwidth * cpu.gather_efficiency) + (
+    moved / update_rate
+  )
   return {
-    'hbm_bytes': _f(hbm_bytes),
-    'ddr_bytes': _f(ddr_bytes),
-    'hbm_lookups': _f(lk.hbm),
-    'ddr_lookups': _f(lk.ddr),
-    'seconds': _f(seconds),
-    'replica_seconds': float(replica_s),
-    'ranks': int(round(float(st.ranks))),
-    'per_node': int(round(float(st.per_node))),
-    'dedicated': int(round(float(st.dedicated))),
-    'dense_hbm_bytes': 0.0
-    if st.cpu_trainer
-    else float(terms.dense_hbm_bytes(w, pa, s)),
-    'model_hbm_bytes': float(model_hbm),
-    'hbm_available_bytes': float(available),
-    'model_bound_s': float(bound) + float(replica_s),
+    'seconds': seconds,
+    'replica_s': replica / update_rate,
+    'hbm_bytes': np.zeros_like(tb),
+    'ddr_bytes': tb,
+    'bound': jnp.sum(seconds) / st.table_ranks,  # spread evenly
+    'model_hbm': 0.0,
+    'available': 0.0,
+  }
+
+
+def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
+  """An accelerator trainer's per-table HBM gathers, updates and pooled
+  casts, and the model's busiest-rank bound on them: seconds, replica_s,
+  hbm_bytes, ddr_bytes, bound, model_hbm, available."""
+  acc, tb, dp = pa.accelerator, t['table_bytes'], t['data_parallel']
+  frac = _f(lk.frac)
+  update_rate = acc.hbm_bandwidth * acc.update_efficiency
+  seconds = loads['gather'] / (acc.hbm_bandwidth * acc.gather_efficiency)
+  seconds = seconds + loads['update'] / update_rate
+  if 'cast' in loads:  # charged to the gather and to the update
+    stream = acc.hbm_bandwidth * terms.STREAM_EFFICIENCY
+    seconds = seconds + 2.0 * loads['cast'] / stream
+  order = np.argsort(-_f(seconds), kind='stable')
+  model_hbm = (
+    terms.per_rank(loads['resident'], t, st, t['orders']['bytes'])
+    + np.sum(dp * tb)
+    + terms.dense_hbm_bytes(w, pa, s)
+  )
+  return {
+    'seconds': seconds,
+    'replica_s': replica / update_rate,
+    'hbm_bytes': frac * tb,
+    'ddr_bytes': ((1.0 - dp) if s.uvm_caching else (1.0 - frac)) * tb,
+    'bound': terms.per_rank(seconds, t, st, order),
+    'model_hbm': model_hbm,
+    'available': float(p.accelerator.hbm_capacity) * (1.0 - s.hbm_reserve),
   }
 
 
@@ -245,26 +273,53 @@ def compute(
   cpu = p.trainer == 'cpu'
   size = pt['ddr_bytes'] if cpu else pt['hbm_bytes']
   dp = np.array([x == 'data_parallel' for x in plan.sharding])
-  # Room for sharded rows: the HBM the stack allows, less the dense model
-  # and the data-parallel replicas (none on a CPU trainer: DDR is per node).
-  room = pt['hbm_available_bytes'] - pt['dense_hbm_bytes']
-  room = np.inf if cpu else room - float(np.sum(size * dp))
-  r, a = pt['ranks'], pt['per_node']
-  share = assign(
-    plan.sharding,
-    pt['seconds'],
-    size,
-    r,
-    a,
-    pt['dedicated'],
-    capacity=room,
-  )
+  share = _placement(plan, pt, size, dp, cpu)
   replicas = share.copy()
   replicas[dp] = 1.0  # a replica on every rank
   seconds = pt['seconds'] @ share + pt['replica_seconds']
-  busiest = float(np.max(seconds))
   hbm, ddr = pt['hbm_bytes'] @ replicas, pt['ddr_bytes'] @ replicas
-  rows = [
+  return {
+    'ranks': _rank_rows(pt, share, seconds, hbm, ddr),
+    'summary': {
+      'embedding_s': _embedding_summary(pt, seconds, breakdown_s, cpu),
+      'hbm_bytes': _spread(hbm),
+      'ddr_bytes': _spread(ddr),
+      'dense_hbm_bytes_per_rank': pt['dense_hbm_bytes'],
+      'busiest_hbm_bytes': float(np.max(hbm)) + pt['dense_hbm_bytes'],
+      'model_hbm_required_bytes': pt['model_hbm_bytes'],
+      'hbm_available_bytes': pt['hbm_available_bytes'],
+      'table_ranks': pt['ranks'] - pt['dedicated'],
+      'placement': (
+        'greedy: whole tables largest first onto the least-loaded rank, '
+        'table-row-wise tables over one node, the rest evenly; the '
+        "model's bound approximates its busiest rank"
+      ),
+    },
+  }
+
+
+def _placement(plan: Plan, pt: dict, size, dp, cpu: bool) -> np.ndarray:
+  """(T, R) `assign`'s shares of the per-table numbers `pt`, each rank
+  holding at most the HBM the stack allows less the dense model and the
+  data-parallel replicas (no limit on a CPU trainer: DDR is per node)."""
+  room = pt['hbm_available_bytes'] - pt['dense_hbm_bytes']
+  room = np.inf if cpu else room - float(np.sum(size * dp))
+  return assign(
+    plan.sharding,
+    pt['seconds'],
+    size,
+    pt['ranks'],
+    pt['per_node'],
+    pt['dedicated'],
+    capacity=room,
+  )
+
+
+def _rank_rows(pt: dict, share, seconds, hbm, ddr) -> list[dict]:
+  """`compute`'s `ranks`: one dict per rank."""
+  busiest = float(np.max(seconds))
+  a = pt['per_node']
+  return [
     {
       'rank': i,
       'node': i // a,
@@ -276,15 +331,22 @@ def compute(
       'embedding_s': float(seconds[i]),
       'of_busiest': float(seconds[i] / busiest) if busiest > 0 else 0.0,
     }
-    for i in range(r)
+    for i in range(pt['ranks'])
   ]
 
-  def spread(x):
-    mean = float(np.mean(x))
-    top = float(np.max(x))
-    return {'mean': mean, 'max': top, 'imbalance': top / mean if mean else 1.0}
 
-  emb = spread(seconds)
+def _spread(x) -> dict:
+  """Mean, maximum and imbalance (max/mean, 1 when the mean is 0)."""
+  mean = float(np.mean(x))
+  top = float(np.max(x))
+  return {'mean': mean, 'max': top, 'imbalance': top / mean if mean else 1.0}
+
+
+def _embedding_summary(pt: dict, seconds, breakdown_s, cpu: bool) -> dict:
+  """`compute`'s summary of the ranks' embedding seconds: mean, greedy
+  maximum, imbalance, the model's bound and, with `breakdown_s`, the
+  step breakdown's embedding seconds."""
+  emb = _spread(seconds)
   emb = {
     'mean': emb['mean'],
     'greedy_max': emb['max'],
@@ -297,24 +359,7 @@ def compute(
       breakdown_s[f'embedding_gather_{tier}']
       + breakdown_s[f'embedding_update_{tier}']
     )
-  return {
-    'ranks': rows,
-    'summary': {
-      'embedding_s': emb,
-      'hbm_bytes': spread(hbm),
-      'ddr_bytes': spread(ddr),
-      'dense_hbm_bytes_per_rank': pt['dense_hbm_bytes'],
-      'busiest_hbm_bytes': float(np.max(hbm)) + pt['dense_hbm_bytes'],
-      'model_hbm_required_bytes': pt['model_hbm_bytes'],
-      'hbm_available_bytes': pt['hbm_available_bytes'],
-      'table_ranks': r - pt['dedicated'],
-      'placement': (
-        'greedy: whole tables largest first onto the least-loaded rank, '
-        'table-row-wise tables over one node, the rest evenly; the '
-        "model's bound approximates its busiest rank"
-      ),
-    },
-  }
+  return emb
 
 
 def table(stats: dict) -> str:

@@ -196,6 +196,32 @@ def make_space(
     trainer: `accelerator`, or `cpu` (a CPU trainer: one accelerator
       choice kept as a placeholder, none per node).
   """
+  _check_settings(max_nodes, plan_mode, sharding)
+  accelerators, cpus = _parts(accelerators, cpus)
+  if trainer not in hardware.TRAINERS:
+    raise InputError(
+      f'unknown trainer {trainer!r}; valid choices: '
+      + ', '.join(hardware.TRAINERS)
+    )
+  per_node = ACCELERATORS_PER_NODE
+  if trainer == 'cpu':
+    accelerators, per_node = (accelerators[0],) * 2, (1, 1)
+  return DesignSpace(
+    accelerators=tuple(accelerators),
+    cpus=tuple(cpus),
+    grids=_grids(max_nodes, node_grid, per_node),
+    num_tables=workload.num_tables,
+    plan_mode=plan_mode,
+    sharding=sharding,
+    optimize_overlap=optimize_overlap,
+    prices=tuple(prices),
+    trainer=trainer,
+  )
+
+
+def _check_settings(max_nodes: int, plan_mode: str, sharding: str) -> None:
+  """Raises `InputError` for a node count out of bounds, an unknown plan
+  mode or sharding."""
   if int(max_nodes) < 1:
     raise InputError(f'max_nodes must be at least 1, got {max_nodes}')
   if int(max_nodes) > hardware.BOUNDS['nodes'][1]:
@@ -213,7 +239,12 @@ def make_space(
       f'unknown sharding {sharding!r}; valid choices: '
       + ', '.join(plan_lib.SHARDINGS + (plan_space.SEARCH,))
     )
-  raw = catalog.raw()
+
+
+def _parts(accelerators, cpus) -> tuple:
+  """(accelerators, cpus): the given catalog parts, or every modelled one
+  where None; raises `InputError` for an unknown part or fewer than two
+  on an axis."""
   default_acc, default_cpu = pt.default_parts()
   accelerators = default_acc if accelerators is None else accelerators
   cpus = default_cpu if cpus is None else cpus
@@ -223,18 +254,18 @@ def make_space(
     catalog.cpu(c, 64)
   if len(accelerators) < 2 or len(cpus) < 2:
     raise InputError('a design space needs at least two parts per part axis')
-  if trainer not in hardware.TRAINERS:
-    raise InputError(
-      f'unknown trainer {trainer!r}; valid choices: '
-      + ', '.join(hardware.TRAINERS)
-    )
-  per_node = ACCELERATORS_PER_NODE
-  if trainer == 'cpu':
-    accelerators, per_node = (accelerators[0],) * 2, (1, 1)
+  return accelerators, cpus
+
+
+def _grids(max_nodes: int, node_grid, per_node) -> tuple:
+  """The number axes' buildable values in SI (HW_AXES[2:]): nodes
+  (`node_grid`, or every count up to max_nodes; one choice kept as a
+  degenerate axis), sockets, accelerators per node `per_node`, DDR per
+  channel, NICs per node and NIC line rates."""
   nodes = node_grid or tuple(range(1, int(max_nodes) + 1))
   if len(nodes) < 2:
     nodes = (1, 1)  # one choice: a degenerate axis that stays at 1 node
-  grids = (
+  return (
     tuple(float(n) for n in nodes),
     tuple(float(s) for s in SOCKETS),
     tuple(float(a) for a in per_node),
@@ -242,19 +273,8 @@ def make_space(
     tuple(float(n) for n in NICS_PER_NODE),
     tuple(
       float(catalog.nic_bandwidth(r))
-      for r in raw['links']['network_nic']['ethernet_roce_Gbps']
+      for r in catalog.raw()['links']['network_nic']['ethernet_roce_Gbps']
     ),
-  )
-  return DesignSpace(
-    accelerators=tuple(accelerators),
-    cpus=tuple(cpus),
-    grids=grids,
-    num_tables=workload.num_tables,
-    plan_mode=plan_mode,
-    sharding=sharding,
-    optimize_overlap=optimize_overlap,
-    prices=tuple(prices),
-    trainer=trainer,
   )
 
 

@@ -202,64 +202,11 @@ def search_tasks(
     tasks.space, tasks.workloads[0], tasks.stack, 'throughput'
   )
   z0 = gradient.initial_starts(probe, k * starts, config.seed)
-  rep = np.repeat(np.arange(k), starts)
-  w_rows = np.asarray(weights, dtype=np.float64)[rep]
-  l_rows = np.asarray(limits, dtype=np.float64)[rep]
-  k_rows = np.asarray(kinds, dtype=np.int32)[rep]
-  z, hist = _run_tasks(tasks, config, z0, w_rows, l_rows, k_rows)
+  rows = _per_start(np.repeat(np.arange(k), starts), weights, limits, kinds)
+  z, hist = _run_tasks(tasks, config, z0, *rows)
   z = np.asarray(z)
-  loss, g, logs, capex, power = (
-    np.asarray(x) for x in _assess_relaxed(tasks, z, w_rows, l_rows, k_rows)
-  )
-  ok = _feasible(g - gradient.FEASIBLE_TOL)
-  viol = np.max(np.maximum(g, 0.0), axis=1)
-  key = np.where(ok, loss, 1e200 + viol)
-
-  hl = np.asarray(hist['loss']).reshape(-1, k, starts)
-  hv = np.asarray(hist['violation']).reshape(-1, k, starts)
-  feas_h = hv <= gradient.FEASIBLE_TOL
-  best_h = np.where(feas_h, hl, np.inf).min(axis=2)
-  history = {
-    'best_feasible_loss': np.where(np.isfinite(best_h), best_h, np.nan),
-    'least_violation': hv.min(axis=2),
-  }
-
-  hc = tasks.space.num_hw_coords
-  cand, owner = [], []
-  relaxed = {'logs': [], 'capex': [], 'power': [], 'feasible': [], 'loss': []}
-  for t in range(k):
-    rows = np.arange(t * starts, (t + 1) * starts)
-    order = rows[np.argsort(key[rows], kind='stable')]
-    b = order[0]
-    relaxed['logs'].append(logs[b])
-    relaxed['capex'].append(capex[b])
-    relaxed['power'].append(power[b])
-    relaxed['feasible'].append(bool(ok[b]))
-    relaxed['loss'].append(loss[b])
-    for i in order[:snap_top]:
-      nb = buildability.canonical_index(
-        tasks.space, ds.neighbour_indices(tasks.space, z[i, :hc])
-      )
-      cand.append(nb)
-      owner.append(np.full(len(nb), t))
-  cand = np.concatenate(cand)
-  owner = np.concatenate(owner)
-  ev = evaluate_buildable(
-    tasks,
-    cand,
-    np.asarray(weights, dtype=np.float64)[owner],
-    np.asarray(limits, dtype=np.float64)[owner],
-    np.asarray(kinds, dtype=np.int32)[owner],
-  )
-  ok, _ = snapping.buildable(tasks.space, cand)
-  best = []
-  for t in range(k):
-    rows = np.flatnonzero(owner == t)
-    rows = rows[ok[rows]] if ok[rows].any() else rows
-    v = np.max(np.maximum(ev['g'][rows], 0.0), axis=1)
-    kk = np.where(ev['feasible'][rows], ev['loss'][rows], 1e200 + v)
-    best.append(rows[int(np.argmin(kk))])
-  best = np.array(best)
+  relaxed, cand, owner = _best_starts(tasks, z, rows, k, starts, snap_top)
+  ev, ok, best = _best_buildable(tasks, cand, owner, weights, limits, kinds)
   return {
     'index': cand[best],
     'feasible': ev['feasible'][best] & ok[best],
@@ -272,9 +219,82 @@ def search_tasks(
     'relaxed_power': np.array(relaxed['power']),
     'relaxed_feasible': np.array(relaxed['feasible']),
     'relaxed_objective': -np.array(relaxed['loss']),
-    'history': history,
+    'history': _history(hist, k, starts),
     'evaluations': int(k * starts * (2 * config.steps + 1) + len(cand)),
   }
+
+
+def _per_start(owner: np.ndarray, weights, limits, kinds) -> tuple:
+  """(weights, limits, kinds) of each row's task `owner`, as float64,
+  float64 and int32 arrays."""
+  return (
+    np.asarray(weights, dtype=np.float64)[owner],
+    np.asarray(limits, dtype=np.float64)[owner],
+    np.asarray(kinds, dtype=np.int32)[owner],
+  )
+
+
+def _history(hist: dict, k: int, starts: int) -> dict:
+  """Per step (steps, K): the best feasible loss over each task's starts
+  (NaN if none) and the least violation."""
+  hl = np.asarray(hist['loss']).reshape(-1, k, starts)
+  hv = np.asarray(hist['violation']).reshape(-1, k, starts)
+  feas_h = hv <= gradient.FEASIBLE_TOL
+  best_h = np.where(feas_h, hl, np.inf).min(axis=2)
+  return {
+    'best_feasible_loss': np.where(np.isfinite(best_h), best_h, np.nan),
+    'least_violation': hv.min(axis=2),
+  }
+
+
+def _best_starts(tasks: Tasks, z, rows, k: int, starts: int, snap_top: int):
+  """(relaxed, cand, owner): per task its best relaxed start's logs,
+  capex, power, feasibility and loss (lists over tasks); the canonical
+  buildable neighbours of its `snap_top` best starts, and the task of
+  each."""
+  loss, g, logs, capex, power = (
+    np.asarray(x) for x in _assess_relaxed(tasks, z, *rows)
+  )
+  ok = _feasible(g - gradient.FEASIBLE_TOL)
+  viol = np.max(np.maximum(g, 0.0), axis=1)
+  key = np.where(ok, loss, 1e200 + viol)
+  hc = tasks.space.num_hw_coords
+  cand, owner = [], []
+  relaxed = {'logs': [], 'capex': [], 'power': [], 'feasible': [], 'loss': []}
+  for task in range(k):
+    mine = np.arange(task * starts, (task + 1) * starts)
+    order = mine[np.argsort(key[mine], kind='stable')]
+    b = order[0]
+    relaxed['logs'].append(logs[b])
+    relaxed['capex'].append(capex[b])
+    relaxed['power'].append(power[b])
+    relaxed['feasible'].append(bool(ok[b]))
+    relaxed['loss'].append(loss[b])
+    for i in order[:snap_top]:
+      nb = buildability.canonical_index(
+        tasks.space, ds.neighbour_indices(tasks.space, z[i, :hc])
+      )
+      cand.append(nb)
+      owner.append(np.full(len(nb), task))
+  return relaxed, np.concatenate(cand), np.concatenate(owner)
+
+
+def _best_buildable(tasks: Tasks, cand, owner, weights, limits, kinds):
+  """(ev, ok, best): every candidate evaluated on its task, whether it is
+  buildable, and per task the row of its best candidate (buildable ones
+  first, then feasible, then least loss or violation)."""
+  ev = evaluate_buildable(
+    tasks, cand, *_per_start(owner, weights, limits, kinds)
+  )
+  ok, _ = snapping.buildable(tasks.space, cand)
+  best = []
+  for task in range(len(limits)):
+    mine = np.flatnonzero(owner == task)
+    mine = mine[ok[mine]] if ok[mine].any() else mine
+    v = np.max(np.maximum(ev['g'][mine], 0.0), axis=1)
+    kk = np.where(ev['feasible'][mine], ev['loss'][mine], 1e200 + v)
+    best.append(mine[int(np.argmin(kk))])
+  return ev, ok, np.array(best)
 
 
 def history_rows(history: dict, labels: list[str], value_name: str):

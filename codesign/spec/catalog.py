@@ -6,6 +6,7 @@ with the reason, and every part records, per field, where its number came
 from ('catalog: <entry> (<sources>)' or 'assumption: <why>').
 """
 
+import dataclasses
 import functools
 import json
 
@@ -152,6 +153,27 @@ def accelerator_names() -> list[str]:
 
 def accelerator(name: str) -> Accelerator:
   """The catalog accelerator `name` with SI numbers and per-field sources."""
+  d = _accelerator_entry(name)
+  src = _src(f'accelerators.{name}', d)
+  numbers = {
+    **_accelerator_compute(d, src),
+    **_accelerator_memory(d, src),
+    **_accelerator_efficiencies(),
+    **_accelerator_cost(name, d, src),
+  }
+  # Sources in the order of the fields.
+  order = [f.name for f in dataclasses.fields(Accelerator)]
+  numbers = dict(sorted(numbers.items(), key=lambda kv: order.index(kv[0])))
+  return Accelerator(
+    name=name,
+    **{k: v for k, (v, _) in numbers.items()},
+    sources=tuple((k, why) for k, (_, why) in numbers.items()),
+  )
+
+
+def _accelerator_entry(name: str) -> dict:
+  """The catalog entry of accelerator `name`; raises `InputError` for an
+  unknown name or one without fp32 FLOP/s, HBM bandwidth or TDP."""
   parts = raw()['accelerators']
   if name not in parts:
     raise InputError(
@@ -165,58 +187,77 @@ def accelerator(name: str) -> Accelerator:
       'catalog, so it is not modelled; valid choices: '
       + ', '.join(accelerator_names())
     )
-  src = _src(f'accelerators.{name}', d)
+  return d
+
+
+def _accelerator_compute(d: dict, src: str) -> dict:
+  """Peak FLOP/s of catalog entry `d` (fp32; TF32 and bf16 falling back
+  to the next rate the part has): field -> (value, source)."""
   fp32 = d['fp32_tflops']
   tf32 = d['tf32_tflops_dense'] or fp32
   bf16 = d['bf16_tflops_dense'] or d['fp16_tflops_dense'] or tf32
+  tf32_src = src if d['tf32_tflops_dense'] else src + ' (no TF32: fp32 rate)'
+  return {
+    'peak_flops_fp32': (fp32 * TFLOPS, src),
+    'peak_flops_tf32': (tf32 * TFLOPS, tf32_src),
+    'peak_flops_bf16': (bf16 * TFLOPS, src),
+  }
+
+
+def _accelerator_memory(d: dict, src: str) -> dict:
+  """HBM bandwidth, capacity and access size of catalog entry `d`: field
+  -> (value, source)."""
+  return {
+    'hbm_bandwidth': (d['hbm_bw_GBps'] * GB, src),
+    'hbm_capacity': (
+      d['hbm_capacity_vendor_gb'] * GB,
+      src + ' (vendor GB taken as 1e9 B)',
+    ),
+    'access_granularity': (
+      64,
+      'assumption: 64 B HBM access (2 x 32 B bursts)',
+    ),
+  }
+
+
+def _accelerator_efficiencies() -> dict:
+  """The efficiencies and kernel overhead every catalog accelerator
+  shares (GEMM fitted where shipped, else assumed): field -> (value,
+  source)."""
+  return {
+    'gemm_efficiency': _gpu_number('gemm_efficiency', 'accel_gemm_efficiency'),
+    'gemm_half_size': _gpu_number('gemm_half_size', 'accel_gemm_half_size'),
+    'gather_efficiency': (
+      assumed('accel_gather_efficiency'),
+      _assume('accel_gather_efficiency'),
+    ),
+    'update_efficiency': (
+      assumed('accel_update_efficiency'),
+      _assume('accel_update_efficiency'),
+    ),
+    'kernel_overhead': (
+      assumed('accel_kernel_overhead_us') * 1e-6,
+      _assume('accel_kernel_overhead_us'),
+    ),
+  }
+
+
+def _accelerator_cost(name: str, d: dict, src: str) -> dict:
+  """Board price (without HBM: the catalog's price less HBM at the
+  assumed USD/GB, or `_ACCEL_PRICE`), HBM price and TDP of accelerator
+  `name` (catalog entry `d`): field -> (value, source)."""
   hbm_price = assumed('hbm_price_per_gb') / GB
   hbm = d['hbm_capacity_vendor_gb'] * GB
   if d.get('price_usd_rough'):
     board = d['price_usd_rough'] - hbm * hbm_price
     price_src = src + ' minus HBM at the assumed $/GB'
   else:
-    board, why = _ACCEL_PRICE[name]
-    price_src = why
-  tf32_src = src if d['tf32_tflops_dense'] else src + ' (no TF32: fp32 rate)'
-  gemm_eff, gemm_eff_src = _gpu_number(
-    'gemm_efficiency', 'accel_gemm_efficiency'
-  )
-  gemm_half, gemm_half_src = _gpu_number(
-    'gemm_half_size', 'accel_gemm_half_size'
-  )
-  return Accelerator(
-    name=name,
-    peak_flops_fp32=fp32 * TFLOPS,
-    peak_flops_tf32=tf32 * TFLOPS,
-    peak_flops_bf16=bf16 * TFLOPS,
-    hbm_bandwidth=d['hbm_bw_GBps'] * GB,
-    hbm_capacity=hbm,
-    gemm_efficiency=gemm_eff,
-    gemm_half_size=gemm_half,
-    gather_efficiency=assumed('accel_gather_efficiency'),
-    update_efficiency=assumed('accel_update_efficiency'),
-    kernel_overhead=assumed('accel_kernel_overhead_us') * 1e-6,
-    price=board,
-    hbm_price=hbm_price,
-    power=float(d['tdp_w'] or 0.0),
-    access_granularity=64,
-    sources=(
-      ('peak_flops_fp32', src),
-      ('peak_flops_tf32', tf32_src),
-      ('peak_flops_bf16', src),
-      ('hbm_bandwidth', src),
-      ('hbm_capacity', src + ' (vendor GB taken as 1e9 B)'),
-      ('gemm_efficiency', gemm_eff_src),
-      ('gemm_half_size', gemm_half_src),
-      ('gather_efficiency', _assume('accel_gather_efficiency')),
-      ('update_efficiency', _assume('accel_update_efficiency')),
-      ('kernel_overhead', _assume('accel_kernel_overhead_us')),
-      ('price', price_src),
-      ('hbm_price', _assume('hbm_price_per_gb')),
-      ('power', src),
-      ('access_granularity', 'assumption: 64 B HBM access (2 x 32 B bursts)'),
-    ),
-  )
+    board, price_src = _ACCEL_PRICE[name]
+  return {
+    'price': (board, price_src),
+    'hbm_price': (hbm_price, _assume('hbm_price_per_gb')),
+    'power': (float(d['tdp_w'] or 0.0), src),
+  }
 
 
 _CPU_PRICE = {

@@ -131,6 +131,135 @@ def _src(key: str) -> str:
   return 'prior: ' + PRIORS[key][1]
 
 
+def _prior(key: str) -> tuple[float, str]:
+  """(value, source) of the prior `key`."""
+  return prior(key), _src(key)
+
+
+# Fields of a stack preset by concept: the static choices read from the
+# stack's code (how it dispatches, fuses, updates and exchanges), the host
+# numbers (floors, per-operator and per-collective times, overlap with the
+# device) and the device numbers (kernel efficiencies, HBM kept free,
+# communication hidden under compute).
+CHOICE_FIELDS = (
+  'graph_scope',
+  'bottom_mlp',
+  'fused_interaction',
+  'mlp_fusion',
+  'fused_dense_optimizer',
+  'embedding_kernel',
+  'per_table_kernels',
+  'update_path',
+  'payload_precision',
+  'pooled_cast',
+  'id_bytes',
+  'input_dist_collectives',
+  'uvm_caching',
+  'tf32',
+  'allreduce_bucket_bytes',
+)
+HOST_FIELDS = (
+  'step_floor',
+  'op_host_time',
+  'collective_latency',
+  'host_overlap',
+)
+DEVICE_FIELDS = (
+  'embedding_efficiency',
+  'uvm_fill_efficiency',
+  'hbm_reserve',
+  'comm_overlap',
+)
+
+
+def _stack(name: str, choices: dict, host: dict, device: dict) -> Stack:
+  """The `Stack` called `name` from its tables by concept (field ->
+  (value, source or None)). Its `sources` list comm_overlap's first, the
+  order the presets have always had, then each table's in order."""
+  for table, fields in (
+    (choices, CHOICE_FIELDS),
+    (host, HOST_FIELDS),
+    (device, DEVICE_FIELDS),
+  ):
+    assert set(table) == set(fields), (name, set(table) ^ set(fields))
+  tables = {**choices, **host, **device}
+  sources = [('comm_overlap', device['comm_overlap'][1])] + [
+    (k, s)
+    for k, (_, s) in tables.items()
+    if s is not None and k != 'comm_overlap'
+  ]
+  values = {k: v for k, (v, _) in tables.items()}
+  return Stack(name=name, **values, sources=tuple(sources))
+
+
+# nvidia_pytorch: field -> (value, source or None), by concept.
+_NVIDIA_PYTORCH_CHOICES = {
+  'graph_scope': (
+    'forward_backward',
+    f'{_NV_MAIN}: CudaGraphWrapper captures forward, '
+    'loss and backward; weight_update runs after the graph',
+  ),
+  'bottom_mlp': (
+    'one_device',
+    f'{_NV} dlrm/utils/distributed.py get_device_mapping',
+  ),
+  'fused_interaction': (True, f'{_NV_MAIN}: interaction_op default cuda_dot'),
+  'mlp_fusion': (
+    'elementwise',
+    f'{_NV_MAIN}: optimized_mlp (apex MLP: GEMMs, then one '
+    'bias-ReLU kernel each way) default True',
+  ),
+  'pooled_cast': (
+    True,
+    f'{_NV} dlrm/nn/parts.py: embedding outputs .half() under AMP',
+  ),
+  'fused_dense_optimizer': (True, f'{_NV_MAIN}: apex FusedSGD'),
+  'embedding_kernel': ('fused', f'{_NV_MAIN}: embedding_type custom_cuda'),
+  'update_path': (
+    'sparse_grad',
+    f'{_NV_MAIN}: embedding_optimizer torch.optim.SGD '
+    'on the sparse embedding gradients, after the graph',
+  ),
+  'payload_precision': (
+    'dense',
+    f'{_NV} dlrm/nn/parts.py: outputs .half() under AMP before the all-to-all',
+  ),
+  'input_dist_collectives': (
+    0,
+    f'{_NV} dlrm/scripts/main.py, '
+    "dist_main.py: each rank loads its own tables' features",
+  ),
+  'tf32': (True, f'{_NV_README}: TF32 enabled by default'),
+  'allreduce_bucket_bytes': (
+    40e6,
+    'apex DistributedDataParallel message_size 1e7 elements (fp32)',
+  ),
+  'per_table_kernels': (27, None),
+  'id_bytes': (4, None),
+  'uvm_caching': (False, None),
+}
+
+_NVIDIA_PYTORCH_HOST = {
+  'step_floor': _prior('graph_step_floor'),
+  'op_host_time': _prior('op_host_time'),
+  'collective_latency': _prior('graph_collective_latency'),
+  'host_overlap': _prior('host_overlap_timed'),
+}
+
+_NVIDIA_PYTORCH_DEVICE = {
+  'embedding_efficiency': _prior('embedding_efficiency'),
+  'uvm_fill_efficiency': (
+    prior('uvm_fill_efficiency'),
+    'unused (no UVM caching)',
+  ),
+  'hbm_reserve': (
+    0.05,
+    'assumption: 5% of HBM for the CUDA context and allocator slack',
+  ),
+  'comm_overlap': _prior('overlap_default'),
+}
+
+
 def nvidia_pytorch() -> Stack:
   """NVIDIA's PyTorch DLRM (DeepLearningExamples 21.10 and later; its
   MLPerf submissions ran the same design).
@@ -142,83 +271,70 @@ def nvidia_pytorch() -> Stack:
   all-to-all each way under AMP; every rank reads its own tables' ids
   from the dataset (no id exchange); TF32 on.
   """
-  return Stack(
-    name='nvidia_pytorch',
-    graph_scope='forward_backward',
-    bottom_mlp='one_device',
-    fused_interaction=True,
-    mlp_fusion='elementwise',
-    fused_dense_optimizer=True,
-    embedding_kernel='fused',
-    per_table_kernels=27,
-    update_path='sparse_grad',
-    payload_precision='dense',
-    pooled_cast=True,
-    id_bytes=4,
-    input_dist_collectives=0,
-    uvm_caching=False,
-    tf32=True,
-    allreduce_bucket_bytes=40e6,
-    step_floor=prior('graph_step_floor'),
-    op_host_time=prior('op_host_time'),
-    collective_latency=prior('graph_collective_latency'),
-    host_overlap=prior('host_overlap_timed'),
-    embedding_efficiency=prior('embedding_efficiency'),
-    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
-    hbm_reserve=0.05,
-    comm_overlap=prior('overlap_default'),
-    sources=(
-      ('comm_overlap', _src('overlap_default')),
-      (
-        'graph_scope',
-        f'{_NV_MAIN}: CudaGraphWrapper captures forward, '
-        'loss and backward; weight_update runs after the graph',
-      ),
-      ('bottom_mlp', f'{_NV} dlrm/utils/distributed.py get_device_mapping'),
-      ('fused_interaction', f'{_NV_MAIN}: interaction_op default cuda_dot'),
-      (
-        'mlp_fusion',
-        f'{_NV_MAIN}: optimized_mlp (apex MLP: GEMMs, then one '
-        'bias-ReLU kernel each way) default True',
-      ),
-      (
-        'pooled_cast',
-        f'{_NV} dlrm/nn/parts.py: embedding outputs .half() under AMP',
-      ),
-      ('fused_dense_optimizer', f'{_NV_MAIN}: apex FusedSGD'),
-      ('embedding_kernel', f'{_NV_MAIN}: embedding_type custom_cuda'),
-      (
-        'update_path',
-        f'{_NV_MAIN}: embedding_optimizer torch.optim.SGD '
-        'on the sparse embedding gradients, after the graph',
-      ),
-      (
-        'payload_precision',
-        f'{_NV} dlrm/nn/parts.py: outputs .half() '
-        'under AMP before the all-to-all',
-      ),
-      (
-        'input_dist_collectives',
-        f'{_NV} dlrm/scripts/main.py, '
-        "dist_main.py: each rank loads its own tables' features",
-      ),
-      ('tf32', f'{_NV_README}: TF32 enabled by default'),
-      (
-        'allreduce_bucket_bytes',
-        'apex DistributedDataParallel message_size 1e7 elements (fp32)',
-      ),
-      ('step_floor', _src('graph_step_floor')),
-      ('op_host_time', _src('op_host_time')),
-      ('collective_latency', _src('graph_collective_latency')),
-      ('host_overlap', _src('host_overlap_timed')),
-      ('embedding_efficiency', _src('embedding_efficiency')),
-      ('uvm_fill_efficiency', 'unused (no UVM caching)'),
-      (
-        'hbm_reserve',
-        'assumption: 5% of HBM for the CUDA context and allocator slack',
-      ),
-    ),
+  return _stack(
+    'nvidia_pytorch',
+    _NVIDIA_PYTORCH_CHOICES,
+    _NVIDIA_PYTORCH_HOST,
+    _NVIDIA_PYTORCH_DEVICE,
   )
+
+
+# hugectr: field -> (value, source or None), by concept.
+_HUGECTR_CHOICES = {
+  'graph_scope': ('step', f'{_HUGECTR}: holistic_cuda_graph true'),
+  'mlp_fusion': (
+    'epilogue',
+    f'{_HUGECTR_NOTES}: fused GEMM + ReLU + bias fprop, '
+    'GEMM + dReLU + bgrad bprop',
+  ),
+  'fused_interaction': (True, f'{_HUGECTR}: Interaction layer (fused)'),
+  'embedding_kernel': ('fused', f'{_HUGECTR}: HybridSparseEmbedding'),
+  'id_bytes': (
+    8,
+    'HugeCTR HybridSparseEmbedding<long long, __half> for '
+    'i64 input keys under mixed precision',
+  ),
+  'payload_precision': (
+    'dense',
+    'HybridSparseEmbedding<long long, __half>: fp16 '
+    'embedding outputs under mixed precision',
+  ),
+  'input_dist_collectives': (
+    1,
+    f'{_HUGECTR}: one exchange of the infrequent keys (hybrid embedding)',
+  ),
+  'allreduce_bucket_bytes': (
+    1e10,
+    f'{_HUGECTR}: all_reduce Oneshot, grouped (one call per step)',
+  ),
+  'bottom_mlp': ('data_parallel', None),
+  'fused_dense_optimizer': (True, None),
+  'per_table_kernels': (27, None),
+  'update_path': ('fused', None),
+  'pooled_cast': (False, None),
+  'uvm_caching': (False, None),
+  'tf32': (True, None),
+}
+
+_HUGECTR_HOST = {
+  'step_floor': _prior('graph_step_floor'),
+  'op_host_time': (
+    prior('op_host_time'),
+    'unused (the whole step is one graph)',
+  ),
+  'collective_latency': _prior('graph_collective_latency'),
+  'host_overlap': _prior('host_overlap_async'),
+}
+
+_HUGECTR_DEVICE = {
+  'embedding_efficiency': _prior('embedding_efficiency'),
+  'uvm_fill_efficiency': (
+    prior('uvm_fill_efficiency'),
+    'unused (no UVM caching)',
+  ),
+  'hbm_reserve': (0.05, 'assumption: 5% of HBM for the CUDA context'),
+  'comm_overlap': _prior('overlap_hugectr'),
+}
 
 
 def hugectr() -> Stack:
@@ -229,68 +345,61 @@ def hugectr() -> Stack:
   a hierarchical NVLink/InfiniBand all-to-all and one grouped one-shot
   allreduce per step.
   """
-  return Stack(
-    name='hugectr',
-    graph_scope='step',
-    bottom_mlp='data_parallel',
-    fused_interaction=True,
-    mlp_fusion='epilogue',
-    fused_dense_optimizer=True,
-    embedding_kernel='fused',
-    per_table_kernels=27,
-    update_path='fused',
-    payload_precision='dense',
-    pooled_cast=False,
-    id_bytes=8,
-    input_dist_collectives=1,
-    uvm_caching=False,
-    tf32=True,
-    allreduce_bucket_bytes=1e10,
-    step_floor=prior('graph_step_floor'),
-    op_host_time=prior('op_host_time'),
-    collective_latency=prior('graph_collective_latency'),
-    host_overlap=prior('host_overlap_async'),
-    embedding_efficiency=prior('embedding_efficiency'),
-    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
-    hbm_reserve=0.05,
-    comm_overlap=prior('overlap_hugectr'),
-    sources=(
-      ('comm_overlap', _src('overlap_hugectr')),
-      ('graph_scope', f'{_HUGECTR}: holistic_cuda_graph true'),
-      (
-        'mlp_fusion',
-        f'{_HUGECTR_NOTES}: fused GEMM + ReLU + bias fprop, '
-        'GEMM + dReLU + bgrad bprop',
-      ),
-      ('fused_interaction', f'{_HUGECTR}: Interaction layer (fused)'),
-      ('embedding_kernel', f'{_HUGECTR}: HybridSparseEmbedding'),
-      (
-        'id_bytes',
-        'HugeCTR HybridSparseEmbedding<long long, __half> for '
-        'i64 input keys under mixed precision',
-      ),
-      (
-        'payload_precision',
-        'HybridSparseEmbedding<long long, __half>: fp16 '
-        'embedding outputs under mixed precision',
-      ),
-      (
-        'input_dist_collectives',
-        f'{_HUGECTR}: one exchange of the infrequent keys (hybrid embedding)',
-      ),
-      (
-        'allreduce_bucket_bytes',
-        f'{_HUGECTR}: all_reduce Oneshot, grouped (one call per step)',
-      ),
-      ('step_floor', _src('graph_step_floor')),
-      ('op_host_time', 'unused (the whole step is one graph)'),
-      ('collective_latency', _src('graph_collective_latency')),
-      ('host_overlap', _src('host_overlap_async')),
-      ('embedding_efficiency', _src('embedding_efficiency')),
-      ('uvm_fill_efficiency', 'unused (no UVM caching)'),
-      ('hbm_reserve', 'assumption: 5% of HBM for the CUDA context'),
-    ),
-  )
+  return _stack('hugectr', _HUGECTR_CHOICES, _HUGECTR_HOST, _HUGECTR_DEVICE)
+
+
+# torchrec: field -> (value, source or None), by concept.
+_TORCHREC_CHOICES = {
+  'graph_scope': ('none', f'{_TREC_DLRM}: eager training loop'),
+  'mlp_fusion': (
+    'none',
+    'torchrec.models.dlrm DenseArch/OverArch: nn.Linear and nn.ReLU modules',
+  ),
+  'fused_interaction': (
+    False,
+    'torchrec.models.dlrm InteractionArch: bmm, tril indices, cat',
+  ),
+  'fused_dense_optimizer': (
+    False,
+    f'{_TREC_DLRM}: torch.optim dense optimizer '
+    '(assumption: per-parameter loop)',
+  ),
+  'embedding_kernel': ('fused', 'FBGEMM TBE (EmbeddingComputeKernel.FUSED)'),
+  'payload_precision': (
+    'fp32',
+    'pooled outputs in the table dtype (no qcomms)',
+  ),
+  'id_bytes': (8, f'{_TREC_PLAN}: BIGINT_DTYPE = 8'),
+  'input_dist_collectives': (3, f'{_TREC_DIST}: splits, lengths, values'),
+  'uvm_caching': (True, 'EmbeddingComputeKernel.FUSED_UVM_CACHING'),
+  'tf32': (
+    False,
+    'PyTorch docs: allow_tf32 for matmul defaults to False from 1.12',
+  ),
+  'allreduce_bucket_bytes': (25e6, _DDP_BUCKET),
+  'bottom_mlp': ('data_parallel', None),
+  'per_table_kernels': (27, None),
+  'update_path': ('fused', None),
+  'pooled_cast': (False, None),
+}
+
+_TORCHREC_HOST = {
+  'step_floor': _prior('torchrec_step_floor'),
+  'op_host_time': _prior('op_host_time'),
+  'collective_latency': _prior('eager_collective_latency'),
+  'host_overlap': _prior('host_overlap_sync'),
+}
+
+_TORCHREC_DEVICE = {
+  'embedding_efficiency': _prior('embedding_efficiency'),
+  'uvm_fill_efficiency': _prior('uvm_fill_efficiency'),
+  'hbm_reserve': (
+    0.15,
+    'torchrec planner storage_reservations.py: '
+    'HeuristicalStorageReservation(percentage=0.15)',
+  ),
+  'comm_overlap': _prior('overlap_default'),
+}
 
 
 def torchrec() -> Stack:
@@ -303,71 +412,54 @@ def torchrec() -> Stack:
   values) with a host sync on the splits; UVM caching for tables HBM
   cannot hold; 15% of HBM reserved; TF32 off (PyTorch 1.12 and later).
   """
-  return Stack(
-    name='torchrec',
-    graph_scope='none',
-    bottom_mlp='data_parallel',
-    fused_interaction=False,
-    mlp_fusion='none',
-    fused_dense_optimizer=False,
-    embedding_kernel='fused',
-    per_table_kernels=27,
-    update_path='fused',
-    payload_precision='fp32',
-    pooled_cast=False,
-    id_bytes=8,
-    input_dist_collectives=3,
-    uvm_caching=True,
-    tf32=False,
-    allreduce_bucket_bytes=25e6,
-    step_floor=prior('torchrec_step_floor'),
-    op_host_time=prior('op_host_time'),
-    collective_latency=prior('eager_collective_latency'),
-    host_overlap=prior('host_overlap_sync'),
-    embedding_efficiency=prior('embedding_efficiency'),
-    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
-    hbm_reserve=0.15,
-    comm_overlap=prior('overlap_default'),
-    sources=(
-      ('comm_overlap', _src('overlap_default')),
-      ('graph_scope', f'{_TREC_DLRM}: eager training loop'),
-      (
-        'mlp_fusion',
-        'torchrec.models.dlrm DenseArch/OverArch: nn.Linear '
-        'and nn.ReLU modules',
-      ),
-      (
-        'fused_interaction',
-        'torchrec.models.dlrm InteractionArch: bmm, tril indices, cat',
-      ),
-      (
-        'fused_dense_optimizer',
-        f'{_TREC_DLRM}: torch.optim dense optimizer '
-        '(assumption: per-parameter loop)',
-      ),
-      ('embedding_kernel', 'FBGEMM TBE (EmbeddingComputeKernel.FUSED)'),
-      ('payload_precision', 'pooled outputs in the table dtype (no qcomms)'),
-      ('id_bytes', f'{_TREC_PLAN}: BIGINT_DTYPE = 8'),
-      ('input_dist_collectives', f'{_TREC_DIST}: splits, lengths, values'),
-      ('uvm_caching', 'EmbeddingComputeKernel.FUSED_UVM_CACHING'),
-      (
-        'tf32',
-        'PyTorch docs: allow_tf32 for matmul defaults to False from 1.12',
-      ),
-      ('allreduce_bucket_bytes', _DDP_BUCKET),
-      ('step_floor', _src('torchrec_step_floor')),
-      ('op_host_time', _src('op_host_time')),
-      ('collective_latency', _src('eager_collective_latency')),
-      ('host_overlap', _src('host_overlap_sync')),
-      ('embedding_efficiency', _src('embedding_efficiency')),
-      ('uvm_fill_efficiency', _src('uvm_fill_efficiency')),
-      (
-        'hbm_reserve',
-        'torchrec planner storage_reservations.py: '
-        'HeuristicalStorageReservation(percentage=0.15)',
-      ),
-    ),
-  )
+  return _stack('torchrec', _TORCHREC_CHOICES, _TORCHREC_HOST, _TORCHREC_DEVICE)
+
+
+# ipex_cpu: field -> (value, source or None), by concept.
+_IPEX_CPU_CHOICES = {
+  'graph_scope': ('none', f'{_INTEL}: PyTorch 1.5 eager with IPEX 0.2'),
+  'mlp_fusion': ('none', f'{_FB_DLRM}: nn.Linear and nn.ReLU'),
+  'fused_interaction': (False, f'{_FB_DLRM}: bmm and tril indices'),
+  'embedding_kernel': (
+    'per_table',
+    f'{_FB_DLRM}: nn.EmbeddingBag per table, sparse gradients',
+  ),
+  'per_table_kernels': (27, _PYPROF + ' (the same PyTorch operators on CPU)'),
+  'payload_precision': ('dense', f'{_INTEL}: --bf16'),
+  'input_dist_collectives': (
+    0,
+    f'{_FB_DLRM}: each rank reads the sparse features of its own tables',
+  ),
+  'allreduce_bucket_bytes': (25e6, _DDP_BUCKET),
+  'bottom_mlp': ('data_parallel', None),
+  'fused_dense_optimizer': (False, None),
+  'update_path': ('sparse_grad', None),
+  'pooled_cast': (True, None),
+  'id_bytes': (8, None),
+  'uvm_caching': (False, None),
+  'tf32': (False, None),
+}
+
+_IPEX_CPU_HOST = {
+  'step_floor': _prior('eager_step_floor'),
+  'op_host_time': _prior('op_host_time'),
+  'collective_latency': _prior('eager_collective_latency'),
+  'host_overlap': (
+    0.0,
+    'a CPU trainer dispatches and computes on the same '
+    'cores (terms.compose adds them)',
+  ),
+}
+
+_IPEX_CPU_DEVICE = {
+  'embedding_efficiency': (
+    1.0,
+    'the socket profile gives the gather and update rates',
+  ),
+  'uvm_fill_efficiency': (prior('uvm_fill_efficiency'), 'unused (CPU trainer)'),
+  'hbm_reserve': (0.0, 'unused (CPU trainer)'),
+  'comm_overlap': _prior('overlap_default'),
+}
 
 
 def ipex_cpu() -> Stack:
@@ -375,63 +467,62 @@ def ipex_cpu() -> Stack:
   v0.7 submission: one rank per socket, bf16, the facebookresearch/dlrm
   model code with one nn.EmbeddingBag per table and sparse SGD.
   """
-  return Stack(
-    name='ipex_cpu',
-    graph_scope='none',
-    bottom_mlp='data_parallel',
-    fused_interaction=False,
-    mlp_fusion='none',
-    fused_dense_optimizer=False,
-    embedding_kernel='per_table',
-    per_table_kernels=27,
-    update_path='sparse_grad',
-    payload_precision='dense',
-    pooled_cast=True,
-    id_bytes=8,
-    input_dist_collectives=0,
-    uvm_caching=False,
-    tf32=False,
-    allreduce_bucket_bytes=25e6,
-    step_floor=prior('eager_step_floor'),
-    op_host_time=prior('op_host_time'),
-    collective_latency=prior('eager_collective_latency'),
-    host_overlap=0.0,
-    embedding_efficiency=1.0,
-    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
-    hbm_reserve=0.0,
-    comm_overlap=prior('overlap_default'),
-    sources=(
-      ('comm_overlap', _src('overlap_default')),
-      ('graph_scope', f'{_INTEL}: PyTorch 1.5 eager with IPEX 0.2'),
-      ('mlp_fusion', f'{_FB_DLRM}: nn.Linear and nn.ReLU'),
-      ('fused_interaction', f'{_FB_DLRM}: bmm and tril indices'),
-      (
-        'embedding_kernel',
-        f'{_FB_DLRM}: nn.EmbeddingBag per table, sparse gradients',
-      ),
-      ('per_table_kernels', _PYPROF + ' (the same PyTorch operators on CPU)'),
-      ('payload_precision', f'{_INTEL}: --bf16'),
-      (
-        'input_dist_collectives',
-        f'{_FB_DLRM}: each rank reads the sparse features of its own tables',
-      ),
-      ('allreduce_bucket_bytes', _DDP_BUCKET),
-      ('step_floor', _src('eager_step_floor')),
-      ('op_host_time', _src('op_host_time')),
-      ('collective_latency', _src('eager_collective_latency')),
-      (
-        'host_overlap',
-        'a CPU trainer dispatches and computes on the same '
-        'cores (terms.compose adds them)',
-      ),
-      (
-        'embedding_efficiency',
-        'the socket profile gives the gather and update rates',
-      ),
-      ('uvm_fill_efficiency', 'unused (CPU trainer)'),
-      ('hbm_reserve', 'unused (CPU trainer)'),
-    ),
-  )
+  return _stack('ipex_cpu', _IPEX_CPU_CHOICES, _IPEX_CPU_HOST, _IPEX_CPU_DEVICE)
+
+
+# jax_xla: field -> (value, source or None), by concept.
+_JAX_XLA_CHOICES = {
+  'graph_scope': ('step', 'codesign.dlrm: one jax.jit train step'),
+  'mlp_fusion': (
+    'epilogue',
+    'XLA fuses bias add, ReLU and their gradients into '
+    'loop fusions beside the dots; on a CPU the activations stay in '
+    'cache, so one pass is charged',
+  ),
+  'embedding_kernel': (
+    'per_table',
+    'codesign.dlrm: a gather and segment sum per table, scatter-add updates',
+  ),
+  'per_table_kernels': (
+    4,
+    'codesign.dlrm: gather, segment sum, scatter-add, update',
+  ),
+  'update_path': ('scatter', 'codesign.dlrm: .at[ids].add per lookup'),
+  'id_bytes': (4, 'codesign.dlrm: int32 ids'),
+  'tf32': (True, 'JAX default matmul precision uses TF32 on Ampere and later'),
+  'bottom_mlp': ('data_parallel', None),
+  'fused_interaction': (False, None),
+  'fused_dense_optimizer': (True, None),
+  'payload_precision': ('dense', None),
+  'pooled_cast': (False, None),
+  'input_dist_collectives': (1, None),
+  'uvm_caching': (False, None),
+  'allreduce_bucket_bytes': (1e10, None),
+}
+
+_JAX_XLA_HOST = {
+  'step_floor': (
+    20e-6,
+    'assumption: one jitted call; experiments.calibrate '
+    'measures it per device (device profile step_overhead_us)',
+  ),
+  'op_host_time': (0.0, 'no eager operators'),
+  'collective_latency': (prior('graph_collective_latency'), None),
+  'host_overlap': (prior('host_overlap_async'), None),
+}
+
+_JAX_XLA_DEVICE = {
+  'embedding_efficiency': (
+    1.0,
+    "the device profile measures XLA's own gathers and scatters",
+  ),
+  'comm_overlap': (
+    0.0,
+    'one device runs every op in turn (no communication to hide)',
+  ),
+  'uvm_fill_efficiency': (prior('uvm_fill_efficiency'), None),
+  'hbm_reserve': (0.05, None),
+}
 
 
 def jax_xla() -> Stack:
@@ -439,67 +530,7 @@ def jax_xla() -> Stack:
   fusion of bias and activation, one gather and scatter-add per table
   without aggregation, int32 ids.
   """
-  return Stack(
-    name='jax_xla',
-    graph_scope='step',
-    bottom_mlp='data_parallel',
-    fused_interaction=False,
-    mlp_fusion='epilogue',
-    fused_dense_optimizer=True,
-    embedding_kernel='per_table',
-    per_table_kernels=4,
-    update_path='scatter',
-    payload_precision='dense',
-    pooled_cast=False,
-    id_bytes=4,
-    input_dist_collectives=1,
-    uvm_caching=False,
-    tf32=True,
-    allreduce_bucket_bytes=1e10,
-    step_floor=20e-6,
-    op_host_time=0.0,
-    collective_latency=prior('graph_collective_latency'),
-    host_overlap=prior('host_overlap_async'),
-    embedding_efficiency=1.0,
-    uvm_fill_efficiency=prior('uvm_fill_efficiency'),
-    hbm_reserve=0.05,
-    comm_overlap=0.0,
-    sources=(
-      (
-        'comm_overlap',
-        'one device runs every op in turn (no communication to hide)',
-      ),
-      ('graph_scope', 'codesign.dlrm: one jax.jit train step'),
-      (
-        'mlp_fusion',
-        'XLA fuses bias add, ReLU and their gradients into '
-        'loop fusions beside the dots; on a CPU the activations stay in '
-        'cache, so one pass is charged',
-      ),
-      (
-        'embedding_kernel',
-        'codesign.dlrm: a gather and segment sum per '
-        'table, scatter-add updates',
-      ),
-      (
-        'per_table_kernels',
-        'codesign.dlrm: gather, segment sum, scatter-add, update',
-      ),
-      ('update_path', 'codesign.dlrm: .at[ids].add per lookup'),
-      ('id_bytes', 'codesign.dlrm: int32 ids'),
-      ('tf32', 'JAX default matmul precision uses TF32 on Ampere and later'),
-      (
-        'step_floor',
-        'assumption: one jitted call; experiments.calibrate '
-        'measures it per device (device profile step_overhead_us)',
-      ),
-      ('op_host_time', 'no eager operators'),
-      (
-        'embedding_efficiency',
-        "the device profile measures XLA's own gathers and scatters",
-      ),
-    ),
-  )
+  return _stack('jax_xla', _JAX_XLA_CHOICES, _JAX_XLA_HOST, _JAX_XLA_DEVICE)
 
 
 PRESETS = {

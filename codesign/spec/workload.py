@@ -296,63 +296,93 @@ INTEGERS = frozenset(BOUNDS) - {'pooling', 'popularity_skew'}
 def problems(w: Workload) -> list[str]:
   """Every reason `w` is not a valid workload, one sentence each. Fields
   that are None (unreadable in a JSON file, reported there) are skipped."""
+  out = _choice(w.interaction, INTERACTIONS, 'interaction')
+  out += _choice(w.optimizer, OPTIMIZERS, 'optimizer')
+  out += _choice(w.dense_precision, DENSE_PRECISIONS, 'dense precision')
+  out += _table_problems(w)
+  for key in ('num_dense', 'global_batch', 'popularity_skew'):
+    out += _within(getattr(w, key), f'workload.{key}', key)
+  for key in ('dcn_layers', 'dcn_rank'):
+    out += _within(getattr(w, key), f'workload.{key}', key)
+  out += _mlp_problems(w)
+  return out + _interaction_problems(w)
+
+
+def _choice(value, choices, what: str) -> list[str]:
+  """The sentence when `value` is not one of `choices` (none for None)."""
+  if value is not None and value not in choices:
+    return [f'unknown {what} {value!r} (valid choices: {", ".join(choices)})']
+  return []
+
+
+def _within(value, where: str, bound: str) -> list[str]:
+  """The sentence when `value` is not a finite number (an integer for
+  counts) inside BOUNDS[bound] (none for None)."""
+  if value is None:
+    return []
+  lo, hi = BOUNDS[bound]
+  integer = bound in INTEGERS
+  kind = 'an integer' if integer else 'a number'
+  ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+  ok = ok and math.isfinite(value) and lo <= value <= hi
+  if ok and integer:
+    ok = float(value).is_integer()
+  if ok:
+    return []
+  try:
+    shown = f'{value:.6g}' if isinstance(value, numbers.Real) else value
+  except OverflowError:
+    shown = 'a number beyond the float range'
+  return [f'{where} must be {kind} in [{lo:g}, {hi:g}], got {shown!s}']
+
+
+def _tables(w: Workload) -> tuple:
+  """`w.tables`, or () when unreadable (None)."""
+  return () if w.tables is None else w.tables
+
+
+def _table_problems(w: Workload) -> list[str]:
+  """The tables' problems: none at all, too many, and each table's
+  precision, rows, dim and pooling."""
   out = []
-
-  def choice(value, choices, what):
-    if value is not None and value not in choices:
-      out.append(
-        f'unknown {what} {value!r} (valid choices: {", ".join(choices)})'
-      )
-
-  def within(value, where, bound):
-    """Appends a sentence when `value` is not a finite number (an integer
-    for counts) inside BOUNDS[bound]."""
-    if value is None:
-      return
-    lo, hi = BOUNDS[bound]
-    integer = bound in INTEGERS
-    kind = 'an integer' if integer else 'a number'
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    ok = ok and math.isfinite(value) and lo <= value <= hi
-    if ok and integer:
-      ok = float(value).is_integer()
-    if not ok:
-      try:
-        shown = f'{value:.6g}' if isinstance(value, numbers.Real) else value
-      except OverflowError:
-        shown = 'a number beyond the float range'
-      out.append(f'{where} must be {kind} in [{lo:g}, {hi:g}], got {shown!s}')
-
-  choice(w.interaction, INTERACTIONS, 'interaction')
-  choice(w.optimizer, OPTIMIZERS, 'optimizer')
-  choice(w.dense_precision, DENSE_PRECISIONS, 'dense precision')
-  tables = [] if w.tables is None else w.tables
+  tables = _tables(w)
   if w.tables is not None and not w.tables:
     out.append('workload has no embedding tables')
   if tables:
-    within(len(tables), 'the number of workload.tables', 'num_tables')
+    out += _within(len(tables), 'the number of workload.tables', 'num_tables')
   for i, t in enumerate(tables):
     if t is None:
       continue
-    choice(t.precision, TABLE_PRECISIONS, f'precision of table {i}')
+    out += _choice(t.precision, TABLE_PRECISIONS, f'precision of table {i}')
     for key in ('rows', 'dim', 'pooling'):
-      within(getattr(t, key), f'workload.tables.{i}.{key}', key)
-  for key in ('num_dense', 'global_batch', 'popularity_skew'):
-    within(getattr(w, key), f'workload.{key}', key)
-  for key in ('dcn_layers', 'dcn_rank'):
-    within(getattr(w, key), f'workload.{key}', key)
+      out += _within(getattr(t, key), f'workload.tables.{i}.{key}', key)
+  return out
+
+
+def _mlp_problems(w: Workload) -> list[str]:
+  """The MLPs' problems: no layer, too many, and each layer's width."""
+  out = []
   for key in ('bottom_mlp', 'top_mlp'):
     widths = getattr(w, key)
     if widths is None:
       continue
     if widths:
-      within(
+      out += _within(
         len(widths), f'the number of layers of workload.{key}', 'mlp_layers'
       )
     else:
       out.append(f'workload.{key} needs at least one layer')
     for j, x in enumerate(widths):
-      within(x, f'workload.{key}.{j}', 'mlp_width')
+      out += _within(x, f'workload.{key}.{j}', 'mlp_width')
+  return out
+
+
+def _interaction_problems(w: Workload) -> list[str]:
+  """The interaction's problems: a dot or DCN-v2 interaction needs every
+  table dim equal to the last bottom MLP width; DCN-v2 needs layers and
+  a rank."""
+  out = []
+  tables = _tables(w)
   if w.interaction in ('dot', 'dcnv2') and w.bottom_mlp:
     d = w.bottom_mlp[-1]
     bad = [

@@ -136,6 +136,51 @@ def run(
     InputError: a bad setting or input.
   """
   progress = progress or (lambda line: None)
+  request = _request(settings)  # settings checked, limits laid out
+  found = _search(request, progress)  # every limit in one compiled loop
+  searches, adopted = _searches(request, found)  # each judged on every limit
+  fronts = _frontiers(found, searches)
+  presets, preset_reasons = _presets(request, fronts, progress)
+  summary = _summary(request, presets, adopted, fronts)
+  result = {
+    'workload': request.w.name,
+    'objective': 'throughput',
+    'searches': searches,
+    'frontier': fronts,
+    'presets': presets,
+    'evaluations': found['evaluations'],
+    'summary': summary,
+    'display': _display(request, found, searches, preset_reasons),
+  }
+  return result, _metrics(request, found)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+  """The settings read and checked: what every phase of `run` starts from.
+
+  Attributes:
+    settings: the settings.
+    w, stack: the workload and stack loaded.
+    presets: preset name -> platform.
+    space: the design space (auto plans, the settings' sharding).
+    limits: (2k,) the searches' limits: k capex (USD), then k power (W).
+    kinds: (2k,) each limit's index in `multi_search.LIMIT_KINDS`.
+    tasks: the searches' task (the space, the workload, the stack).
+  """
+
+  settings: Settings
+  w: wl.Workload
+  stack: stack_lib.Stack
+  presets: dict[str, hardware.Platform]
+  space: ds.DesignSpace
+  limits: np.ndarray
+  kinds: np.ndarray
+  tasks: multi_search.Tasks
+
+
+def _request(settings: Settings) -> _Request:
+  """The `_Request` of `settings`; raises `InputError` for a bad one."""
   check(settings)
   w = shared.load_workload(settings.workload)
   stack = shared.load_stack(settings.stack)
@@ -154,47 +199,68 @@ def run(
     ]
   )
   kinds = np.repeat([0, 1], k)
+  tasks = multi_search.Tasks(space, (w,), stack)
+  return _Request(settings, w, stack, presets, space, limits, kinds, tasks)
+
+
+def _search(request: _Request, progress) -> dict:
+  """`multi_search.search_tasks` of one search per limit (throughput
+  within it)."""
+  settings, n = request.settings, len(request.limits)
   config = gradient.Config(
     starts=settings.starts, steps=settings.steps, seed=settings.seed
   )
-  tasks = multi_search.Tasks(space, (w,), stack)
   progress(
-    f'pareto: {2 * k} searches (capex and power limits) x {settings.starts}'
+    f'pareto: {n} searches (capex and power limits) x {settings.starts}'
     f' starts x {settings.steps} Adam steps in one compiled loop, over '
-    f'{space.size:,} buildable designs'
+    f'{request.space.size:,} buildable designs'
   )
-  found = multi_search.search_tasks(
-    tasks,
-    np.ones((2 * k, 1)),
-    limits,
-    kinds,
+  return multi_search.search_tasks(
+    request.tasks,
+    np.ones((n, 1)),
+    request.limits,
+    request.kinds,
     starts=settings.starts,
     config=config,
     snap_top=settings.snap_top,
   )
-  thr = np.exp(found['logs'][:, 0])
+
+
+def _throughput(found: dict) -> np.ndarray:
+  """(searches,) each search's best buildable throughput, samples/s."""
+  return np.exp(found['logs'][:, 0])
+
+
+def _searches(request: _Request, found: dict) -> tuple[list[dict], list]:
+  """(searches, adopted): result.json's `searches`, each row taking a
+  better design another search found within its limit (`cross_check`,
+  which also edits found['index']), and one phrase per adopted design."""
+  thr = _throughput(found)
   searches = []
-  for t in range(2 * k):
+  for i, limit in enumerate(request.limits):
     searches.append(
       {
-        'limit_kind': multi_search.LIMIT_KINDS[kinds[t]],
-        'limit': limits[t],
-        'feasible': bool(found['feasible'][t]),
-        'throughput_samples_per_s': thr[t],
-        'capex_usd': found['capex'][t],
-        'power_w': found['power'][t],
-        'design': ds.describe_index(space, found['index'][t]),
+        'limit_kind': multi_search.LIMIT_KINDS[request.kinds[i]],
+        'limit': limit,
+        'feasible': bool(found['feasible'][i]),
+        'throughput_samples_per_s': thr[i],
+        'capex_usd': found['capex'][i],
+        'power_w': found['power'][i],
+        'design': ds.describe_index(request.space, found['index'][i]),
         'relaxed_throughput_samples_per_s': float(
-          np.exp(found['relaxed_logs'][t, 0])
+          np.exp(found['relaxed_logs'][i, 0])
         ),
-        'relaxed_feasible': bool(found['relaxed_feasible'][t]),
+        'relaxed_feasible': bool(found['relaxed_feasible'][i]),
       }
     )
-  ok = found['feasible']
-  adopted = cross_check(searches, found['index'])
-  fronts = {}
+  return searches, cross_check(searches, found['index'])
+
+
+def _frontiers(found: dict, searches: list[dict]) -> dict:
+  """result.json's `frontier`: per cost ('capex', 'power'), the frontier
+  points by increasing cost with their search and design."""
+  thr, fronts = _throughput(found), {}
   for key, cost in (('capex', found['capex']), ('power', found['power'])):
-    fr = frontier(cost, thr, ok)
     fronts[key] = [
       {
         'cost': cost[i],
@@ -202,21 +268,30 @@ def run(
         'search': i,
         'design': searches[i]['design'],
       }
-      for i in fr
+      for i in frontier(cost, thr, found['feasible'])
     ]
+  return fronts
 
-  def envelope(key, x):
-    """Best frontier throughput at cost <= x (None below the frontier)."""
-    vals = [
-      f['throughput_samples_per_s'] for f in fronts[key] if f['cost'] <= x
-    ]
-    return max(vals) if vals else None
 
-  progress(f'pareto: evaluating {len(presets)} presets and the found designs')
-  points, lines, preset_reasons = {}, [], {}
-  for n, p in presets.items():
+def _envelope(front: list[dict], x: float) -> float | None:
+  """Best throughput of frontier points `front` at cost <= x (None below
+  the frontier)."""
+  vals = [f['throughput_samples_per_s'] for f in front if f['cost'] <= x]
+  return max(vals) if vals else None
+
+
+def _presets(request: _Request, fronts: dict, progress):
+  """(points, reasons): per preset (auto plan, the searches' sharding)
+  its throughput, capex, power, feasibility and share of the frontier at
+  the same capex and power; and why it is infeasible ('' where not)."""
+  w, stack = request.w, request.stack
+  progress(
+    f'pareto: evaluating {len(request.presets)} presets and the found designs'
+  )
+  points, reasons = {}, {}
+  for n, p in request.presets.items():
     # The same sharding as the searched designs.
-    plan = planner.make(w, p, stack, sharding=settings.sharding)
+    plan = planner.make(w, p, stack, sharding=request.settings.sharding)
     r = cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
     row = {
       'throughput_samples_per_s': float(r.throughput),
@@ -224,14 +299,22 @@ def run(
       'power_w': float(r.power),
       'feasible': bool(r.feasible),
     }
-    preset_reasons[n] = shared.why_not(report.to_result(r))
+    reasons[n] = shared.why_not(report.to_result(r))
     for key, cost in (('capex', row['capex_usd']), ('power', row['power_w'])):
-      best = envelope(key, cost)
+      best = _envelope(fronts[key], cost)
       row[f'frontier_at_same_{key}'] = best
       row[f'share_of_frontier_at_same_{key}'] = (
         None if best is None else row['throughput_samples_per_s'] / best
       )
     points[n] = row
+  return points, reasons
+
+
+def _summary(request, points: dict, adopted: list, fronts: dict) -> list:
+  """result.json's `summary`: a sentence per preset, on the searches that
+  did not converge, and on each frontier."""
+  lines = []
+  for n, row in points.items():
     share = row['share_of_frontier_at_same_capex']
     lines.append(
       f'{n}: {row["throughput_samples_per_s"]:,.0f} samples/s for '
@@ -246,9 +329,9 @@ def run(
     )
   if adopted:
     lines.append(
-      f'{len(adopted)} of {2 * k} searches did not converge: a design found '
-      'by another search of this run is within their limit and faster, '
-      'and is reported instead (' + '; '.join(adopted) + ').'
+      f'{len(adopted)} of {len(request.limits)} searches did not converge: '
+      'a design found by another search of this run is within their limit '
+      'and faster, and is reported instead (' + '; '.join(adopted) + ').'
     )
   for key, unit in (('capex', 'USD'), ('power', 'W')):
     f = fronts[key]
@@ -261,40 +344,45 @@ def run(
       )
     else:
       lines.append(f'{key} frontier: no search found a feasible design.')
+  return lines
+
+
+def _display(request, found, searches, preset_reasons) -> dict:
+  """`run`'s `display` (not in result.json): the searches' short design
+  names, why each search and preset is infeasible, sharding, max_nodes."""
   # Why a search found nothing feasible: its best design's constraint rows
   # (the same batch shape as the snapping, so no new compile).
   g = multi_search.evaluate_buildable(
-    tasks, found['index'], np.ones((2 * k, 1)), limits, kinds.astype(np.int32)
+    request.tasks,
+    found['index'],
+    np.ones((len(request.limits), 1)),
+    request.limits,
+    request.kinds.astype(np.int32),
   )['g']
-  result = {
-    'workload': w.name,
-    'objective': 'throughput',
-    'searches': searches,
-    'frontier': fronts,
-    'presets': points,
-    'evaluations': found['evaluations'],
-    'summary': lines,
-    'display': {
-      'design_names': [shared.design_name(s['design']) for s in searches],
-      'search_reasons': [
-        shared.why_not_rows(
-          g[t], s['limit_kind'], s['limit'], s['capex_usd'], s['power_w']
-        )
-        for t, s in enumerate(searches)
-      ],
-      'preset_reasons': preset_reasons,
-      'sharding': settings.sharding,
-      'max_nodes': settings.max_nodes,
-    },
+  return {
+    'design_names': [shared.design_name(s['design']) for s in searches],
+    'search_reasons': [
+      shared.why_not_rows(
+        g[i], s['limit_kind'], s['limit'], s['capex_usd'], s['power_w']
+      )
+      for i, s in enumerate(searches)
+    ],
+    'preset_reasons': preset_reasons,
+    'sharding': request.settings.sharding,
+    'max_nodes': request.settings.max_nodes,
   }
+
+
+def _metrics(request: _Request, found: dict) -> list[dict]:
+  """metrics.jsonl: per Adam step, each search's best feasible throughput
+  so far, labelled by its limit."""
   labels = [
-    f'{multi_search.LIMIT_KINDS[kinds[t]]}_{limits[t]:.4g}'
-    for t in range(2 * k)
+    f'{multi_search.LIMIT_KINDS[kind]}_{limit:.4g}'
+    for kind, limit in zip(request.kinds, request.limits, strict=True)
   ]
-  metrics = multi_search.history_rows(
+  return multi_search.history_rows(
     found['history'], labels, 'best_feasible_throughput'
   )
-  return result, metrics
 
 
 def cross_check(searches: list[dict], index: np.ndarray) -> list[str]:

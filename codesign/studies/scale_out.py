@@ -158,6 +158,54 @@ def run(
     InputError: a CPU-trainer platform (no accelerators to share NICs).
   """
   progress = progress or (lambda line: None)
+  request = _request(settings)  # inputs loaded, an accelerator platform
+  rows, why, single = _per_node_count(request, progress)
+  own_gbps = request.own_bw / _TO_BPS * request.per_accel
+  result = {
+    'workload': request.w0.name,
+    'platform': request.p0.name,
+    'scaling': settings.scaling,
+    'sharding': settings.sharding,
+    'target_efficiency': settings.target,
+    'own_nic_gbit_per_s_per_accelerator': own_gbps,
+    'single_node_throughput_samples_per_s': single,
+    'per_node_count': rows,
+    'summary': _summary(rows, settings, own_gbps, request.per_accel),
+    'why_infeasible': why,
+  }
+  return result, _metrics(rows)
+
+
+# Gb/s to bytes/s.
+_TO_BPS = 1e9 / 8.0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+  """The settings read and checked: what every phase of `run` starts from.
+
+  Attributes:
+    settings: the settings.
+    w0, p0, stack: the workload, the platform (one node) and the stack.
+    lo, hi: the NIC bandwidth range searched, bytes/s per NIC.
+    per_accel: NICs per accelerator (NIC line rate -> per-accelerator
+      share).
+    own_bw: the platform's own NIC bandwidth, bytes/s per NIC.
+  """
+
+  settings: Settings
+  w0: wl.Workload
+  p0: Platform
+  stack: stack_lib.Stack
+  lo: float
+  hi: float
+  per_accel: float
+  own_bw: float
+
+
+def _request(settings: Settings) -> _Request:
+  """The `_Request` of `settings`; raises `InputError` for a CPU-trainer
+  platform (no accelerators to share NICs)."""
   w0 = shared.load_workload(settings.workload)
   p0 = shared.platform(settings.platform)
   stack = shared.load_stack(settings.stack)
@@ -166,76 +214,92 @@ def run(
       f'platform {p0.name} is a CPU trainer; NIC bandwidth per accelerator '
       'needs an accelerator platform'
     )
-  weak = settings.scaling == 'weak'
-  to_bps = 1e9 / 8.0
-  lo = settings.min_nic_gbit_per_s * to_bps
-  hi = settings.max_nic_gbit_per_s * to_bps
   nic_count = float(p0.nic.count)
   accels = float(p0.accelerators_per_node)
-  per_accel = nic_count / accels  # NIC line rate -> per-accelerator share
-  own_bw = float(p0.nic.bandwidth)
+  return _Request(
+    settings,
+    w0,
+    p0,
+    stack,
+    settings.min_nic_gbit_per_s * _TO_BPS,
+    settings.max_nic_gbit_per_s * _TO_BPS,
+    nic_count / accels,
+    float(p0.nic.bandwidth),
+  )
 
+
+def _per_node_count(request: _Request, progress):
+  """(rows, why, single): result.json's `per_node_count`, per node count
+  None or why it is infeasible, and the first node count's throughput
+  (the reference of the efficiencies)."""
+  settings = request.settings
   rows, why, single = [], [], None
   for n in settings.nodes:
     progress(f'{n} nodes: auto plan, own NIC, needed NIC bandwidth')
-    p, w = sweeps.with_nodes(p0, w0, n, weak=weak)
-    plan = planner.make(w, p, stack, sharding=settings.sharding)
-    own = sweeps.nic_sweep(p, w, stack, plan, [own_bw])
+    p, w = sweeps.with_nodes(
+      request.p0, request.w0, n, weak=settings.scaling == 'weak'
+    )
+    plan = planner.make(w, p, request.stack, sharding=settings.sharding)
+    own = sweeps.nic_sweep(p, w, request.stack, plan, [request.own_bw])
     own = {k: v[0] for k, v in own.items()}
     if single is None:
       single = float(own['throughput'])
     need = sweeps.required_nic_bandwidth(
-      p, w, stack, plan, single, settings.target, lo, hi, settings.rounds
+      p,
+      w,
+      request.stack,
+      plan,
+      single,
+      settings.target,
+      request.lo,
+      request.hi,
+      settings.rounds,
     )
-    bw = need['bandwidth']
-    breakdown = dict(zip(cost_model.COMPONENTS, own['breakdown'], strict=True))
-    total = float(np.sum(own['breakdown']))
-    rows.append(
-      {
-        'nodes': n,
-        'global_batch': w.global_batch,
-        'feasible': bool(own['feasible']),
-        'hbm_fraction': float(np.mean(plan.hbm_fraction)),
-        'throughput_samples_per_s': own['throughput'],
-        'efficiency': float(own['throughput']) / (n * single),
-        'bottleneck': cost_model.COMPONENTS[int(own['bottleneck_index'])],
-        'breakdown_s': breakdown,
-        'breakdown_share': {k: v / total for k, v in breakdown.items()},
-        'required_status': need['status'],
-        'required_nic_gbit_per_s_per_accelerator': None
-        if bw is None
-        else bw / to_bps * per_accel,
-        'required_bracket_gbit_per_s_per_accelerator': [
-          None if x is None else x / to_bps * per_accel for x in need['bracket']
-        ],
-        'efficiency_at_max_bandwidth': need['efficiency_at_hi'],
-      }
-    )
-    why.append(
-      None
-      if own['feasible']
-      else shared.why_infeasible(
-        own['hbm_required'],
-        own['hbm_available'],
-        own['ddr_required'],
-        own['ddr_available'],
-      )
-    )
+    rows.append(_row(request, n, w, plan, own, need, single))
+    why.append(None if own['feasible'] else _why_infeasible(own))
+  return rows, why, single
 
-  own_gbps = own_bw / to_bps * per_accel
-  result = {
-    'workload': w0.name,
-    'platform': p0.name,
-    'scaling': settings.scaling,
-    'sharding': settings.sharding,
-    'target_efficiency': settings.target,
-    'own_nic_gbit_per_s_per_accelerator': own_gbps,
-    'single_node_throughput_samples_per_s': single,
-    'per_node_count': rows,
-    'summary': _summary(rows, settings, own_gbps, per_accel),
-    'why_infeasible': why,
+
+def _row(request: _Request, n, w, plan, own, need, single) -> dict:
+  """The per_node_count row of `n` nodes: the figures at the own NIC
+  `own`, the step components and their shares, the needed NIC `need`."""
+  per_accel, bw = request.per_accel, need['bandwidth']
+  breakdown = dict(zip(cost_model.COMPONENTS, own['breakdown'], strict=True))
+  total = float(np.sum(own['breakdown']))
+  return {
+    'nodes': n,
+    'global_batch': w.global_batch,
+    'feasible': bool(own['feasible']),
+    'hbm_fraction': float(np.mean(plan.hbm_fraction)),
+    'throughput_samples_per_s': own['throughput'],
+    'efficiency': float(own['throughput']) / (n * single),
+    'bottleneck': cost_model.COMPONENTS[int(own['bottleneck_index'])],
+    'breakdown_s': breakdown,
+    'breakdown_share': {k: v / total for k, v in breakdown.items()},
+    'required_status': need['status'],
+    'required_nic_gbit_per_s_per_accelerator': None
+    if bw is None
+    else bw / _TO_BPS * per_accel,
+    'required_bracket_gbit_per_s_per_accelerator': [
+      None if x is None else x / _TO_BPS * per_accel for x in need['bracket']
+    ],
+    'efficiency_at_max_bandwidth': need['efficiency_at_hi'],
   }
-  metrics = [
+
+
+def _why_infeasible(own: dict) -> str:
+  """The overflowing memory tier of figures `own`, in words."""
+  return shared.why_infeasible(
+    own['hbm_required'],
+    own['hbm_available'],
+    own['ddr_required'],
+    own['ddr_available'],
+  )
+
+
+def _metrics(rows: list[dict]) -> list[dict]:
+  """metrics.jsonl: one dict per node count."""
+  return [
     {
       'step': i,
       'nodes': r['nodes'],
@@ -248,7 +312,6 @@ def run(
     }
     for i, r in enumerate(rows)
   ]
-  return result, metrics
 
 
 def shown_components(result: dict) -> list[str]:

@@ -152,46 +152,12 @@ def run(
     InputError: check_top above the number of platform fields.
   """
   progress = progress or (lambda line: None)
-  w = shared.load_workload(settings.workload)
-  p = shared.platform(settings.platform)
-  stack = shared.load_stack(settings.stack)
-  plan = shared.plan(settings.plan, w, p, stack)
-  num_fields = len(hardware.leaf_paths(p))
-  if not 1 <= settings.check_top <= num_fields:
-    raise InputError(
-      f'--check_top must be between 1 and {num_fields}, got '
-      f'{settings.check_top}'
-    )
+  w, p, stack, plan = _design(settings)
   progress('elasticities of every platform field (one reverse-mode pass)')
   paths, values, e = sweeps.elasticities(
     p, w, stack, plan, replan=settings.replan
   )
-  top = list(np.argsort(-np.abs(e[0]), kind='stable')[: settings.check_top])
-  progress(f'finite differences of the top {len(top)} fields')
-  fd = sweeps.finite_difference(
-    p,
-    w,
-    stack,
-    plan,
-    [paths[i] for i in top],
-    replan=settings.replan,
-    rel_step=settings.fd_rel_step,
-  )
-  checks = []
-  for j, i in enumerate(top):
-    for row, metric in ((0, 'throughput'), (1, 'perf_per_usd')):
-      ad, num = float(e[row, i]), float(fd[row, j])
-      gap = abs(ad - num) / max(abs(num), 1e-12)
-      checks.append(
-        {
-          'field': boundary_key(paths[i]),
-          'metric': metric,
-          'autodiff': ad,
-          'finite_difference': num,
-          'relative_gap': gap,
-          'ok': gap <= settings.fd_tolerance,
-        }
-      )
+  checks = _checks(settings, (w, p, stack, plan), paths, e, progress)
   base = report.to_result(
     cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
   )
@@ -218,6 +184,57 @@ def run(
     'finite_difference_ok': all(c['ok'] for c in checks),
   }
   return result, []
+
+
+def _design(settings: Settings) -> tuple:
+  """(w, p, stack, plan) of the settings; raises `InputError` when
+  check_top is not between 1 and the number of platform fields."""
+  w = shared.load_workload(settings.workload)
+  p = shared.platform(settings.platform)
+  stack = shared.load_stack(settings.stack)
+  plan = shared.plan(settings.plan, w, p, stack)
+  num_fields = len(hardware.leaf_paths(p))
+  if not 1 <= settings.check_top <= num_fields:
+    raise InputError(
+      f'--check_top must be between 1 and {num_fields}, got '
+      f'{settings.check_top}'
+    )
+  return w, p, stack, plan
+
+
+def _checks(settings: Settings, design: tuple, paths, e, progress) -> list:
+  """The finite-difference check of the `check_top` largest throughput
+  elasticities `e` of `design` (w, p, stack, plan): per field and metric
+  the autodiff and numerical values, their relative gap and whether it
+  is within the tolerance."""
+  w, p, stack, plan = design
+  top = list(np.argsort(-np.abs(e[0]), kind='stable')[: settings.check_top])
+  progress(f'finite differences of the top {len(top)} fields')
+  fd = sweeps.finite_difference(
+    p,
+    w,
+    stack,
+    plan,
+    [paths[i] for i in top],
+    replan=settings.replan,
+    rel_step=settings.fd_rel_step,
+  )
+  checks = []
+  for j, i in enumerate(top):
+    for row, metric in ((0, 'throughput'), (1, 'perf_per_usd')):
+      ad, num = float(e[row, i]), float(fd[row, j])
+      gap = abs(ad - num) / max(abs(num), 1e-12)
+      checks.append(
+        {
+          'field': boundary_key(paths[i]),
+          'metric': metric,
+          'autodiff': ad,
+          'finite_difference': num,
+          'relative_gap': gap,
+          'ok': gap <= settings.fd_tolerance,
+        }
+      )
+  return checks
 
 
 def ranked_fields(result: dict, limit: int) -> list[str]:

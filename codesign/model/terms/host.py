@@ -81,72 +81,136 @@ def kernel_counts(
   (`graph_scope='forward_backward'`, NVIDIA's DLRM); none when the whole
   step is one graph (`step`, HugeCTR).
   """
+  dense = _dense_kernels(w, s)
+  emb = _embedding_kernels(w, s)
+  tensors = _dense_tensors(w)
+  opt = _optimizer_kernels(w, s, tensors)
+  amp = _precision_kernels(w, s, t, payload, tensors)
+  misc = KERNELS_LOSS + KERNELS_DATA
+  collectives = _collective_calls(w, s, t, plan)
+  every = {
+    **dense,
+    'optimizer': opt,
+    'embedding': emb,
+    'collectives': collectives,
+    'other': amp + misc,
+  }
+  inter = _interaction_kernels(w, s)
+  # Gaps of the GEMMs, the MLP elementwise passes, the interaction's own
+  # kernel each way and the dense optimizer are charged by their terms.
+  return Counts(
+    device_kernels=inter - 2.0 + emb + opt - 1.0 + amp + misc,
+    host_ops=_host_ops(w, s, every),
+    collectives=collectives,
+  )
+
+
+def _gemm_kernels(w: wl.Workload, s: Stack) -> dict:
+  """GEMM kernels per step of the bottom MLP, the interaction (none when
+  a fused dot kernel replaces its batched GEMMs) and the top MLP."""
   g = gemm_table(w)
   per_gemm = 1.0 + g['bwd_kernels']
   gemm = {
     k: float(np.sum(per_gemm * (g['component'] == i)))
     for i, k in enumerate(('bottom_mlp', 'interaction', 'top_mlp'))
   }
+  if w.interaction == 'dot' and s.fused_interaction:
+    gemm['interaction'] = 0.0  # one kernel each way replaces the GEMMs
+  return gemm
+
+
+def _dense_kernels(w: wl.Workload, s: Stack) -> dict:
+  """Kernels per step of the bottom MLP, the interaction and the top MLP:
+  their GEMMs, the MLP layers' elementwise kernels and the interaction's
+  own."""
+  gemm = _gemm_kernels(w, s)
   ew = float(MLP_KERNELS[s.mlp_fusion])
-  fused_dot = w.interaction == 'dot' and s.fused_interaction
-  if fused_dot:  # one kernel each way replaces the batched GEMMs
-    gemm['interaction'] = 0.0
+  return {
+    'bottom_mlp': gemm['bottom_mlp'] + ew * len(w.bottom_mlp),
+    'interaction': gemm['interaction'] + _interaction_kernels(w, s),
+    'top_mlp': gemm['top_mlp'] + ew * len(w.top_mlp),
+  }
+
+
+def _interaction_kernels(w: wl.Workload, s: Stack) -> float:
+  """The interaction's own kernels per step: 2 fused, 6 unfused for a
+  dot, 5 per DCN-v2 cross layer."""
   if w.interaction == 'dot':
-    inter = 2.0 if s.fused_interaction else 6.0
-  elif w.interaction == 'dcnv2':
-    inter = 5.0 * w.dcn_layers
-  else:
-    inter = 2.0
-  sharded = bool(np.any(t['data_parallel'] < 1.0))
+    return 2.0 if s.fused_interaction else 6.0
+  if w.interaction == 'dcnv2':
+    return 5.0 * w.dcn_layers
+  return 2.0
+
+
+def _embedding_kernels(w: wl.Workload, s: Stack) -> float:
+  """Embedding kernels per step: a fused kernel each way, or the stack's
+  `per_table_kernels` per table; 2 more with a UVM cache."""
   if s.embedding_kernel == 'fused':
     emb = 2.0
   else:
     emb = float(s.per_table_kernels * w.num_tables)
   if s.uvm_caching:
     emb += 2.0  # cache lookup and insert
+  return emb
+
+
+def _dense_tensors(w: wl.Workload) -> int:
+  """Dense parameter tensors: a weight and a bias per MLP layer; U, V and
+  a bias per cross layer."""
   layers = len(w.bottom_mlp) + len(w.top_mlp)
-  # A weight and a bias per layer; U, V and a bias per cross layer.
-  tensors = 2 * layers + (3 * w.dcn_layers if w.interaction == 'dcnv2' else 0)
+  return 2 * layers + (3 * w.dcn_layers if w.interaction == 'dcnv2' else 0)
+
+
+def _optimizer_kernels(w: wl.Workload, s: Stack, tensors: int) -> float:
+  """Dense optimizer kernels per step: 2 fused, else
+  `OPTIMIZER_KERNELS_PER_TENSOR` per tensor."""
   if s.fused_dense_optimizer:
-    opt = 2.0
-  else:
-    opt = float(OPTIMIZER_KERNELS_PER_TENSOR[w.optimizer] * tensors)
+    return 2.0
+  return float(OPTIMIZER_KERNELS_PER_TENSOR[w.optimizer] * tensors)
+
+
+def _precision_kernels(w: wl.Workload, s: Stack, t, payload, tensors):
+  """Mixed-precision kernels per step: the loss scaler's, a cast of every
+  tensor without fused MLPs (autocast), and the pooled embeddings' cast,
+  one each way."""
   mixed = w.dense_precision in ('bf16', 'fp16')
   casts = tensors if s.mlp_fusion == 'none' else 0.0  # autocast
   amp = (KERNELS_AMP + casts) if mixed else 0.0
   if pooled_cast_bytes(s, t, None, payload) is not None:
     amp += 2.0
-  misc = KERNELS_LOSS + KERNELS_DATA
-  collectives = float(
+  return amp
+
+
+def _collective_calls(w: wl.Workload, s: Stack, t: dict, plan: Plan) -> float:
+  """Collective calls per step: the id distribution and the pooled
+  all-to-all each way where tables are sharded, one allreduce per
+  bucket."""
+  sharded = bool(np.any(t['data_parallel'] < 1.0))
+  return float(
     (s.input_dist_collectives + 2 if sharded else 0)
     + allreduce_calls(w, s, t, plan)
   )
-  every = {
-    'bottom_mlp': gemm['bottom_mlp'] + ew * len(w.bottom_mlp),
-    'interaction': gemm['interaction'] + inter,
-    'top_mlp': gemm['top_mlp'] + ew * len(w.top_mlp),
-    'optimizer': opt,
-    'embedding': emb,
-    'collectives': collectives,
-    'other': amp + misc,
-  }
-  zero = dict.fromkeys(HOST_GROUPS, 0.0)
+
+
+def _host_ops(w: wl.Workload, s: Stack, every: dict) -> dict:
+  """Host operators per group (`HOST_GROUPS`) given every group's kernels
+  and collectives `every`: all of them without graphs; the optimizer, the
+  loss scaler and the data copies with forward and backward captured;
+  none when the whole step is one graph."""
   if s.graph_scope == 'none':
-    host = every
-  elif s.graph_scope == 'forward_backward':
+    return every
+  if s.graph_scope == 'forward_backward':
     # The optimizer, the loss scaler's update and the data copies stay
     # outside the graph (NVIDIA's DLRM main.py).
+    mixed = w.dense_precision in ('bf16', 'fp16')
     scaler = KERNELS_AMP if mixed else 0.0
-    host = {**zero, 'optimizer': opt, 'other': scaler + KERNELS_DATA}
-  else:
-    host = zero
-  # Gaps of the GEMMs, the MLP elementwise passes, the interaction's own
-  # kernel each way and the dense optimizer are charged by their terms.
-  return Counts(
-    device_kernels=inter - 2.0 + emb + opt - 1.0 + amp + misc,
-    host_ops=host,
-    collectives=collectives,
-  )
+    zero = dict.fromkeys(HOST_GROUPS, 0.0)
+    return {
+      **zero,
+      'optimizer': every['optimizer'],
+      'other': scaler + KERNELS_DATA,
+    }
+  return dict.fromkeys(HOST_GROUPS, 0.0)
 
 
 def host_time(s: Stack, counts: Counts):
