@@ -343,8 +343,11 @@ while True:
         pass
     time.sleep(0.5)
 shutil.rmtree(staging, ignore_errors=True)
-if os.path.isdir(old) and not os.path.exists(final):
-    os.replace(old, final)
+if os.path.isdir(old):
+    if os.path.exists(final):  # the new run is in place
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(old, final)
 try:
     fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -442,14 +445,22 @@ def finish_runs() -> list[pathlib.Path]:
   return done
 
 
-def abandon_runs() -> None:
+def abandon_runs(wait_s: float = -1) -> bool:
   """Removes the staging directories of this process (a failed run leaves
-  no directory behind) and releases their locks."""
-  with SWAP_LOCK:
+  no directory behind) and releases their locks. Waits for a run being
+  renamed into place (at most `wait_s` seconds when not negative; an
+  interrupt does not wait long). Returns whether a run was discarded."""
+  got = SWAP_LOCK.acquire(timeout=wait_s)
+  try:
+    discarded = bool(_STAGED)
     for staging, (final, _) in list(_STAGED.items()):
       shutil.rmtree(staging, ignore_errors=True)
       del _STAGED[staging]
       _unlock(final)
+    return discarded
+  finally:
+    if got:
+      SWAP_LOCK.release()
 
 
 def jsonable(obj):
