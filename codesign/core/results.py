@@ -490,17 +490,30 @@ def dumps(obj) -> str:
 
 
 def write_text_atomic(path: pathlib.Path, text: str) -> None:
+  """Writes `text` (UTF-8; a lone surrogate from a name is escaped) to
+  `path` through a temporary file and a rename.
+
+  Raises:
+    InputError: the file cannot be written (the disk is full, ...), in
+      one sentence naming it and why.
+  """
   path = pathlib.Path(path)
-  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.' + path.name)
+  tmp = None
   try:
-    with os.fdopen(fd, 'w') as f:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.' + path.name)
+    with os.fdopen(fd, 'w', encoding='utf-8', errors='backslashreplace') as f:
       f.write(text)
     # mkstemp creates 0600; the file gets the mode the umask gives others.
     os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
+  except BaseException as e:
+    if tmp is not None and os.path.exists(tmp):
       os.unlink(tmp)
+    if isinstance(e, OSError):
+      raise InputError(
+        f'cannot write {printable(str(final_path(path.parent) / path.name))!r}'
+        f' ({e.strerror or e})'
+      ) from None
     raise
 
 
