@@ -1,12 +1,13 @@
 """What every experiment script shares: input flags and error handling."""
 
 import logging
+import os
 import pathlib
 import sys
 
 from absl import flags
 
-from codesign.core.errors import InputError, exit_with
+from codesign.core.errors import InputError, exit_with, printable
 
 flags.DEFINE_string(
   'from_config',
@@ -284,45 +285,120 @@ def run(main_fn) -> None:
   app.run(run_main(main_fn), flags_parser=parse_flags)
 
 
+class SafeStream:
+  """A text stream that prints names as data: control characters (ESC,
+  BEL, CR, ...) escaped, newlines and tabs kept; what the stream cannot
+  encode (a lone surrogate) written as a backslash escape; and a stream
+  that fails (a closed pipe, a full disk) dropped, so that the run is
+  still written and the script ends as it would have."""
+
+  def __init__(self, stream):
+    self._stream = stream
+    self.failed = False
+
+  def write(self, text: str) -> int:
+    text = printable(str(text), keep='\n\t')
+    if self.failed:
+      return len(text)
+    try:
+      try:
+        self._stream.write(text)
+      except UnicodeEncodeError:
+        enc = getattr(self._stream, 'encoding', None) or 'utf-8'
+        self._stream.write(text.encode(enc, 'backslashreplace').decode(enc))
+    except (OSError, ValueError):  # ValueError: the stream is closed
+      self._drop()
+    return len(text)
+
+  def flush(self) -> None:
+    if not self.failed:
+      try:
+        self._stream.flush()
+      except (OSError, ValueError):
+        self._drop()
+
+  def _drop(self) -> None:
+    """Stops writing to the stream; its descriptor goes to /dev/null, so
+    Python's own flush at exit cannot fail on it either."""
+    self.failed = True
+    try:
+      devnull = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(devnull, self._stream.fileno())
+      os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+      pass
+
+  def __getattr__(self, name):
+    return getattr(self._stream, name)
+
+
+def _safe_streams():
+  """Replaces sys.stdout and sys.stderr by `SafeStream`s; returns the old
+  pair, for `_restore_streams`."""
+  old = sys.stdout, sys.stderr
+  if not isinstance(sys.stdout, SafeStream):
+    sys.stdout, sys.stderr = SafeStream(old[0]), SafeStream(old[1])
+  return old
+
+
 def run_main(main_fn):
-  """Wraps an absl main so bad input ends in one sentence and exit 2."""
+  """Wraps an absl main so bad input ends in one sentence and exit 2, and
+  every name it prints is data (`SafeStream`)."""
 
   def wrapped(argv):
-    # JAX logs its backend probing at INFO; keep stderr for real messages.
-    logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
-    if len(argv) > 1:
-      exit_with(InputError(f'unexpected arguments: {" ".join(argv[1:])}'))
-    from codesign.core import results
-
-    fv = flags.FLAGS
+    old = _safe_streams()
     try:
-      if fv.from_config:
-        apply_config(fv.from_config)
-      check_flag_values()
-      if 'device_profile' in fv and fv.device_profile:
-        from codesign.calibration import device_profile
-
-        # Fail early; each script passes the profile to `inputs.resolve`.
-        device_profile.load(fv.device_profile)
-      if 'workdir' in fv:
-        # Before any work: the directory must be writable and hold no
-        # other run; the script writes into its staging sibling.
-        experiment = pathlib.Path(sys.argv[0]).stem
-        fv.workdir = str(
-          results.reserve_workdir(experiment, fv.workdir, fv.overwrite)
-        )
-      out = main_fn()
-      for path in results.finish_runs():
-        print(f'wrote {path}')
-      return out
-    except InputError as e:
-      results.abandon_runs()
-      exit_with(e)
-    except BaseException:
-      results.abandon_runs()
-      raise
+      return _checked_main(main_fn, argv)
+    finally:
+      sys.stdout, sys.stderr = old
 
   return wrapped
+
+
+def _checked_main(main_fn, argv):
+  """Checks the flags and the workdir before any work, runs `main_fn`,
+  renames its runs into place; bad input, an OS failure (a full disk) and
+  a lack of memory end in one sentence, exit 2 and no run."""
+  # JAX logs its backend probing at INFO; keep stderr for real messages.
+  logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
+  if len(argv) > 1:
+    exit_with(InputError(f'unexpected arguments: {" ".join(argv[1:])}'))
+  from codesign.core import results
+
+  fv = flags.FLAGS
+  try:
+    if fv.from_config:
+      apply_config(fv.from_config)
+    check_flag_values()
+    if 'device_profile' in fv and fv.device_profile:
+      from codesign.calibration import device_profile
+
+      # Fail early; each script passes the profile to `inputs.resolve`.
+      device_profile.load(fv.device_profile)
+    if 'workdir' in fv:
+      # Before any work: the directory must be writable and hold no
+      # other run; the script writes into its staging sibling.
+      experiment = pathlib.Path(sys.argv[0]).stem
+      fv.workdir = str(
+        results.reserve_workdir(experiment, fv.workdir, fv.overwrite)
+      )
+    out = main_fn()
+    for path in results.finish_runs():
+      print(f'wrote {path}')
+    return out
+  except InputError as e:
+    results.abandon_runs()
+    exit_with(e)
+  except OSError as e:
+    results.abandon_runs()
+    name = f'{e.filename}: ' if e.filename else ''
+    exit_with(InputError(f'{name}{e.strerror or e}'))
+  except MemoryError:
+    results.abandon_runs()
+    exit_with(InputError('out of memory; try smaller inputs or settings'))
+  except BaseException:
+    results.abandon_runs()
+    raise
 
 
 def config_json(w, p=None, plan=None, s=None) -> dict:

@@ -111,7 +111,7 @@ def test_a_workdir_in_use_is_refused_naming_the_process(tmp_path):
   final = tmp_path / 'run'
   child = (
     'import sys, time\n'
-    'from codesign import results\n'
+    'from codesign.core import results\n'
     'results.reserve_workdir("x", sys.argv[1])\n'
     'print("reserved", flush=True)\n'
     'time.sleep(60)\n'
