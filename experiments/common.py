@@ -1,5 +1,7 @@
 """What every experiment script shares: input flags and error handling."""
 
+import csv
+import io
 import logging
 import os
 import pathlib
@@ -432,6 +434,51 @@ def flag_values() -> dict:
   return {n: fv[n].value for n in sorted(names)}
 
 
+def _flag_text(value, name: str, where: str) -> str:
+  """A recorded scalar as the command line would give it."""
+  if isinstance(value, bool):
+    return 'true' if value else 'false'
+  if isinstance(value, str):
+    return value
+  if isinstance(value, int | float):
+    return repr(value)
+  raise InputError(
+    f'{where} has a bad value for --{name} ({type(value).__name__} '
+    f'{printable(repr(value))[:60]}; a flag takes a string, number or '
+    'true/false)'
+  )
+
+
+def _replay(flag, value, where: str) -> None:
+  """Sets `flag` to a recorded value through the flag's own parser, as if
+  it were typed on the command line (`--name=text`, repeated for a
+  multi-flag; a list flag joins its items with commas); None stands for a
+  flag left at a None default."""
+  if value is None:
+    if flag.default is not None:
+      raise InputError(f'{where} has no value (null) for --{flag.name}')
+    flag.unparse()
+    return
+  multi = isinstance(flag, flags.MultiFlag)
+  listed = isinstance(flag.parser, flags.ListParser)
+  if isinstance(value, list) and (multi or listed):
+    texts = [_flag_text(x, flag.name, where) for x in value]
+    if listed:
+      buf = io.StringIO()
+      csv.writer(buf, lineterminator='').writerow(texts)
+      texts = [buf.getvalue()] if texts else ['']
+  else:
+    texts = [_flag_text(value, flag.name, where)]
+  flag.unparse()
+  flag.present = 0
+  try:
+    flag.parse(texts if multi else texts[0])
+  except (flags.Error, ValueError, TypeError) as e:
+    raise InputError(
+      f'{where} has a bad value for --{flag.name} ({" ".join(str(e).split())})'
+    ) from None
+
+
 def apply_config(path: str) -> None:
   """Sets this script's flags to those recorded in a run's config.json.
 
@@ -452,20 +499,20 @@ def apply_config(path: str) -> None:
   if not isinstance(recorded, dict):
     raise InputError(f'config file {path!r} has no "flags" object')
   fv = flags.FLAGS
+  where = f'config file {printable(path)!r}'
   for name, value in sorted(recorded.items()):
     if name in _NOT_REPLAYED:
       continue
     if name not in fv:
       raise InputError(
-        f'config file {path!r} records flag --{name}, which this script '
-        'does not have'
+        f'{where} records flag --{printable(name)}, which this script does '
+        'not have'
       )
-    try:
-      setattr(fv, name, value)
-    except (flags.Error, ValueError, TypeError) as e:
-      raise InputError(
-        f'config file {path!r} has a bad value for --{name} ({e})'
-      ) from None
+    _replay(fv[name], value, where)
+  try:
+    fv.validate_all_flags()
+  except flags.Error as e:
+    raise InputError(f'{where}: {" ".join(str(e).split())}') from None
   for section in ('workload', 'platform', 'plan', 'stack'):
     if section in fv and isinstance(config.get(section), dict):
       setattr(fv, section, str(path))
