@@ -29,6 +29,7 @@ import typing
 import numpy as np
 
 from codesign.core.errors import raise_problems
+from codesign.core.safe_json import MAX_INT_DIGITS
 from codesign.core.units import UNITS, from_si_exact, to_si
 from codesign.spec import hardware
 from codesign.spec import plan as plan_lib
@@ -245,6 +246,9 @@ def _scalar(tp, f, value, where: str, problems: list[str]):
       or (isinstance(value, float) and not value.is_integer())
     ):
       problems.append(f'{where} must be an integer, got {_show(value)}')
+      return None
+    if abs(value) >= 10**MAX_INT_DIGITS:  # beyond what a float holds exactly
+      problems.append(f'{where} must have at most {MAX_INT_DIGITS} digits')
       return None
     return int(value)
   if tp is float:
