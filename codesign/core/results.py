@@ -21,7 +21,6 @@ byte-identical files.
 
 import csv
 import datetime
-import fcntl
 import io
 import json
 import os
@@ -37,6 +36,7 @@ from importlib import metadata
 
 import numpy as np
 
+from codesign.core import locks
 from codesign.core.errors import InputError, printable
 from codesign.core.paths import CHECKOUT
 
@@ -48,14 +48,11 @@ ROOT = CHECKOUT
 # renamed into place when it completes (`finish_runs`), so a reader sees
 # either no run or a whole one.
 _STAGED: dict[pathlib.Path, tuple[pathlib.Path, bool]] = {}
-# The lock files this process holds: final path -> open descriptor.
-_LOCKS: dict[pathlib.Path, int] = {}
 # Held while runs are renamed into place or removed, so that an interrupt
 # waits for a rename instead of leaving neither run in place.
 SWAP_LOCK = threading.RLock()
 STAGING_MARK = '.partial-'
 OLD_MARK = '.old-'
-LOCK_SUFFIX = '.lock'
 # The files every run writes (`write_run`): a directory holding both, with
 # env.json as `env_info` writes it, is a codesign run, which --overwrite
 # may replace; nothing else is.
@@ -96,10 +93,6 @@ def _staging_path(final: pathlib.Path) -> pathlib.Path:
   return final.parent / f'.{final.name}{STAGING_MARK}{os.getpid()}'
 
 
-def _lock_path(final: pathlib.Path) -> pathlib.Path:
-  return final.parent / f'.{final.name}{LOCK_SUFFIX}'
-
-
 def _alive(pid: int) -> bool:
   try:
     os.kill(pid, 0)
@@ -137,84 +130,8 @@ def _remove_stale(folder: pathlib.Path) -> None:
         os.replace(entry, final)
       else:
         shutil.rmtree(entry, ignore_errors=True)
-    if name.endswith(LOCK_SUFFIX):
-      _remove_free_lock(entry)
-
-
-def _remove_free_lock(path: pathlib.Path) -> None:
-  """Removes a lock file no process holds."""
-  try:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-  except OSError:
-    return
-  try:
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    if os.stat(path).st_ino == os.fstat(fd).st_ino:
-      os.unlink(path)
-  except OSError:
-    pass
-  finally:
-    os.close(fd)
-
-
-def _holder(fd: int) -> str:
-  """Who holds a lock file, as its holder wrote it: 'process PID: CMD'."""
-  try:
-    text = os.pread(fd, 400, 0).decode('utf-8', 'replace').strip()
-  except OSError:
-    text = ''
-  pid, _, cmd = text.partition(' ')
-  if not pid.isdigit():
-    return 'a process that is starting'
-  return f'process {pid}: {printable(cmd[:120])}' if cmd else f'process {pid}'
-
-
-def _command() -> str:
-  return ' '.join([pathlib.Path(sys.argv[0]).stem, *sys.argv[1:]])
-
-
-def _lock(final: pathlib.Path) -> None:
-  """Takes the lock of `final` for this process, or refuses at once.
-
-  Raises:
-    InputError: another process holds it (the sentence names it), or the
-      lock file cannot be written.
-  """
-  path = _lock_path(final)
-  while True:
-    try:
-      fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as e:
-      raise _unwritable(final, e) from None
-    try:
-      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-      holder = _holder(fd)
-      os.close(fd)
-      raise InputError(
-        f'--workdir {printable(str(final))!r} is in use by another run '
-        f'({holder}); wait for it to end or choose another directory'
-      ) from None
-    try:  # its last holder may have removed the file meanwhile
-      if os.stat(path).st_ino == os.fstat(fd).st_ino:
-        break
-    except FileNotFoundError:
-      pass
-    os.close(fd)
-  os.ftruncate(fd, 0)
-  os.write(fd, f'{os.getpid()} {_command()}\n'.encode('utf-8', 'replace'))
-  _LOCKS[final] = fd
-
-
-def _unlock(final: pathlib.Path) -> None:
-  fd = _LOCKS.pop(final, None)
-  if fd is None:
-    return
-  try:
-    os.unlink(_lock_path(final))  # while held: no other holder can lose it
-  except OSError:
-    pass
-  os.close(fd)
+    if name.endswith(locks.LOCK_SUFFIX):
+      locks.remove_free(entry)
 
 
 def _unwritable(final: pathlib.Path, e: OSError) -> InputError:
@@ -309,7 +226,7 @@ def reserve_workdir(
     final.parent.mkdir(parents=True, exist_ok=True)
   except OSError as e:
     raise _unwritable(final, e) from None
-  _lock(final)
+  locks.take(final)
   try:
     _check_replaceable(final, overwrite)
     _remove_stale(final.parent)
@@ -317,10 +234,10 @@ def reserve_workdir(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
   except OSError as e:
-    _unlock(final)
+    locks.release(final)
     raise _unwritable(final, e) from None
   except BaseException:
-    _unlock(final)
+    locks.release(final)
     raise
   _STAGED[staging] = (final, overwrite)
   _watch(staging, final)
@@ -372,7 +289,7 @@ def _watch(staging: pathlib.Path, final: pathlib.Path) -> None:
       str(staging),
       str(final),
       str(old),
-      str(_lock_path(final)),
+      str(locks.lock_path(final)),
     ],
     stdin=subprocess.DEVNULL,
     stdout=subprocess.DEVNULL,
@@ -439,7 +356,7 @@ def finish_runs() -> list[pathlib.Path]:
       try:
         target = _finish(staging, final, overwrite)
       finally:
-        _unlock(final)
+        locks.release(final)
       if target is not None:
         done.append(target)
   return done
@@ -456,7 +373,7 @@ def abandon_runs(wait_s: float = -1) -> bool:
     for staging, (final, _) in list(_STAGED.items()):
       shutil.rmtree(staging, ignore_errors=True)
       del _STAGED[staging]
-      _unlock(final)
+      locks.release(final)
     return discarded
   finally:
     if got:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from codesign.core import results
+from codesign.core import locks, results
 from codesign.core.errors import InputError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -300,7 +300,7 @@ def test_two_runs_into_one_workdir_one_completes(tmp_path):
   first = subprocess.Popen(
     cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
   )
-  lock = tmp_path / f'.run{results.LOCK_SUFFIX}'
+  lock = tmp_path / f'.run{locks.LOCK_SUFFIX}'
   deadline = time.monotonic() + 120
   while not lock.exists() and time.monotonic() < deadline:
     time.sleep(0.05)
