@@ -21,8 +21,8 @@ counts.
 
 `--parts=misuse` runs the attempts of a careless or unlucky user against
 the scripts and the API of a checkout (`codesign.boundary.fuzz_misuse`,
-`codesign.boundary.fuzz_calls`: --overwrite onto what is not a run, two runs into
-one workdir, JSON that cannot be held, hostile names, config files,
+`codesign.boundary.fuzz_calls`: --overwrite onto what is not a run, two
+runs into one workdir, JSON that cannot be held, hostile names, config files,
 wrong API arguments, a failing stdout) and counts per class the attempts
 that printed a traceback, lost data, lost a finished run, printed raw
 control characters, left files behind or were accepted when wrong;

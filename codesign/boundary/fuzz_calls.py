@@ -1,5 +1,5 @@
-"""Fuzzing the careless user, part two (`codesign.boundary.fuzz_misuse` holds the
-rules and the script classes): wrong arguments and hand-built objects
+"""Fuzzing the careless user, part two (`codesign.boundary.fuzz_misuse`
+holds the rules and the script classes): wrong arguments and hand-built objects
 given to the Python API, config files replayed with `--from_config`, and
 Ctrl-C at a random moment of a script (`sigint_trial`).
 """
@@ -17,9 +17,9 @@ import time
 from codesign.boundary.fuzz_misuse import (
   EVALUATE,
   Outcome,
-  _judge,
-  _leftovers,
-  _run,
+  judge,
+  leftovers,
+  run_script,
 )
 
 # ---- api: wrong types and values in Python --------------------------------
@@ -178,11 +178,11 @@ def from_config_attempts(root) -> list[Outcome]:
       path = base / f'c{i}.json'
       path.write_text(json.dumps(config))
       out = Outcome('from_config', json.dumps(flags)[:60])
-      proc = _run(
+      proc = run_script(
         root,
         [EVALUATE[0], f'--from_config={path}', f'--workdir={base}/r{i}'],
       )
-      _judge(proc, out, expect)
+      judge(proc, out, expect)
       outcomes.append(out)
   return outcomes
 
@@ -262,7 +262,7 @@ def sigint_trial(root, script: str, delay_s: float, timeout_s=120) -> dict:
     for r in readers:
       r.join(timeout=5)
     after = [line for t, line in lines if t >= t0]
-    left = _leftovers(pathlib.Path(tmp))
+    left = leftovers(pathlib.Path(tmp))
     return {
       'script': script,
       'delay_s': round(delay_s, 2),

@@ -53,7 +53,7 @@ class Outcome:
   detail: str = ''
 
 
-def _run(root, args, timeout=600, **kw):
+def run_script(root, args, timeout=600, **kw):
   env = {**os.environ, 'PYTHONPATH': str(root)}
   return subprocess.run(
     [sys.executable, '-m', *args],
@@ -65,7 +65,7 @@ def _run(root, args, timeout=600, **kw):
   )
 
 
-def _judge(proc, out: Outcome, expect: str) -> None:
+def judge(proc, out: Outcome, expect: str) -> None:
   """The rules every script run keeps: `expect` is 'run' (must write),
   'refuse' (exit 2, one line) or 'either'."""
   err = proc.stderr.decode('utf-8', 'replace')
@@ -99,7 +99,7 @@ def _snapshot(folder: pathlib.Path) -> dict:
   return out
 
 
-def _leftovers(folder: pathlib.Path, wait_s: float = 3.0) -> list[str]:
+def leftovers(folder: pathlib.Path, wait_s: float = 3.0) -> list[str]:
   """Hidden staging, moved-aside and lock entries in `folder` (waiting for
   a watcher to clean up)."""
   marks = ('.partial-', '.old-', '.lock')
@@ -215,10 +215,10 @@ def _overwrite_attempt(root, name, setup, expect, overwrite) -> Outcome:
     args = [*EVALUATE, f'--workdir={workdir}']
     if overwrite:
       args.append('--overwrite')
-    proc = _run(root, args, stdin=subprocess.DEVNULL)
+    proc = run_script(root, args, stdin=subprocess.DEVNULL)
     if expect == 'run_if_overwrite':
       expect = 'run' if overwrite else 'refuse'
-    _judge(proc, out, expect)
+    judge(proc, out, expect)
     after = _snapshot(base)
     run_dir = os.path.realpath(workdir)
     for rel, content in before.items():
@@ -227,7 +227,7 @@ def _overwrite_attempt(root, name, setup, expect, overwrite) -> Outcome:
       if after.get(rel) != content and not (inside and is_run):
         out.failures.append('data lost')
         break
-    left = _leftovers(base) + _leftovers(pathlib.Path(run_dir).parent)
+    left = leftovers(base) + leftovers(pathlib.Path(run_dir).parent)
     if left:
       out.failures.append('left behind')
   return out
@@ -286,16 +286,16 @@ def concurrent_attempts(root, pairs: int = 4) -> list[Outcome]:
       )
       _started(pathlib.Path(tmp), first)
       t0 = time.monotonic()
-      second = _run(root, [*EVALUATE, *flags])
+      second = run_script(root, [*EVALUATE, *flags])
       took = time.monotonic() - t0
       o1, e1 = first.communicate(timeout=600)
       wrote = [b'wrote' in o1, b'wrote' in second.stdout]
-      _judge(second, out, 'either')
+      judge(second, out, 'either')
       if sum(wrote) != 1:
         out.failures.append('run lost')
       if b'Traceback' in e1 or first.returncode not in (0, 2):
         out.failures.append('traceback')
-      if _leftovers(pathlib.Path(tmp)):
+      if leftovers(pathlib.Path(tmp)):
         out.failures.append('left behind')
       out.detail += f' (second ended after {took:.1f} s)'
     outcomes.append(out)
@@ -419,8 +419,10 @@ def json_attempts(root) -> list[Outcome]:
       out = Outcome('json', name)
       t0 = time.monotonic()
       try:
-        proc = _run(root, [*EVALUATE[:1], *flags, f'--workdir={base}/r'], 120)
-        _judge(proc, out, expect)
+        proc = run_script(
+          root, [*EVALUATE[:1], *flags, f'--workdir={base}/r'], 120
+        )
+        judge(proc, out, expect)
       except subprocess.TimeoutExpired:
         out.failures.append('hung')
       out.detail += f' ({time.monotonic() - t0:.1f} s)'
@@ -430,8 +432,8 @@ def json_attempts(root) -> list[Outcome]:
     if mount is not None:
       for i in range(3):
         out = Outcome('json', f'a full disk ({i})')
-        proc = _run(root, [*EVALUATE, f'--workdir={mount}/run{i}'])
-        _judge(proc, out, 'refuse')
+        proc = run_script(root, [*EVALUATE, f'--workdir={mount}/run{i}'])
+        judge(proc, out, 'refuse')
         if any(p.name != 'filler' for p in mount.iterdir()):
           out.failures.append('left behind')
         outcomes.append(out)
@@ -469,8 +471,8 @@ def names_attempts(root) -> list[Outcome]:
       ):
         out = Outcome('names', f'{what} ({args[0].split(".")[1]})')
         run = base / f'run{i}{len(outcomes)}'
-        proc = _run(root, [*args, f'--workdir={run}'])
-        _judge(proc, out, 'run')
+        proc = run_script(root, [*args, f'--workdir={run}'])
+        judge(proc, out, 'run')
         if proc.returncode == 0 and not (run / 'result.json').is_file():
           out.failures.append('run lost')
         outcomes.append(out)
