@@ -14,7 +14,7 @@ CHILD = """
 import json, sys
 from absl import flags
 from experiments import common, propose
-from codesign.errors import InputError
+from codesign.core.errors import InputError
 flags.FLAGS(['propose'])
 for path in sys.argv[1:]:
     flags.FLAGS.unparse_flags()

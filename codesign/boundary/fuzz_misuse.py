@@ -123,94 +123,57 @@ def _make_run(path: pathlib.Path) -> None:
   (path / 'result.json').write_text('{"old": true}')
 
 
-def _overwrite_setups():
-  """(name, setup(base) -> workdir path, precious entries, expect)."""
-
-  def thesis(base):
-    d = base / 'w'
-    d.mkdir()
-    (d / 'thesis.tex').write_text('years of work')
-    return d
-
-  def home(base):
-    d = base / 'home'
-    d.mkdir()
-    for i in range(5):
-      (d / f'notes{i}.txt').write_text(f'note {i}')
-    (d / '.bashrc').write_text('export X=1')
-    (d / 'src').mkdir()
-    (d / 'src' / 'main.c').write_text('int main(){}')
-    return d
-
-  def hidden_only(base):
-    d = base / 'w'
-    d.mkdir()
-    (d / '.secret').write_text('key')
-    return d
-
-  def run_plus_file(base):
-    d = base / 'w'
-    _make_run(d)
-    return d
-
-  def link_to_run(base):
-    _make_run(base / 'target')
-    (base / 'link').symlink_to(base / 'target')
-    return base / 'link'
-
-  def link_to_home(base):
-    thesis(base)
-    (base / 'link').symlink_to(base / 'w')
-    return base / 'link'
-
-  def dangling(base):
-    (base / 'link').symlink_to(base / 'nowhere')
-    return base / 'link'
-
-  def a_file(base):
-    (base / 'f').write_text('precious')
-    return base / 'f'
-
-  def under_file(base):
-    (base / 'f').write_text('precious')
-    return base / 'f' / 'run'
-
-  def fifo(base):
-    os.mkfifo(base / 'fifo')
-    return base / 'fifo'
-
-  def empty(base):
-    (base / 'w').mkdir()
-    return base / 'w'
-
-  def fake_run(base):  # a config.json alone: not a run
-    d = base / 'w'
-    d.mkdir()
-    (d / 'config.json').write_text('{"mine": 1}')
-    (d / 'data.csv').write_text('1,2')
-    return d
-
-  return [
-    ('a file that is not a run', thesis, 'refuse'),
-    ('a home directory', home, 'refuse'),
-    ('only a hidden file', hidden_only, 'refuse'),
-    ('a past run', run_plus_file, 'run_if_overwrite'),
-    ('a symlink to a past run', link_to_run, 'run_if_overwrite'),
-    ('a symlink to a non-run', link_to_home, 'refuse'),
-    ('a dangling symlink', dangling, 'run'),
-    ('a file as workdir', a_file, 'refuse'),
-    ('a workdir under a file', under_file, 'refuse'),
-    ('a FIFO as workdir', fifo, 'refuse'),
-    ('an empty directory', empty, 'run'),
-    ('a config.json that is not a run', fake_run, 'refuse'),
-  ]
+# (what, entries made under a fresh folder (path -> 'dir', 'run', 'fifo',
+# 'link:TARGET' or the text of a file), the workdir given, expect).
+_HOME = {
+  'home': 'dir',
+  **{f'home/notes{i}.txt': f'note {i}' for i in range(5)},
+  'home/.bashrc': 'export X=1',
+  'home/src': 'dir',
+  'home/src/main.c': 'int main(){}',
+}
+OVERWRITE_CASES = [
+  ('a file that is not a run', {'w': 'dir', 'w/thesis.tex': 'years'}, 'w',
+   'refuse'),
+  ('a home directory', _HOME, 'home', 'refuse'),
+  ('only a hidden file', {'w': 'dir', 'w/.secret': 'key'}, 'w', 'refuse'),
+  ('a past run', {'w': 'run'}, 'w', 'run_if_overwrite'),
+  ('a symlink to a past run', {'t': 'run', 'link': 'link:t'}, 'link',
+   'run_if_overwrite'),
+  ('a symlink to a non-run', {'w': 'dir', 'w/thesis.tex': 'years',
+                              'link': 'link:w'}, 'link', 'refuse'),
+  ('a dangling symlink', {'link': 'link:nowhere'}, 'link', 'run'),
+  ('a file as workdir', {'f': 'precious'}, 'f', 'refuse'),
+  ('a workdir under a file', {'f': 'precious'}, 'f/run', 'refuse'),
+  ('a FIFO as workdir', {'fifo': 'fifo'}, 'fifo', 'refuse'),
+  ('an empty directory', {'w': 'dir'}, 'w', 'run'),
+  ('a config.json that is not a run', {'w': 'dir', 'w/config.json': '{}',
+                                       'w/data.csv': '1,2'}, 'w', 'refuse'),
+]  # fmt: skip
 
 
-def _overwrite_attempt(root, name, setup, expect, overwrite) -> Outcome:
+def _build(base: pathlib.Path, entries: dict) -> None:
+  for rel, what in entries.items():
+    path = base / rel
+    if what == 'dir':
+      path.mkdir()
+    elif what == 'run':
+      _make_run(path)
+    elif what == 'fifo':
+      os.mkfifo(path)
+    elif what.startswith('link:'):
+      path.symlink_to(base / what[5:])
+    else:
+      path.write_text(what)
+
+
+def _overwrite_attempt(root, case, overwrite) -> Outcome:
+  name, entries, given, expect = case
   out = Outcome('overwrite', f'{name}{" --overwrite" if overwrite else ""}')
   with tempfile.TemporaryDirectory() as tmp:
     base = pathlib.Path(tmp)
-    workdir = setup(base)
+    _build(base, entries)
+    workdir = base / given
     before = _snapshot(base)
     args = [*EVALUATE, f'--workdir={workdir}']
     if overwrite:
@@ -235,8 +198,8 @@ def _overwrite_attempt(root, name, setup, expect, overwrite) -> Outcome:
 
 def overwrite_attempts(root) -> list[Outcome]:
   return [
-    _overwrite_attempt(root, name, setup, expect, overwrite)
-    for name, setup, expect in _overwrite_setups()
+    _overwrite_attempt(root, case, overwrite)
+    for case in OVERWRITE_CASES
     for overwrite in (False, True)
   ]
 
@@ -351,8 +314,6 @@ def _json_cases(base: pathlib.Path):
   os.mkfifo(base / 'fifo.json')
   inf = file('inf.json', _criteo_text(global_batch='1e400'))
   latin = file('latin.json', b'{"name": "\xe9"}')
-  pdup = file('pdup.json', '{"a": 1, "a": 2}')
-  sdup = file('sdup.json', '{"name": "a", "name": "b"}')
   cases += [
     ('a directory as workload', [f'--workload={base / "adir.json"}']),
     ('a FIFO as workload', [f'--workload={base / "fifo.json"}']),
@@ -370,6 +331,16 @@ def _json_cases(base: pathlib.Path):
   cases.append(
     ('200,001 tables', [f'--workload={file("many.json", json.dumps(many))}'])
   )
+  cases += _flag_cases(base, file)
+  return [(name, flags, 'refuse') for name, flags in cases]
+
+
+def _flag_cases(base: pathlib.Path, file) -> list:
+  """(name, flags) of overrides, device profiles, stacks and configs that
+  cannot be held or are not files."""
+  pdup = file('pdup.json', '{"a": 1, "a": 2}')
+  sdup = file('sdup.json', '{"name": "a", "name": "b"}')
+  cases = []
   for flag, text in (
     ('--override=workload.global_batch=' + '9' * 5000, '5000-digit override'),
     ('--override=workload.top_mlp=' + '[' * 5000 + ']' * 5000, 'deep override'),
@@ -394,7 +365,7 @@ def _json_cases(base: pathlib.Path):
     ),
   ):
     cases.append((text, [flag]))
-  return [(name, flags, 'refuse') for name, flags in cases]
+  return cases
 
 
 def _full_disk(base: pathlib.Path):
