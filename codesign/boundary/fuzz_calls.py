@@ -285,6 +285,7 @@ RULES = (
   'left behind',
   'accepted',
   'hung',
+  'harness error',
 )
 
 
@@ -346,7 +347,10 @@ def run_misuse(root, classes, progress=print) -> list[Outcome]:
   outcomes = []
   for cls in classes:
     progress(f'{cls}: attempts against {root}')
-    got = runners[cls](root)
+    try:
+      got = runners[cls](root)
+    except Exception as e:  # the harness, not the checkout: say so
+      got = [Outcome(cls, 'the harness', ['harness error'], repr(e))]
     bad = sum(bool(o.failures) for o in got)
     progress(f'{cls}: {len(got)} tried, {bad} failed')
     outcomes += got

@@ -103,6 +103,8 @@ def leftovers(folder: pathlib.Path, wait_s: float = 3.0) -> list[str]:
   """Hidden staging, moved-aside and lock entries in `folder` (waiting for
   a watcher to clean up)."""
   marks = ('.partial-', '.old-', '.lock')
+  if not folder.is_dir():
+    return []
   deadline = time.monotonic() + wait_s
   while True:
     left = [p.name for p in folder.iterdir() if any(m in p.name for m in marks)]
