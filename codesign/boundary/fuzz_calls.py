@@ -57,6 +57,13 @@ def cases():
         continue
       yield (f'Workload.{f.name}={k}',
              lambda f=f, v=v: codesign.evaluate(rep(W, **{f.name: v}), P))
+  T = W.tables[0]
+  for name in ('rows', 'dim', 'pooling', 'precision'):
+    for k, v in BAD.items():
+      if name == 'precision' and k == 'str':
+        continue
+      yield (f'Table.{name}={k}', lambda n=name, v=v: codesign.evaluate(
+        rep(W, tables=(rep(T, **{n: v}),) + W.tables[1:]), P))
   for name in ('nodes', 'sockets_per_node', 'accelerators_per_node', 'cpu',
                'accelerator', 'node_price'):
     for k, v in BAD.items():
