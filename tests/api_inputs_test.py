@@ -28,10 +28,12 @@ def _refused(fn, words: str) -> None:
 @pytest.mark.parametrize(
   'change, words',
   [
-    ({'tables': [{'rows': 10, 'dim': 4}]}, 'tables.0 must be of type Table'),
+    ({'tables': ({'rows': 10, 'dim': 4},)}, 'tables.0 must be of type Table'),
+    ({'tables': [W.tables[0]]}, 'tables must be a tuple'),
     ({'global_batch': float('nan')}, 'global_batch must be finite'),
     ({'global_batch': '4096'}, 'global_batch must be a number'),
     ({'top_mlp': 'abc'}, 'top_mlp must be a tuple'),
+    ({'top_mlp': [512, 1]}, 'top_mlp must be a tuple'),
     ({'name': 5}, 'name must be a string'),
   ],
 )

@@ -52,7 +52,7 @@ def _value(value, tp, where: str) -> list[str]:
     return problems(value, tp, where)
   item = _tuple_item(tp)
   if item is not None:
-    if not isinstance(value, tuple | list):
+    if not isinstance(value, tuple):  # a list: unhashable as a jit key
       return [f'{where} must be a tuple, got {_show(value)}']
     out = []
     for i, x in enumerate(value):
