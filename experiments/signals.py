@@ -38,7 +38,7 @@ def _stop() -> None:
     discarded = True
   line = 'interrupted: stopped' + ('; no run written' if discarded else '')
   try:
-    os.write(2, f'\n{line}\n'.encode())
+    os.write(2, f'{line}\n'.encode())
   finally:
     os._exit(EXIT_STATUS)
 
