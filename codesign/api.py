@@ -21,8 +21,9 @@ from collections.abc import Callable
 import jax
 
 from codesign.boundary import inputs
+from codesign.core.errors import InputError, raise_problems
 from codesign.model import cost_model, planner, report
-from codesign.spec import hardware, schema
+from codesign.spec import hardware, schema, typecheck
 from codesign.spec import plan as plan_lib
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
@@ -41,7 +42,7 @@ def _json(name_or_path, loader, what: str) -> dict:
   if isinstance(name_or_path, os.PathLike):
     name_or_path = os.fspath(name_or_path)
   if not isinstance(name_or_path, str):
-    raise TypeError(
+    raise InputError(
       f'{what} must be a preset name, a JSON file path or a JSON dict, '
       f'got {type(name_or_path).__name__}'
     )
@@ -112,20 +113,31 @@ def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
   return schema.stack_from_json(d)
 
 
+def _typed(obj, cls, what: str) -> None:
+  """Refuses a hand-built object whose fields are not of their types
+  (before its own checks, which assume them)."""
+  raise_problems(typecheck.problems(obj, cls, what), what=what)
+
+
 def _workload(w) -> wl.Workload:
-  return wl.validate(w) if isinstance(w, wl.Workload) else load_workload(w)
+  if isinstance(w, wl.Workload):
+    _typed(w, wl.Workload, 'workload')
+    return wl.validate(w)
+  return load_workload(w)
 
 
 def _platform(p) -> hardware.Platform:
   if isinstance(p, hardware.Platform):
+    _typed(p, hardware.Platform, 'platform')
     return schema.validate_platform(p)
   return load_platform(p)
 
 
 def _stack(s) -> stack_lib.Stack:
-  return (
-    stack_lib.validate(s) if isinstance(s, stack_lib.Stack) else (load_stack(s))
-  )
+  if isinstance(s, stack_lib.Stack):
+    _typed(s, stack_lib.Stack, 'stack')
+    return stack_lib.validate(s)
+  return load_stack(s)
 
 
 def make_plan(
@@ -158,13 +170,14 @@ def make_plan(
   Raises:
     InputError: bad inputs or an unknown placement or sharding.
   """
-  with jax.enable_x64(x64):
+  with jax.enable_x64(typecheck.flag('x64', x64)):
     w, p, s = _workload(workload), _platform(platform), _stack(stack)
     return planner.make(w, p, s, placement=placement, sharding=sharding)
 
 
 def _plan(plan, w, p, s) -> plan_lib.Plan:
   if isinstance(plan, plan_lib.Plan):
+    _typed(plan, plan_lib.Plan, 'plan')
     return plan_lib.validate(plan, w)
   if isinstance(plan, str) and plan in ('auto', 'hbm', 'ddr'):
     return planner.make(w, p, s, placement=plan)
@@ -175,7 +188,7 @@ def _plan(plan, w, p, s) -> plan_lib.Plan:
     if isinstance(d, dict):
       d = _section(d, 'plan')
   else:
-    raise TypeError(
+    raise InputError(
       'plan must be auto, hbm, ddr, a Plan, a plan JSON file or a dict, '
       f'got {type(plan).__name__}'
     )
@@ -216,7 +229,7 @@ def evaluate(
   Raises:
     InputError: bad inputs.
   """
-  with jax.enable_x64(x64):
+  with jax.enable_x64(typecheck.flag('x64', x64)):
     w, p, s = _workload(workload), _platform(platform), _stack(stack)
     pl = _plan(plan, w, p, s)
     r = cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
@@ -299,7 +312,8 @@ def propose(
   # asked for, so `import codesign` stays quick.
   from codesign.studies import proposal
 
-  settings = proposal.Settings(
+  settings = _proposal_settings(
+    proposal,
     workload=workload,
     objective=objective,
     budget_usd=budget_usd,
@@ -310,12 +324,55 @@ def propose(
     steps=steps,
     seed=seed,
     sharding=sharding,
-    presets=proposal.PRESETS if presets is None else tuple(presets),
+    presets=proposal.PRESETS if presets is None else presets,
     stack=stack,
-    trainers=tuple(trainers),
-    price=tuple(price),
+    trainers=trainers,
+    price=price,
   )
-  with jax.enable_x64(x64):
+  if progress is not None and not callable(progress):
+    raise InputError(f'progress must be callable or None, got {progress!r}')
+  with jax.enable_x64(typecheck.flag('x64', x64)):
     result, history = proposal.run(settings, on_step=progress)
   result['history'] = history
   return result
+
+
+def _input(value, cls, what: str):
+  """A propose input: a validated hand-built object, or a name or path
+  (loaded by the study)."""
+  if isinstance(value, cls):
+    return {wl.Workload: _workload, stack_lib.Stack: _stack}[cls](value)
+  if isinstance(value, os.PathLike):
+    return os.fspath(value)
+  if not isinstance(value, str):
+    raise InputError(
+      f'{what} must be a {cls.__name__}, a preset name or a JSON file path, '
+      f'got {type(value).__name__}'
+    )
+  return value
+
+
+def _proposal_settings(proposal, **kw):
+  """`proposal.Settings` of `propose`'s arguments, each checked as the
+  command line checks its flag (one-sentence `InputError`)."""
+  from codesign.search import gradient, plan_space
+
+  t = typecheck
+  return proposal.Settings(
+    workload=_input(kw['workload'], wl.Workload, 'workload'),
+    objective=t.choice('objective', kw['objective'], gradient.OBJECTIVES),
+    budget_usd=t.real('budget_usd', kw['budget_usd'], none=True),
+    power_w=t.real('power_w', kw['power_w'], none=True),
+    max_nodes=t.count('max_nodes', kw['max_nodes']),
+    samples=t.real('samples', kw['samples'], positive=True),
+    starts=t.count('starts', kw['starts']),
+    steps=t.count('steps', kw['steps']),
+    seed=t.count('seed', kw['seed'], lo=0),
+    sharding=t.choice(
+      'sharding', kw['sharding'], (plan_space.SEARCH, *plan_lib.SHARDINGS)
+    ),
+    presets=t.names('presets', kw['presets']),
+    stack=_input(kw['stack'], stack_lib.Stack, 'stack'),
+    trainers=t.names('trainers', kw['trainers']),
+    price=t.names('price', kw['price']),
+  )

@@ -1,12 +1,15 @@
 """What every experiment script shares: input flags and error handling."""
 
+import csv
+import io
 import logging
+import os
 import pathlib
 import sys
 
 from absl import flags
 
-from codesign.core.errors import InputError, exit_with
+from codesign.core.errors import InputError, exit_with, printable
 
 flags.DEFINE_string(
   'from_config',
@@ -294,50 +297,125 @@ def run(main_fn) -> None:
   app.run(run_main(main_fn), flags_parser=parse_flags)
 
 
+class SafeStream:
+  """A text stream that prints names as data: control characters (ESC,
+  BEL, CR, ...) escaped, newlines and tabs kept; what the stream cannot
+  encode (a lone surrogate) written as a backslash escape; and a stream
+  that fails (a closed pipe, a full disk) dropped, so that the run is
+  still written and the script ends as it would have."""
+
+  def __init__(self, stream):
+    self._stream = stream
+    self.failed = False
+
+  def write(self, text: str) -> int:
+    text = printable(str(text), keep='\n\t')
+    if self.failed:
+      return len(text)
+    try:
+      try:
+        self._stream.write(text)
+      except UnicodeEncodeError:
+        enc = getattr(self._stream, 'encoding', None) or 'utf-8'
+        self._stream.write(text.encode(enc, 'backslashreplace').decode(enc))
+    except (OSError, ValueError):  # ValueError: the stream is closed
+      self._drop()
+    return len(text)
+
+  def flush(self) -> None:
+    if not self.failed:
+      try:
+        self._stream.flush()
+      except (OSError, ValueError):
+        self._drop()
+
+  def _drop(self) -> None:
+    """Stops writing to the stream; its descriptor goes to /dev/null, so
+    Python's own flush at exit cannot fail on it either."""
+    self.failed = True
+    try:
+      devnull = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(devnull, self._stream.fileno())
+      os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+      pass
+
+  def __getattr__(self, name):
+    return getattr(self._stream, name)
+
+
+def _safe_streams():
+  """Replaces sys.stdout and sys.stderr by `SafeStream`s; returns the old
+  pair, for `_restore_streams`."""
+  old = sys.stdout, sys.stderr
+  if not isinstance(sys.stdout, SafeStream):
+    sys.stdout, sys.stderr = SafeStream(old[0]), SafeStream(old[1])
+  return old
+
+
 def run_main(main_fn):
-  """Wraps an absl main so bad input ends in one sentence and exit 2."""
+  """Wraps an absl main so bad input ends in one sentence and exit 2, and
+  every name it prints is data (`SafeStream`)."""
 
   def wrapped(argv):
-    # JAX logs its backend probing at INFO; keep stderr for real messages.
-    logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
-    if len(argv) > 1:
-      exit_with(InputError(f'unexpected arguments: {" ".join(argv[1:])}'))
-    from codesign.core import results
-
-    fv = flags.FLAGS
+    old = _safe_streams()
     try:
-      if fv.from_config:
-        apply_config(fv.from_config)
-      check_flag_values()
-      from codesign.core import compile_cache
-
-      compile_cache.enable(
-        fv['compile_cache'].value if 'compile_cache' in fv else None
-      )
-      if 'device_profile' in fv and fv.device_profile:
-        from codesign.calibration import device_profile
-
-        # Fail early; each script passes the profile to `inputs.resolve`.
-        device_profile.load(fv.device_profile)
-      if 'workdir' in fv:
-        # Before any work: the directory must be writable and hold no
-        # other run; the script writes into its staging sibling.
-        experiment = pathlib.Path(sys.argv[0]).stem
-        fv.workdir = str(
-          results.reserve_workdir(experiment, fv.workdir, fv.overwrite)
-        )
-      out = main_fn()
-      for path in results.finish_runs():
-        print(f'wrote {path}')
-      return out
-    except InputError as e:
-      results.abandon_runs()
-      exit_with(e)
-    except BaseException:
-      results.abandon_runs()
-      raise
+      return _checked_main(main_fn, argv)
+    finally:
+      sys.stdout, sys.stderr = old
 
   return wrapped
+
+
+def _checked_main(main_fn, argv):
+  """Checks the flags and the workdir before any work, runs `main_fn`,
+  renames its runs into place; bad input, an OS failure (a full disk) and
+  a lack of memory end in one sentence, exit 2 and no run."""
+  # JAX logs its backend probing at INFO; keep stderr for real messages.
+  logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
+  if len(argv) > 1:
+    exit_with(InputError(f'unexpected arguments: {" ".join(argv[1:])}'))
+  from codesign.core import results
+
+  fv = flags.FLAGS
+  try:
+    if fv.from_config:
+      apply_config(fv.from_config)
+    check_flag_values()
+    from codesign.core import compile_cache
+
+    compile_cache.enable(
+      fv['compile_cache'].value if 'compile_cache' in fv else None
+    )
+    if 'device_profile' in fv and fv.device_profile:
+      from codesign.calibration import device_profile
+
+      # Fail early; each script passes the profile to `inputs.resolve`.
+      device_profile.load(fv.device_profile)
+    if 'workdir' in fv:
+      # Before any work: the directory must be writable and hold no
+      # other run; the script writes into its staging sibling.
+      experiment = pathlib.Path(sys.argv[0]).stem
+      fv.workdir = str(
+        results.reserve_workdir(experiment, fv.workdir, fv.overwrite)
+      )
+    out = main_fn()
+    for path in results.finish_runs():
+      print(f'wrote {path}')
+    return out
+  except InputError as e:
+    results.abandon_runs()
+    exit_with(e)
+  except OSError as e:
+    results.abandon_runs()
+    name = f'{e.filename}: ' if e.filename else ''
+    exit_with(InputError(f'{name}{e.strerror or e}'))
+  except MemoryError:
+    results.abandon_runs()
+    exit_with(InputError('out of memory; try smaller inputs or settings'))
+  except BaseException:
+    results.abandon_runs()
+    raise
 
 
 def config_json(w, p=None, plan=None, s=None) -> dict:
@@ -371,6 +449,51 @@ def flag_values() -> dict:
   return {n: fv[n].value for n in sorted(names)}
 
 
+def _flag_text(value, name: str, where: str) -> str:
+  """A recorded scalar as the command line would give it."""
+  if isinstance(value, bool):
+    return 'true' if value else 'false'
+  if isinstance(value, str):
+    return value
+  if isinstance(value, int | float):
+    return repr(value)
+  raise InputError(
+    f'{where} has a bad value for --{name} ({type(value).__name__} '
+    f'{printable(repr(value))[:60]}; a flag takes a string, number or '
+    'true/false)'
+  )
+
+
+def _replay(flag, value, where: str) -> None:
+  """Sets `flag` to a recorded value through the flag's own parser, as if
+  it were typed on the command line (`--name=text`, repeated for a
+  multi-flag; a list flag joins its items with commas); None stands for a
+  flag left at a None default."""
+  if value is None:
+    if flag.default is not None:
+      raise InputError(f'{where} has no value (null) for --{flag.name}')
+    flag.unparse()
+    return
+  multi = isinstance(flag, flags.MultiFlag)
+  listed = isinstance(flag.parser, flags.ListParser)
+  if isinstance(value, list) and (multi or listed):
+    texts = [_flag_text(x, flag.name, where) for x in value]
+    if listed:
+      buf = io.StringIO()
+      csv.writer(buf, lineterminator='').writerow(texts)
+      texts = [buf.getvalue()] if texts else ['']
+  else:
+    texts = [_flag_text(value, flag.name, where)]
+  flag.unparse()
+  flag.present = 0
+  try:
+    flag.parse(texts if multi else texts[0])
+  except (flags.Error, ValueError, TypeError) as e:
+    raise InputError(
+      f'{where} has a bad value for --{flag.name} ({" ".join(str(e).split())})'
+    ) from None
+
+
 def apply_config(path: str) -> None:
   """Sets this script's flags to those recorded in a run's config.json.
 
@@ -391,20 +514,20 @@ def apply_config(path: str) -> None:
   if not isinstance(recorded, dict):
     raise InputError(f'config file {path!r} has no "flags" object')
   fv = flags.FLAGS
+  where = f'config file {printable(path)!r}'
   for name, value in sorted(recorded.items()):
     if name in _NOT_REPLAYED:
       continue
     if name not in fv:
       raise InputError(
-        f'config file {path!r} records flag --{name}, which this script '
-        'does not have'
+        f'{where} records flag --{printable(name)}, which this script does '
+        'not have'
       )
-    try:
-      setattr(fv, name, value)
-    except (flags.Error, ValueError, TypeError) as e:
-      raise InputError(
-        f'config file {path!r} has a bad value for --{name} ({e})'
-      ) from None
+    _replay(fv[name], value, where)
+  try:
+    fv.validate_all_flags()
+  except flags.Error as e:
+    raise InputError(f'{where}: {" ".join(str(e).split())}') from None
   for section in ('workload', 'platform', 'plan', 'stack'):
     if section in fv and isinstance(config.get(section), dict):
       setattr(fv, section, str(path))

@@ -15,6 +15,20 @@ edges and values inside must cost finite numbers, and values outside
 refused in one sentence. Writes config.json, env.json and result.json
 (counts per configuration, every case that broke the rule) and prints the
 counts.
+
+  python -m experiments.fuzz --parts=misuse,sigint    # the careless user
+  python -m experiments.fuzz --parts=misuse --checkout=/work/base
+
+`--parts=misuse` runs the attempts of a careless or unlucky user against
+the scripts and the API of a checkout (`codesign.boundary.fuzz_misuse`,
+`codesign.boundary.fuzz_calls`: --overwrite onto what is not a run, two
+runs into one workdir, JSON that cannot be held, hostile names, config files,
+wrong API arguments, a failing stdout) and counts per class the attempts
+that printed a traceback, lost data, lost a finished run, printed raw
+control characters, left files behind or were accepted when wrong;
+`--parts=sigint` interrupts propose, compare_platforms and search_quality
+at random moments and measures the exit. `--checkout` measures another
+checkout (an older commit: before and after).
 """
 
 import jax
@@ -37,6 +51,26 @@ flags.DEFINE_integer(
   'Values inside the range per input field (besides its two edges).',
   lower_bound=0,
 )
+flags.DEFINE_list(
+  'parts',
+  ['model', 'boundary'],
+  'What to fuzz: model (random designs), boundary (every input field), '
+  'misuse (the careless user, --misuse_classes), sigint (Ctrl-C).',
+)
+flags.DEFINE_list(
+  'misuse_classes',
+  ['overwrite', 'concurrent', 'json', 'names', 'from_config', 'api', 'output'],
+  'Classes of careless-user attempts, for --parts=misuse.',
+)
+flags.DEFINE_integer(
+  'sigint_trials', 10, 'SIGINT trials per script, for --parts=sigint.'
+)
+flags.DEFINE_string(
+  'checkout',
+  '',
+  'The checkout whose scripts and API --parts=misuse,sigint run (default: '
+  'this one).',
+)
 common.define_run_flags(
   'fuzz',
   x64_help='Fuzz in float64 (--nox64: float32).',
@@ -48,42 +82,88 @@ FLAGS = flags.FLAGS
 
 def main():
   jax.config.update('jax_enable_x64', FLAGS.x64)
-  from codesign.boundary import fuzzing
   from codesign.core import results
 
   progress = common.progress_printer()
   workdir = results.make_workdir('fuzz', FLAGS.workdir)
-  configs = fuzzing.SCALE_CONFIGS
-  per = -(-FLAGS.designs // len(configs))
-  rows = []
-  for i, config in enumerate(configs):
-    progress(f'{per:,} designs of {"/".join(config)}')
-    rows.append(
-      fuzzing.count_nonfinite(config, per, FLAGS.seed + i, FLAGS.chunk)
-    )
-  progress('every input field: edges, inside and outside values')
-  boundary = fuzzing.boundary_counts(inside_per_field=FLAGS.inside_per_field)
-  total = {k: sum(r[k] for r in rows) for k in rows[0] if k != 'config'}
-  result = {'designs': rows, 'total': total, 'boundary': boundary}
+  result = {}
+  if 'model' in FLAGS.parts or 'boundary' in FLAGS.parts:
+    result.update(_model_and_boundary(progress))
+  if 'misuse' in FLAGS.parts or 'sigint' in FLAGS.parts:
+    result.update(_misuse(progress))
   results.write_run(workdir, {'flags': common.flag_values()}, result)
-  precision = 'float64' if FLAGS.x64 else 'float32'
-  for r in rows:
+
+
+def _model_and_boundary(progress) -> dict:
+  from codesign.boundary import fuzzing
+
+  result = {}
+  if 'model' in FLAGS.parts:
+    configs = fuzzing.SCALE_CONFIGS
+    per = -(-FLAGS.designs // len(configs))
+    rows = []
+    for i, config in enumerate(configs):
+      progress(f'{per:,} designs of {"/".join(config)}')
+      rows.append(
+        fuzzing.count_nonfinite(config, per, FLAGS.seed + i, FLAGS.chunk)
+      )
+    total = {k: sum(r[k] for r in rows) for k in rows[0] if k != 'config'}
+    result.update(designs=rows, total=total)
+    precision = 'float64' if FLAGS.x64 else 'float32'
+    for r in rows:
+      print(
+        f'{"/".join(r["config"].values()):45s} {r["evaluations"]:>10,} '
+        f'evaluations; not finite: {r["nonfinite_values"]} values, '
+        f'{r["nonfinite_gradients"]} gradients'
+      )
     print(
-      f'{"/".join(r["config"].values()):45s} {r["evaluations"]:>10,} '
-      f'evaluations; not finite: {r["nonfinite_values"]} values, '
-      f'{r["nonfinite_gradients"]} gradients'
+      f'total ({precision}): {total["evaluations"]:,} evaluations; not '
+      f'finite: {total["nonfinite_values"]} values, '
+      f'{total["nonfinite_gradients"]} gradients'
     )
-  print(
-    f'total ({precision}): {total["evaluations"]:,} evaluations; not '
-    f'finite: {total["nonfinite_values"]} values, '
-    f'{total["nonfinite_gradients"]} gradients'
-  )
-  c = boundary['counts']
-  print(
-    f'input fields: {c["finite"]} accepted and finite, {c["refused"]} '
-    f'refused in one sentence, {c["not finite"]} not finite; '
-    f'{len(boundary["broken"])} broke the rule'
-  )
+  if 'boundary' in FLAGS.parts:
+    progress('every input field: edges, inside and outside values')
+    boundary = fuzzing.boundary_counts(inside_per_field=FLAGS.inside_per_field)
+    result['boundary'] = boundary
+    c = boundary['counts']
+    print(
+      f'input fields: {c["finite"]} accepted and finite, {c["refused"]} '
+      f'refused in one sentence, {c["not finite"]} not finite; '
+      f'{len(boundary["broken"])} broke the rule'
+    )
+  return result
+
+
+def _misuse(progress) -> dict:
+  import dataclasses
+  import pathlib
+
+  from codesign.boundary import fuzz_calls
+
+  root = pathlib.Path(FLAGS.checkout or common.__file__).resolve()
+  root = root if FLAGS.checkout else root.parent.parent
+  result = {'checkout': str(root)}
+  if 'misuse' in FLAGS.parts:
+    outcomes = fuzz_calls.run_misuse(root, FLAGS.misuse_classes, progress)
+    result['misuse'] = fuzz_calls.summarize(outcomes)
+    result['misuse_attempts'] = [dataclasses.asdict(o) for o in outcomes]
+    for cls, row in result['misuse'].items():
+      rules = ', '.join(
+        f'{k} {v}' for k, v in row.items() if k not in ('tried', 'failed') and v
+      )
+      print(
+        f'{cls:12s} {row["tried"]:4d} tried {row["failed"]:4d} failed'
+        + (f' ({rules})' if rules else '')
+      )
+  if 'sigint' in FLAGS.parts:
+    trials = fuzz_calls.run_sigint(
+      root, FLAGS.sigint_trials, FLAGS.seed, progress
+    )
+    result['sigint'] = fuzz_calls.sigint_summary(trials)
+    result['sigint_trials'] = trials
+    for script, row in result['sigint'].items():
+      print(f'SIGINT {script:18s} {row}')
+  return result
 
 
 if __name__ == '__main__':

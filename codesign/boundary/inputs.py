@@ -8,10 +8,8 @@ loads them, applies the overrides (in the units of the JSON keys) and
 returns the objects.
 """
 
-import json
-import pathlib
-
-from codesign.core.errors import InputError
+from codesign.core import safe_json
+from codesign.core.errors import InputError, printable
 from codesign.model import planner
 from codesign.spec import (
   platform_presets,
@@ -22,14 +20,9 @@ from codesign.spec import (
 
 
 def read_json(path: str, what: str) -> dict:
-  """Reads a JSON file; one-sentence errors for missing or malformed ones."""
-  p = pathlib.Path(path)
-  if not p.is_file():
-    raise InputError(f'{what} file {path!r} does not exist')
-  try:
-    return json.loads(p.read_text())
-  except (json.JSONDecodeError, UnicodeDecodeError) as e:
-    raise InputError(f'{what} file {path!r} is not valid JSON ({e})') from None
+  """Reads a JSON file; one-sentence errors for every way it can fail
+  (`codesign.core.safe_json`)."""
+  return safe_json.read(path, what)
 
 
 def is_path(name: str) -> bool:
@@ -43,6 +36,7 @@ def _from_file(path: str, what: str) -> dict:
   d = read_json(path, what)
   if isinstance(d, dict) and what in d and isinstance(d[what], dict):
     d = d[what]
+  schema.check_table_count(what, d, printable(path))
   return schema.with_defaults(what, d)
 
 
@@ -67,10 +61,11 @@ def platform_json(name_or_path: str) -> dict:
   return schema.platform_to_json(platform_presets.get(name_or_path))
 
 
-def _parse_value(text: str):
+def _parse_value(text: str, key: str):
+  """An override's value: JSON (bounded as files are), or else the text."""
   try:
-    return json.loads(text)
-  except json.JSONDecodeError:
+    return safe_json.loads(text, f'override {printable(key)}')
+  except safe_json.NotJson:
     return text
 
 
@@ -123,7 +118,7 @@ def split_overrides(overrides: list[str] | None) -> dict[str, list]:
         f'override key {key!r} must start with workload., platform., plan. '
         'or stack.'
       )
-    out[section].append((path, _parse_value(value.strip())))
+    out[section].append((path, _parse_value(value.strip(), key.strip())))
   return out
 
 

@@ -28,6 +28,7 @@ import pathlib
 
 import jax
 
+from codesign.core import safe_json
 from codesign.core.errors import InputError
 from codesign.core.paths import DATA_DIR
 from codesign.core.pytree import replace
@@ -95,15 +96,7 @@ def validate(profile: dict, where: str = 'device profile') -> dict:
 
 def load(path: str | pathlib.Path) -> dict:
   """Reads and validates a profile JSON file (one-sentence errors)."""
-  p = pathlib.Path(path)
-  if not p.is_file():
-    raise InputError(f'device profile file {str(path)!r} does not exist')
-  try:
-    d = json.loads(p.read_text())
-  except (json.JSONDecodeError, UnicodeDecodeError) as e:
-    raise InputError(
-      f'device profile file {str(path)!r} is not valid JSON ({e})'
-    ) from None
+  d = safe_json.read(path, 'device profile')
   return validate(d, f'device profile {str(path)!r}')
 
 

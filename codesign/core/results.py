@@ -27,14 +27,17 @@ import os
 import pathlib
 import platform as py_platform
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from importlib import metadata
 
 import numpy as np
 
-from codesign.core import compile_cache
+from codesign.core import compile_cache, locks
+from codesign.core.errors import InputError, printable
 from codesign.core.paths import CHECKOUT
 
 ROOT = CHECKOUT
@@ -45,7 +48,15 @@ ROOT = CHECKOUT
 # renamed into place when it completes (`finish_runs`), so a reader sees
 # either no run or a whole one.
 _STAGED: dict[pathlib.Path, tuple[pathlib.Path, bool]] = {}
+# Held while runs are renamed into place or removed, so that an interrupt
+# waits for a rename instead of leaving neither run in place.
+SWAP_LOCK = threading.RLock()
 STAGING_MARK = '.partial-'
+OLD_MARK = '.old-'
+# The files every run writes (`write_run`): a directory holding both, with
+# env.json as `env_info` writes it, is a codesign run, which --overwrite
+# may replace; nothing else is.
+RUN_MARKERS = ('config.json', 'env.json')
 
 
 def _writable_root() -> pathlib.Path:
@@ -69,62 +80,165 @@ def default_workdir(experiment: str) -> pathlib.Path:
   return _writable_root() / experiment / stamp
 
 
+def workdir_path(experiment: str, workdir: str | None) -> pathlib.Path:
+  """The final path of a run: `workdir` made absolute with its symlinks
+  followed (a link to a run directory replaces the run it points at, and
+  stays a link), or the default one of `experiment`."""
+  if not workdir:
+    return default_workdir(experiment)
+  return pathlib.Path(os.path.realpath(os.path.abspath(workdir)))
+
+
 def _staging_path(final: pathlib.Path) -> pathlib.Path:
   return final.parent / f'.{final.name}{STAGING_MARK}{os.getpid()}'
 
 
-def _remove_stale_staging(final: pathlib.Path) -> None:
-  """Removes staging directories of `final` left by killed processes."""
-  for old in final.parent.glob(f'.{final.name}{STAGING_MARK}*'):
-    pid = old.name.rpartition(STAGING_MARK)[2]
-    try:
-      os.kill(int(pid), 0)
-      continue  # that process still runs
-    except (ValueError, ProcessLookupError):
-      shutil.rmtree(old, ignore_errors=True)
-    except PermissionError:
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except (PermissionError, OverflowError, ValueError):
+    return pid > 0
+  return True
+
+
+def _pid_of(name: str, mark: str) -> int | None:
+  tail = name.rpartition(mark)[2]
+  return int(tail) if tail.isdigit() else None
+
+
+def _remove_stale(folder: pathlib.Path) -> None:
+  """Cleans what killed processes left in `folder` (a study's results
+  folder, or the parent of a --workdir): staging directories are removed,
+  an old run moved aside is put back (or removed if its new run is in
+  place), and free lock files of dead processes are removed."""
+  try:
+    entries = list(folder.iterdir())
+  except OSError:
+    return
+  for entry in entries:
+    name = entry.name
+    if not name.startswith('.'):
       continue
+    for mark in (STAGING_MARK, OLD_MARK):
+      pid = _pid_of(name, mark) if mark in name else None
+      if pid is None or _alive(pid) or entry.is_symlink():
+        continue
+      final = folder / name[1:].rpartition(mark)[0]
+      if mark == OLD_MARK and not os.path.lexists(final):
+        os.replace(entry, final)
+      else:
+        shutil.rmtree(entry, ignore_errors=True)
+    if name.endswith(locks.LOCK_SUFFIX):
+      locks.remove_free(entry)
+
+
+def _unwritable(final: pathlib.Path, e: OSError) -> InputError:
+  return InputError(
+    f'--workdir {printable(str(final))!r} cannot be written ({e.strerror or e})'
+  )
+
+
+def _kind(path: pathlib.Path) -> str:
+  """What a path that is not a directory is, in words."""
+  mode = path.stat().st_mode
+  for test, word in (
+    (stat.S_ISFIFO, 'a FIFO'),
+    (stat.S_ISSOCK, 'a socket'),
+    (stat.S_ISCHR, 'a device'),
+    (stat.S_ISBLK, 'a device'),
+  ):
+    if test(mode):
+      return word
+  return 'a file'
+
+
+def is_run(directory: pathlib.Path) -> bool:
+  """Whether `directory` holds a codesign run (its marker files)."""
+  try:
+    env = json.loads((directory / 'env.json').read_text())
+  except (OSError, ValueError, RecursionError):
+    return False
+  config = directory / 'config.json'
+  return (
+    isinstance(env, dict)
+    and 'versions' in env
+    and config.is_file()
+    and not config.is_symlink()
+  )
+
+
+def _listing(directory: pathlib.Path, most: int = 3) -> str:
+  names = sorted(p.name for p in directory.iterdir())
+  shown = ', '.join(printable(n) for n in names[:most])
+  more = len(names) - most
+  return shown + (f' and {more} more' if more > 0 else '')
+
+
+def _check_replaceable(final: pathlib.Path, overwrite: bool) -> None:
+  """Refuses a workdir that holds files, unless it holds a codesign run
+  and `overwrite` is given."""
+  if not final.is_dir() or not any(final.iterdir()):
+    return
+  where = f'--workdir {printable(str(final))!r}'
+  if not is_run(final):
+    raise InputError(
+      f'{where} holds {_listing(final)}, which is not a codesign run (no '
+      f'{" and ".join(RUN_MARKERS)}), so it is never replaced, with '
+      '--overwrite or without; choose another directory'
+    )
+  if not overwrite:
+    raise InputError(
+      f'{where} already holds a run; pass --overwrite to replace it or '
+      'choose another directory'
+    )
+
+
+def _check_place(final: pathlib.Path) -> None:
+  where = f'--workdir {printable(str(final))!r}'
+  if final.exists() and not final.is_dir():
+    raise InputError(f'{where} is {_kind(final)}, not a directory')
+  above = next((d for d in final.parents if d.exists()), None)
+  if above is not None and not above.is_dir():
+    raise InputError(
+      f'{where} lies under {printable(str(above))!r}, which is {_kind(above)}'
+    )
 
 
 def reserve_workdir(
   experiment: str, workdir: str | None, overwrite: bool = False
 ) -> pathlib.Path:
   """Checks, before any work, that the run directory can be written and
-  holds no other run, and creates its staging directory. Returns the final
-  path (the default `results/<experiment>/<UTC timestamp>/` when
-  `workdir` is empty).
+  holds no other run, takes its lock (one run per directory at a time) and
+  creates its staging directory. Returns the final path (the default
+  `results/<experiment>/<UTC timestamp>/` when `workdir` is empty; a
+  symlink followed).
 
   Raises:
-    InputError: the path is a file, lies under a file, cannot be written,
-      or holds files and `overwrite` is false.
+    InputError: the path is not a directory or lies under a file, cannot
+      be written, is in use by another run, holds files and `overwrite` is
+      false, or holds something other than a codesign run.
   """
-  from codesign.core.errors import InputError
-
-  final = (
-    pathlib.Path(workdir).absolute() if workdir else default_workdir(experiment)
-  )
-  if final.exists() and not final.is_dir():
-    raise InputError(f'--workdir {str(final)!r} is a file, not a directory')
-  above = next((d for d in final.parents if d.exists()), None)
-  if above is not None and not above.is_dir():
-    raise InputError(
-      f'--workdir {str(final)!r} lies under {str(above)!r}, which is a file'
-    )
-  if final.is_dir() and any(final.iterdir()) and not overwrite:
-    raise InputError(
-      f'--workdir {str(final)!r} already holds files (another run?); pass '
-      '--overwrite to replace them or choose another directory'
-    )
+  final = workdir_path(experiment, workdir)
+  _check_place(final)
   try:
     final.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_staging(final)
+  except OSError as e:
+    raise _unwritable(final, e) from None
+  locks.take(final)
+  try:
+    _check_replaceable(final, overwrite)
+    _remove_stale(final.parent)
     staging = _staging_path(final)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
   except OSError as e:
-    raise InputError(
-      f'--workdir {str(final)!r} cannot be written ({e.strerror or e})'
-    ) from None
+    locks.release(final)
+    raise _unwritable(final, e) from None
+  except BaseException:
+    locks.release(final)
+    raise
   _STAGED[staging] = (final, overwrite)
   _watch(staging, final)
   return final
@@ -133,10 +247,10 @@ def reserve_workdir(
 # Run by a detached watcher process: when the run's process is gone
 # (killed, even by SIGKILL), remove its staging directory; if it died
 # between moving the old run aside and moving the new one in, put the old
-# run back. A completed run has renamed its staging away by then.
+# run back; remove its lock file if no process holds it.
 _WATCHER = """
-import os, shutil, sys, time
-pid, staging, final, old = int(sys.argv[1]), *sys.argv[2:5]
+import fcntl, os, shutil, sys, time
+pid, staging, final, old, lock = int(sys.argv[1]), *sys.argv[2:6]
 while True:
     try:
         os.kill(pid, 0)
@@ -146,15 +260,26 @@ while True:
         pass
     time.sleep(0.5)
 shutil.rmtree(staging, ignore_errors=True)
-if os.path.isdir(old) and not os.path.exists(final):
-    os.replace(old, final)
+if os.path.isdir(old):
+    if os.path.exists(final):  # the new run is in place
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(old, final)
+try:
+    fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    mine = os.pread(fd, 32, 0).split(b' ')[0] == str(pid).encode()
+    if mine and os.stat(lock).st_ino == os.fstat(fd).st_ino:
+        os.unlink(lock)
+except OSError:
+    pass
 """
 
 
 def _watch(staging: pathlib.Path, final: pathlib.Path) -> None:
   """Starts the watcher that cleans up after this process if it is killed
   before `finish_runs` or `abandon_runs` (no leftover on kill -9)."""
-  old = final.parent / f'.{final.name}.old-{os.getpid()}'
+  old = final.parent / f'.{final.name}{OLD_MARK}{os.getpid()}'
   subprocess.Popen(
     [
       sys.executable,
@@ -164,6 +289,7 @@ def _watch(staging: pathlib.Path, final: pathlib.Path) -> None:
       str(staging),
       str(final),
       str(old),
+      str(locks.lock_path(final)),
     ],
     stdin=subprocess.DEVNULL,
     stdout=subprocess.DEVNULL,
@@ -177,13 +303,11 @@ def make_workdir(experiment: str, workdir: str | None) -> pathlib.Path:
   """The directory a run writes its files into: the staging directory of
   `workdir` (reserved by `reserve_workdir`, which this calls if needed).
   `final_path` gives where it will be once `finish_runs` renames it."""
-  final = (
-    pathlib.Path(workdir).absolute() if workdir else default_workdir(experiment)
-  )
+  final = workdir_path(experiment, workdir)
   for staging, (f, _) in _STAGED.items():
     if f == final:
       return staging
-  reserve_workdir(experiment, str(final))
+  final = reserve_workdir(experiment, str(final))
   return _staging_path(final)
 
 
@@ -193,34 +317,67 @@ def final_path(workdir: pathlib.Path) -> pathlib.Path:
   return _STAGED[workdir][0] if workdir in _STAGED else workdir
 
 
+def _free_sibling(final: pathlib.Path) -> pathlib.Path:
+  n = 2
+  while os.path.lexists(final.parent / f'{final.name}-{n}'):
+    n += 1
+  return final.parent / f'{final.name}-{n}'
+
+
+def _finish(staging: pathlib.Path, final: pathlib.Path, overwrite: bool):
+  """Renames one staged run into place; returns where it went (a free
+  sibling of `final` if something other than a run it may replace was put
+  there meanwhile), or None when it wrote nothing."""
+  if not any(staging.iterdir()):  # the run wrote nothing (--dump_schema)
+    staging.rmdir()
+    return None
+  target = final
+  if final.is_dir() and any(final.iterdir()):
+    if not (overwrite and is_run(final)):
+      target = _free_sibling(final)
+  old = None
+  if target.exists():
+    old = final.parent / f'.{final.name}{OLD_MARK}{os.getpid()}'
+    os.replace(target, old)  # the watcher puts it back if killed here
+  os.replace(staging, target)
+  if old is not None:
+    shutil.rmtree(old, ignore_errors=True)
+  return target
+
+
 def finish_runs() -> list[pathlib.Path]:
   """Renames every staged run of this process into place (replacing the
-  old directory where --overwrite allowed it). Returns the final paths."""
+  old run where --overwrite allowed it) and releases its lock. Returns
+  the final paths."""
   done = []
-  for staging, (final, overwrite) in list(_STAGED.items()):
-    del _STAGED[staging]
-    if not any(staging.iterdir()):  # the run wrote nothing (--dump_schema)
-      staging.rmdir()
-      continue
-    old = None
-    if final.exists():
-      if any(final.iterdir()) and not overwrite:
-        raise OSError(f'{final} was filled by another run meanwhile')
-      old = final.parent / f'.{final.name}.old-{os.getpid()}'
-      os.replace(final, old)  # the watcher puts it back if killed here
-    os.replace(staging, final)
-    if old is not None:
-      shutil.rmtree(old, ignore_errors=True)
-    done.append(final)
+  with SWAP_LOCK:
+    for staging, (final, overwrite) in list(_STAGED.items()):
+      del _STAGED[staging]
+      try:
+        target = _finish(staging, final, overwrite)
+      finally:
+        locks.release(final)
+      if target is not None:
+        done.append(target)
   return done
 
 
-def abandon_runs() -> None:
+def abandon_runs(wait_s: float = -1) -> bool:
   """Removes the staging directories of this process (a failed run leaves
-  no directory behind)."""
-  for staging in list(_STAGED):
-    shutil.rmtree(staging, ignore_errors=True)
-    del _STAGED[staging]
+  no directory behind) and releases their locks. Waits for a run being
+  renamed into place (at most `wait_s` seconds when not negative; an
+  interrupt does not wait long). Returns whether a run was discarded."""
+  got = SWAP_LOCK.acquire(timeout=wait_s)
+  try:
+    discarded = bool(_STAGED)
+    for staging, (final, _) in list(_STAGED.items()):
+      shutil.rmtree(staging, ignore_errors=True)
+      del _STAGED[staging]
+      locks.release(final)
+    return discarded
+  finally:
+    if got:
+      SWAP_LOCK.release()
 
 
 def jsonable(obj):
@@ -250,17 +407,30 @@ def dumps(obj) -> str:
 
 
 def write_text_atomic(path: pathlib.Path, text: str) -> None:
+  """Writes `text` (UTF-8; a lone surrogate from a name is escaped) to
+  `path` through a temporary file and a rename.
+
+  Raises:
+    InputError: the file cannot be written (the disk is full, ...), in
+      one sentence naming it and why.
+  """
   path = pathlib.Path(path)
-  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.' + path.name)
+  tmp = None
   try:
-    with os.fdopen(fd, 'w') as f:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.' + path.name)
+    with os.fdopen(fd, 'w', encoding='utf-8', errors='backslashreplace') as f:
       f.write(text)
     # mkstemp creates 0600; the file gets the mode the umask gives others.
     os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
+  except BaseException as e:
+    if tmp is not None and os.path.exists(tmp):
       os.unlink(tmp)
+    if isinstance(e, OSError):
+      raise InputError(
+        f'cannot write {printable(str(final_path(path.parent) / path.name))!r}'
+        f' ({e.strerror or e})'
+      ) from None
     raise
 
 

@@ -22,6 +22,8 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from codesign.core import interrupts
+
 AXIS = 'starts'
 
 
@@ -83,7 +85,10 @@ def _blocked(fn, block: int, mesh: Mesh):
 def run_blocked(fn, block: int, mesh: Mesh, *rows):
   """Applies `fn` to every row of the host arrays `rows` (same leading n),
   padded per `padded_rows`; returns host arrays of n rows. `fn` must be
-  hashable and stable (one compile per fn, block and mesh)."""
+  hashable and stable (one compile per fn, block and mesh). Every chunk
+  of a search and of a batched evaluation comes through here, so this is
+  where a stop that was asked (`codesign.core.interrupts`) takes effect."""
+  interrupts.check()
   n = jax.tree.leaves(rows)[0].shape[0]
   total = padded_rows(n, block, mesh)
   args = jax.tree.map(lambda x: put(pad_rows(x, total), mesh), rows)

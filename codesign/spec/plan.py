@@ -63,7 +63,7 @@ def problems(plan: Plan, w: wl.Workload) -> list[str]:
         f'plan.hbm_fraction needs one value per table ({t}), got shape '
         f'{frac.shape}'
       )
-    if np.any(frac < 0) or np.any(frac > 1):
+    if not np.all((frac >= 0) & (frac <= 1)):  # NaN too
       out.append('plan.hbm_fraction values must lie in [0, 1]')
   if plan.sharding is not None:
     if len(plan.sharding) != t:

@@ -29,6 +29,7 @@ import typing
 import numpy as np
 
 from codesign.core.errors import raise_problems
+from codesign.core.safe_json import MAX_INT_DIGITS
 from codesign.core.units import UNITS, from_si_exact, to_si
 from codesign.spec import hardware
 from codesign.spec import plan as plan_lib
@@ -164,7 +165,26 @@ def with_defaults(section: str, d):
   'plan' or 'stack') with every left-out key that has a default written
   in (nested objects and list items too), so that `--override` can set
   it. Anything that is not an object comes back as it is."""
+  check_table_count(section, d)
   return _fill(SECTIONS[section], d)
+
+
+def check_table_count(section: str, d, label: str | None = None) -> None:
+  """Refuses a workload JSON object with more tables than
+  `workload.BOUNDS` allows before any work (a million tables would take a
+  minute to read, only to be refused)."""
+  tables = d.get('tables') if isinstance(d, dict) else None
+  if section != 'workload' or not isinstance(tables, list):
+    return
+  lo, hi = wl.BOUNDS['num_tables']
+  if len(tables) > hi:
+    raise_problems(
+      [
+        f'the number of workload.tables must be an integer in [{lo:.0f}, '
+        f'{hi:.0f}], got {len(tables)}'
+      ],
+      label,
+    )
 
 
 def _fill(cls, d):
@@ -226,6 +246,9 @@ def _scalar(tp, f, value, where: str, problems: list[str]):
       or (isinstance(value, float) and not value.is_integer())
     ):
       problems.append(f'{where} must be an integer, got {_show(value)}')
+      return None
+    if abs(value) >= 10**MAX_INT_DIGITS:  # beyond what a float holds exactly
+      problems.append(f'{where} must have at most {MAX_INT_DIGITS} digits')
       return None
     return int(value)
   if tp is float:
@@ -331,6 +354,7 @@ def stack_from_json(d: dict, label: str | None = None) -> stack_lib.Stack:
 
 
 def workload_from_json(d: dict, label: str | None = None) -> wl.Workload:
+  check_table_count('workload', d, label)
   return _load(wl.Workload, d, 'workload', label, wl.problems)
 
 

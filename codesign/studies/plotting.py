@@ -15,6 +15,8 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from codesign.core.errors import printable  # noqa: E402
+
 _STYLE = {
   'figure.dpi': 100,
   'savefig.dpi': 100,
@@ -40,11 +42,58 @@ _STYLE = {
 
 def _save(fig, path) -> pathlib.Path:
   path = pathlib.Path(path)
+  _names_as_data(fig)
   fig.tight_layout()
   # No 'Software' entry: the file does not depend on the matplotlib build.
   fig.savefig(path, format='png', metadata={'Software': None})
   plt.close(fig)
   return path
+
+
+def _as_data(text: str) -> str:
+  """A name as matplotlib draws it literally: control characters and lone
+  surrogates (which the font code cannot draw) escaped as the scripts
+  print them, and '$' escaped so that it never starts mathtext (which
+  fails on a name such as '$\\frac$')."""
+  return printable(text, keep='\n').replace('$', r'\$')
+
+
+def _names_as_data(fig) -> None:
+  """Draws every text of `fig` as data (`_as_data`): titles, labels,
+  legends, annotations and tick labels given as names (a fixed list,
+  whose formatter is wrapped: it writes the labels again at each draw);
+  tick labels that a number formatter writes (in mathtext) are left as
+  they are."""
+  numbers = set()
+  named = (matplotlib.ticker.FixedFormatter, matplotlib.ticker.FuncFormatter)
+  for ax in fig.axes:
+    for axis in (ax.xaxis, ax.yaxis):
+      numbers.add(axis.get_offset_text())
+      for fmt, ticks, setter in (
+        (
+          axis.get_major_formatter(),
+          axis.get_major_ticks(),
+          axis.set_major_formatter,
+        ),
+        (
+          axis.get_minor_formatter(),
+          axis.get_minor_ticks(),
+          axis.set_minor_formatter,
+        ),
+      ):
+        if isinstance(fmt, named):
+          setter(
+            matplotlib.ticker.FuncFormatter(
+              lambda x, pos, f=fmt: _as_data(str(f(x, pos)))
+            )
+          )
+        else:
+          numbers.update(
+            t for tick in ticks for t in (tick.label1, tick.label2)
+          )
+  for text in fig.findobj(matplotlib.text.Text):
+    if text not in numbers:
+      text.set_text(_as_data(text.get_text()))
 
 
 def _drawable(y, log: bool) -> np.ndarray:

@@ -24,11 +24,11 @@ samples/s, seconds; figures are `codesign.model.report.to_result` dicts.
 import dataclasses
 import time
 from collections.abc import Callable
-from concurrent import futures
 
 import jax.numpy as jnp
 import numpy as np
 
+from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
 from codesign.search import design_space, gradient, part_tables, plan_space
@@ -319,8 +319,7 @@ def run(
   # Two threads: most of a preset's evaluation is XLA compiling (outside
   # Python's lock); each is deterministic, so the order of work does not
   # change the rows, which keep the presets' order.
-  with futures.ThreadPoolExecutor(max_workers=2) as pool:
-    evaluated = list(pool.map(preset, preset_names))
+  evaluated = interrupts.thread_map(preset, preset_names, workers=2)
   for name, (pp, pplan, f) in zip(preset_names, evaluated, strict=True):
     if score(f) is not None:
       candidates.append(robustness.Candidate(name, 'preset', pp, pplan, f))

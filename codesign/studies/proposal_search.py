@@ -12,10 +12,10 @@ I/O.
 
 import dataclasses
 from collections.abc import Callable
-from concurrent import futures
 
 import jax
 
+from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.search import design_space, gradient
 from codesign.spec import workload as wl
@@ -107,8 +107,7 @@ def search_trainers(
   # runs outside Python's lock, so two searches compile on two cores at
   # once. Each search is deterministic, so the result does not depend on
   # the interleaving.
-  with futures.ThreadPoolExecutor(max_workers=len(problems)) as pool:
-    results = list(pool.map(run, problems))
+  results = interrupts.thread_map(run, problems, workers=len(problems))
   best, per = None, {}
   for problem, res in zip(problems, results, strict=True):
     per[problem.space.trainer] = {

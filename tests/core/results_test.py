@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from codesign.core import results
+from codesign.core import locks, results
 from codesign.core.errors import InputError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -22,6 +22,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def _no_staged_runs_left():
   yield
   results.abandon_runs()
+
+
+def _old_run(path: pathlib.Path) -> pathlib.Path:
+  """A past run's directory: its marker files and a result."""
+  path.mkdir()
+  (path / 'config.json').write_text('{"flags": {}}')
+  (path / 'env.json').write_text('{"versions": {}}')
+  (path / 'result.json').write_text('old')
+  return path
 
 
 def test_a_run_is_staged_then_renamed_into_place(tmp_path):
@@ -46,11 +55,9 @@ def test_a_failed_run_leaves_nothing(tmp_path):
 
 
 def test_a_used_workdir_is_refused_unless_overwrite(tmp_path):
-  final = tmp_path / 'run'
-  final.mkdir()
-  (final / 'result.json').write_text('old')
+  final = _old_run(tmp_path / 'run')
   (final / 'extra.png').write_text('old')
-  with pytest.raises(InputError, match='already holds files.*--overwrite'):
+  with pytest.raises(InputError, match='already holds a run.*--overwrite'):
     results.reserve_workdir('x', str(final))
   assert (final / 'result.json').read_text() == 'old'
   results.reserve_workdir('x', str(final), overwrite=True)
@@ -60,6 +67,94 @@ def test_a_used_workdir_is_refused_unless_overwrite(tmp_path):
   # The old run is replaced whole: nothing of it stays beside the new one.
   assert sorted(p.name for p in final.iterdir()) == ['result.json']
   assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+
+
+def test_overwrite_never_replaces_what_is_not_a_run(tmp_path):
+  home = tmp_path / 'home'
+  home.mkdir()
+  (home / 'thesis.tex').write_text('years of work')
+  (home / 'notes').mkdir()
+  with pytest.raises(InputError) as e:
+    results.reserve_workdir('x', str(home), overwrite=True)
+  message = str(e.value)
+  assert 'notes, thesis.tex' in message and 'not a codesign run' in message
+  assert '\n' not in message
+  assert (home / 'thesis.tex').read_text() == 'years of work'
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['home']
+
+
+def test_a_symlink_workdir_is_followed_and_left_a_link(tmp_path):
+  target = _old_run(tmp_path / 'target')
+  link = tmp_path / 'link'
+  link.symlink_to(target)
+  assert results.reserve_workdir('x', str(link), overwrite=True) == target
+  staging = results.make_workdir('x', str(link))
+  results.write_json(staging / 'result.json', {'new': True})
+  assert results.finish_runs() == [target]
+  assert link.is_symlink() and link.resolve() == target
+  assert sorted(p.name for p in target.iterdir()) == ['result.json']
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['link', 'target']
+
+
+def test_a_symlink_to_a_non_run_is_refused_and_kept(tmp_path):
+  target = tmp_path / 'home'
+  target.mkdir()
+  (target / 'thesis.tex').write_text('years of work')
+  (tmp_path / 'link').symlink_to(target)
+  with pytest.raises(InputError, match='not a codesign run'):
+    results.reserve_workdir('x', str(tmp_path / 'link'), overwrite=True)
+  assert (tmp_path / 'link').is_symlink()
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['home', 'link']
+
+
+def test_a_workdir_in_use_is_refused_naming_the_process(tmp_path):
+  final = tmp_path / 'run'
+  child = (
+    'import sys, time\n'
+    'from codesign.core import results\n'
+    'results.reserve_workdir("x", sys.argv[1])\n'
+    'print("reserved", flush=True)\n'
+    'time.sleep(60)\n'
+  )
+  proc = subprocess.Popen(
+    [sys.executable, '-c', child, str(final)],
+    cwd=ROOT,
+    stdout=subprocess.PIPE,
+    text=True,
+  )
+  try:
+    assert proc.stdout.readline().strip() == 'reserved'
+    for overwrite in (False, True):
+      with pytest.raises(InputError) as e:
+        results.reserve_workdir('x', str(final), overwrite=overwrite)
+      assert f'process {proc.pid}' in str(e.value)
+      assert 'in use by another run' in str(e.value)
+  finally:
+    proc.kill()
+    proc.wait()
+  # Its lock dies with it: the next run takes the directory.
+  results.reserve_workdir('x', str(final))
+  results.write_json(results.make_workdir('x', str(final)) / 'a.json', {})
+  results.finish_runs()
+  deadline = time.monotonic() + 20
+  while len(list(tmp_path.iterdir())) > 1 and time.monotonic() < deadline:
+    time.sleep(0.2)
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+
+
+def test_stale_leftovers_of_dead_processes_in_the_study_folder_go(tmp_path):
+  proc = subprocess.Popen([sys.executable, '-c', 'pass'])
+  proc.wait()
+  # A default (timestamped) run killed with its watcher: the next run of
+  # the study, into another timestamp, cleans it.
+  stale = tmp_path / f'.20260101-000000-000000{results.STAGING_MARK}{proc.pid}'
+  stale.mkdir()
+  (stale / 'config.json').write_text('{}')
+  moved = _old_run(tmp_path / f'.old{results.OLD_MARK}{proc.pid}')
+  results.reserve_workdir('x', str(tmp_path / 'new'))
+  results.abandon_runs()
+  assert not stale.exists() and not moved.exists()
+  assert (tmp_path / 'old' / 'result.json').read_text() == 'old'
 
 
 def test_an_empty_workdir_is_used(tmp_path):
@@ -177,9 +272,7 @@ def test_a_run_killed_while_swapping_in_puts_the_old_run_back(tmp_path):
   # The process dies right after moving the old run aside (the one moment
   # of finish_runs when neither run is in place): its watcher moves the old
   # run back and removes the new, unfinished one.
-  run = tmp_path / 'run'
-  run.mkdir()
-  (run / 'result.json').write_text('old')
+  run = _old_run(tmp_path / 'run')
   child = (
     'import os, sys\n'
     'from codesign.core import results\n'
@@ -196,6 +289,27 @@ def test_a_run_killed_while_swapping_in_puts_the_old_run_back(tmp_path):
   deadline = time.monotonic() + 20
   while len(list(tmp_path.iterdir())) != 1 and time.monotonic() < deadline:
     time.sleep(0.2)
-  time.sleep(1.0)  # the watcher has finished its two steps
+  time.sleep(1.0)  # the watcher has finished its steps
   assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
   assert (run / 'result.json').read_text() == 'old'
+
+
+def test_two_runs_into_one_workdir_one_completes(tmp_path):
+  run = tmp_path / 'run'
+  cmd = [sys.executable, '-m', 'experiments.evaluate', f'--workdir={run}']
+  first = subprocess.Popen(
+    cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+  )
+  lock = tmp_path / f'.run{locks.LOCK_SUFFIX}'
+  deadline = time.monotonic() + 120
+  while not lock.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+  second = _evaluate(f'--workdir={run}', '--overwrite')
+  out, err = first.communicate(timeout=300)
+  assert first.returncode == 0, err
+  assert f'wrote {run}' in out
+  assert second.returncode == 2, second.stdout
+  assert len(second.stderr.strip().splitlines()) == 1
+  assert f'in use by another run (process {first.pid}' in second.stderr
+  assert (run / 'result.json').is_file()
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['run']

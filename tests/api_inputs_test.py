@@ -1,0 +1,121 @@
+"""The Python API refuses what the command line refuses, with
+`InputError` and one sentence: wrong types and values of its arguments,
+and hand-built `Workload`, `Platform`, `Plan` and `Stack` objects whose
+fields are not of their types or not finite (`codesign.typecheck`)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import codesign
+from codesign.boundary import inputs
+from codesign.studies import proposal
+
+W = codesign.load_workload('criteo_kaggle')
+P = codesign.load_platform('big_basin')
+S = codesign.load_stack('torchrec')
+WJ = inputs.workload_json('criteo_kaggle')
+
+
+def _refused(fn, words: str) -> None:
+  with pytest.raises(codesign.InputError) as e:
+    fn()
+  assert words in str(e.value), str(e.value)
+  assert '\n' not in str(e.value)
+
+
+@pytest.mark.parametrize(
+  'change, words',
+  [
+    ({'tables': ({'rows': 10, 'dim': 4},)}, 'tables.0 must be of type Table'),
+    ({'tables': [W.tables[0]]}, 'tables must be a tuple'),
+    ({'global_batch': float('nan')}, 'global_batch must be finite'),
+    ({'global_batch': '4096'}, 'global_batch must be a number'),
+    ({'top_mlp': 'abc'}, 'top_mlp must be a tuple'),
+    ({'top_mlp': [512, 1]}, 'top_mlp must be a tuple'),
+    ({'name': 5}, 'name must be a string'),
+  ],
+)
+def test_a_hand_built_workload_is_checked(change, words):
+  w = dataclasses.replace(W, **change)
+  _refused(lambda: codesign.evaluate(w, P), words)
+
+
+@pytest.mark.parametrize(
+  'change, words',
+  [
+    ({'nodes': '8'}, 'platform.nodes must be a number'),
+    ({'nodes': float('inf')}, 'platform.nodes must be finite'),
+    ({'cpu': None}, 'platform.cpu must be given'),
+    ({'accelerator': {'name': 'x'}}, 'accelerator must be of type Accelerator'),
+  ],
+)
+def test_a_hand_built_platform_is_checked(change, words):
+  p = dataclasses.replace(P, **change)
+  _refused(lambda: codesign.evaluate(W, p), words)
+
+
+def test_a_hand_built_plan_with_nan_is_refused():
+  plan = codesign.make_plan(W, P, S)
+  nan = np.full(W.num_tables, np.nan)
+  bad = dataclasses.replace(plan, hbm_fraction=nan)
+  _refused(lambda: codesign.evaluate(W, P, S, plan=bad), 'must be finite')
+  bad = dataclasses.replace(plan, sharding='table_wise')
+  _refused(lambda: codesign.evaluate(W, P, S, plan=bad), 'must be a tuple')
+
+
+def test_a_hand_built_stack_is_checked():
+  s = dataclasses.replace(S, tf32='yes')
+  _refused(lambda: codesign.evaluate(W, P, s), 'stack.tf32 must be True')
+
+
+def test_json_dicts_with_numbers_too_large_to_hold():
+  table = {**WJ['tables'][0], 'rows': 10**400}
+  _refused(
+    lambda: codesign.load_workload({**WJ, 'tables': [table]}),
+    'rows must have at most 19 digits',
+  )
+
+
+@pytest.mark.parametrize(
+  'call, words',
+  [
+    (lambda: codesign.evaluate(5, P), 'workload must be a preset name'),
+    (lambda: codesign.evaluate(W, P, stack=None), 'stack must be'),
+    (lambda: codesign.evaluate(W, P, plan=5), 'plan must be auto'),
+    (lambda: codesign.evaluate(W, P, x64='no'), 'x64 must be True or'),
+    (lambda: codesign.load_workload([]), 'workload must be'),
+  ],
+)
+def test_evaluate_arguments_are_checked(call, words):
+  _refused(call, words)
+
+
+@pytest.mark.parametrize(
+  'change, words',
+  [
+    ({'budget_usd': '1e6'}, 'budget_usd must be a number'),
+    ({'max_nodes': 2.7}, 'max_nodes must be an integer'),
+    ({'max_nodes': True}, 'max_nodes must be an integer'),
+    ({'starts': 2.5}, 'starts must be an integer'),
+    ({'seed': -1}, 'seed must be at least 0'),
+    ({'trainers': 'cpu'}, 'trainers must be a tuple or list'),
+    ({'presets': 'zion'}, 'presets must be a tuple or list'),
+    ({'price': ('H100', 5)}, 'price must hold strings'),
+    ({'objective': 'speed'}, 'objective must be one of'),
+    ({'samples': float('nan')}, 'samples must be finite'),
+    ({'workload': 5}, 'workload must be a Workload'),
+    ({'x64': 'no'}, 'x64 must be True or False'),
+    ({'progress': 5}, 'progress must be callable'),
+  ],
+)
+def test_propose_arguments_are_checked_before_any_work(
+  monkeypatch, change, words
+):
+  def no_search(settings, **kw):
+    raise AssertionError('the search must not start')
+
+  monkeypatch.setattr(proposal, 'run', no_search)
+  args = {'workload': 'criteo_kaggle', 'starts': 1, 'steps': 1, **change}
+  _refused(lambda: codesign.propose(**args), words)

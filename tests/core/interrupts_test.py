@@ -1,0 +1,84 @@
+"""Stopping on request: the library's stop flag and cancelled thread
+pools (`codesign.interrupts`), and Ctrl-C in a script
+(`experiments.signals`): one line, exit status 130, nothing left."""
+
+import pathlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from codesign.core import interrupts
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_check_raises_only_once_asked():
+  interrupts.check()
+  interrupts.STOP.set()
+  try:
+    with pytest.raises(KeyboardInterrupt):
+      interrupts.check()
+  finally:
+    interrupts.STOP.clear()
+
+
+def test_a_failing_call_stops_the_others_at_their_next_check():
+  started = threading.Event()
+  chunks = []
+
+  def work(i):
+    if i == 0:
+      started.wait(10)
+      raise ValueError('bad input')
+    started.set()
+    for _ in range(10_000):  # a long search, in chunks
+      interrupts.check()
+      chunks.append(i)
+      time.sleep(0.01)
+    return i
+
+  with pytest.raises(ValueError, match='bad input'):
+    interrupts.thread_map(work, range(50), workers=2)
+  assert len(chunks) < 1000  # stopped long before the end
+  assert len(set(chunks)) < 10  # the calls not started are cancelled
+  assert not interrupts.STOP.is_set()  # the next call runs
+
+
+def _started_propose(run: pathlib.Path) -> subprocess.Popen:
+  proc = subprocess.Popen(
+    [
+      sys.executable,
+      '-m',
+      'experiments.propose',
+      '--workload=rm1',
+      '--starts=4',
+      '--steps=100000',
+      '--presets=zion',
+      f'--workdir={run}',
+    ],
+    cwd=ROOT,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+  )
+  deadline = time.monotonic() + 240
+  for line in proc.stdout:  # wait until the search is under way
+    if 'searching' in line or time.monotonic() > deadline:
+      break
+  return proc
+
+
+def test_ctrl_c_in_a_script_ends_it_with_one_line_and_no_run(tmp_path):
+  run = tmp_path / 'run'
+  proc = _started_propose(run)
+  proc.send_signal(signal.SIGINT)
+  time.sleep(0.05)
+  proc.send_signal(signal.SIGINT)  # a second Ctrl-C is handled the same
+  _, err = proc.communicate(timeout=60)
+  assert proc.returncode == 130
+  assert err.strip().splitlines() == ['interrupted: stopped; no run written']
+  assert list(tmp_path.iterdir()) == []
