@@ -21,6 +21,7 @@ import json
 from codesign.core.errors import InputError
 from codesign.core.paths import DATA_DIR
 from codesign.core.pytree import replace
+from codesign.spec import stack as stack_lib
 from codesign.spec.stack import Stack, validate
 
 FIT_FILE = DATA_DIR / 'stack_fit.json'
@@ -48,6 +49,27 @@ _PYPROF = (
   'outside the tables, over 26 tables'
 )
 _DDP_BUCKET = 'PyTorch DistributedDataParallel bucket_cap_mb=25 (default)'
+_TREC_PIPELINE = (
+  'pytorch/torchrec torchrec/distributed/train_pipeline '
+  'TrainPipelineSparseDist: "overlaps device transfer, and '
+  'ShardedModule.input_dist() with forward and backward" (input_dist on '
+  'its own data_dist CUDA stream, one batch ahead); the MLCommons '
+  'torchrec_dlrm dlrm_main.py (C9) trains with it'
+)
+_TREC_TRAINERS = (
+  'the preset models the GPU path (FBGEMM TBE CUDA kernels, UVM caching); '
+  'TorchRec on CPU sockets runs other kernels this preset does not describe'
+)
+_FBGEMM_ROCM = (
+  'pytorch/FBGEMM fbgemm_gpu: builds for CUDA (NVIDIA) and ROCm (AMD) '
+  'GPUs; confidence M'
+)
+_SOCKET_RATES = 'the socket profile gives the gather and update rates'
+_IPEX_ISA = (
+  'intel/intel-extension-for-pytorch ISA dynamic dispatch: AVX2 and '
+  'AVX-512 kernels on x86-64 CPUs (Intel-tuned; AMD EPYC runs the same '
+  'ISA paths); confidence M'
+)
 
 # Prior values of the continuous leaves (SI) with their reasons.
 PRIORS = {
@@ -167,7 +189,11 @@ def nvidia_pytorch() -> Stack:
     uvm_fill_efficiency=prior('uvm_fill_efficiency'),
     hbm_reserve=0.05,
     comm_overlap=prior('overlap_default'),
+    trainers=('accelerator',),
+    vendors=('nvidia',),
     sources=(
+      ('trainers', f'{_NV_README}: CUDA GPUs (CUDA graphs, apex)'),
+      ('vendors', f'{_NV_README}: NVIDIA GPUs only'),
       ('comm_overlap', _src('overlap_default')),
       (
         'graph_scope',
@@ -254,7 +280,11 @@ def hugectr() -> Stack:
     uvm_fill_efficiency=prior('uvm_fill_efficiency'),
     hbm_reserve=0.05,
     comm_overlap=prior('overlap_hugectr'),
+    trainers=('accelerator',),
+    vendors=('nvidia',),
     sources=(
+      ('trainers', f'{_HUGECTR_NOTES}: a CUDA GPU framework'),
+      ('vendors', 'NVIDIA-Merlin/HugeCTR README: NVIDIA GPUs only'),
       ('comm_overlap', _src('overlap_hugectr')),
       ('graph_scope', f'{_HUGECTR}: holistic_cuda_graph true'),
       (
@@ -328,7 +358,13 @@ def torchrec() -> Stack:
     uvm_fill_efficiency=prior('uvm_fill_efficiency'),
     hbm_reserve=0.15,
     comm_overlap=prior('overlap_default'),
+    trainers=('accelerator',),
+    vendors=('nvidia', 'amd'),
+    train_pipeline='sparse_dist',
     sources=(
+      ('trainers', _TREC_TRAINERS),
+      ('vendors', _FBGEMM_ROCM),
+      ('train_pipeline', _TREC_PIPELINE),
       ('comm_overlap', _src('overlap_default')),
       ('graph_scope', f'{_TREC_DLRM}: eager training loop'),
       (
@@ -400,7 +436,11 @@ def ipex_cpu() -> Stack:
     uvm_fill_efficiency=prior('uvm_fill_efficiency'),
     hbm_reserve=0.0,
     comm_overlap=prior('overlap_default'),
+    trainers=('cpu',),
+    vendors=('intel', 'amd'),
     sources=(
+      ('trainers', f'{_INTEL}: CPU sockets only'),
+      ('vendors', _IPEX_ISA),
       ('comm_overlap', _src('overlap_default')),
       ('graph_scope', f'{_INTEL}: PyTorch 1.5 eager with IPEX 0.2'),
       ('mlp_fusion', f'{_FB_DLRM}: nn.Linear and nn.ReLU'),
@@ -424,10 +464,7 @@ def ipex_cpu() -> Stack:
         'a CPU trainer dispatches and computes on the same '
         'cores (terms.compose adds them)',
       ),
-      (
-        'embedding_efficiency',
-        'the socket profile gives the gather and update rates',
-      ),
+      ('embedding_efficiency', _SOCKET_RATES),
       ('uvm_fill_efficiency', 'unused (CPU trainer)'),
       ('hbm_reserve', 'unused (CPU trainer)'),
     ),
@@ -464,7 +501,14 @@ def jax_xla() -> Stack:
     uvm_fill_efficiency=prior('uvm_fill_efficiency'),
     hbm_reserve=0.05,
     comm_overlap=0.0,
+    trainers=('accelerator', 'cpu'),
+    vendors=('nvidia', 'amd', 'google', 'intel'),
     sources=(
+      ('trainers', 'XLA compiles the step for GPUs, TPUs and CPUs'),
+      (
+        'vendors',
+        'jax installation guide: NVIDIA and AMD GPUs, Google TPUs, x86-64 CPUs',
+      ),
       (
         'comm_overlap',
         'one device runs every op in turn (no communication to hide)',
@@ -506,6 +550,25 @@ PRESETS = {
   f.__name__: f for f in (torchrec, nvidia_pytorch, hugectr, ipex_cpu, jax_xla)
 }
 DEFAULT = 'torchrec'
+# The stack a platform gets when none is named: its trainer's (issue 21).
+DEFAULT_FOR_TRAINER = {'accelerator': 'torchrec', 'cpu': 'ipex_cpu'}
+
+
+def default_for(trainer: str) -> str:
+  """The default stack preset of a `hardware.TRAINERS` kind."""
+  return DEFAULT_FOR_TRAINER[trainer]
+
+
+def check_runs_on(s: Stack, p) -> Stack:
+  """`s`, or `InputError` in one sentence when it cannot train platform
+  `p` (its trainer, or the maker of its training device)."""
+  from codesign.spec import catalog
+
+  why = stack_lib.mismatch(s, p.trainer, catalog.platform_vendor(p))
+  if why is not None:
+    raise InputError(f'{why}; platform {p.name!r} needs another --stack')
+  return s
+
 
 # Leaves shared by several stacks: tie name -> (stack, field) pairs.
 TIES = {

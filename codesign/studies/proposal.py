@@ -79,7 +79,9 @@ class Settings:
     sharding: `search` (each table's sharding searched with the hardware,
       `codesign.search.plan_space`), or one of `plan.SHARDINGS` for every table.
     presets: platform preset names evaluated beside the proposal.
-    stack: a `Stack`, a preset name or a stack JSON file.
+    stack: a `Stack`, a preset name or a stack JSON file: the stack of
+      the accelerator trainer (and its presets).
+    cpu_stack: the same, of the CPU trainer (and CPU presets).
     exclude_parts, only_parts, available_by: the catalog parts the search
       may use (`part_tables.select_parts`: names or their beginnings; a
       year). Empty and None: every modelled part.
@@ -103,6 +105,7 @@ class Settings:
   sharding: str = plan_space.SEARCH
   presets: tuple[str, ...] = PRESETS
   stack: str | stack_lib.Stack = 'torchrec'
+  cpu_stack: str | stack_lib.Stack = 'ipex_cpu'
   exclude_parts: tuple[str, ...] = ()
   only_parts: tuple[str, ...] = ()
   available_by: int | None = None
@@ -199,7 +202,9 @@ def run(
   progress = progress or (lambda line: None)
   t_start = time.perf_counter()
   w = shared.load_workload(settings.workload)
-  stack = shared.load_stack(settings.stack)
+  stacks = proposal_search.trainer_stacks(
+    shared.load_stack(settings.stack), shared.load_stack(settings.cpu_stack)
+  )
   preset_names = tuple(settings.presets)
   for name in preset_names:
     presets_lib.get(name)  # an unknown name fails before the search
@@ -236,7 +241,7 @@ def run(
 
   found = proposal_search.search_trainers(
     w,
-    stack,
+    stacks,
     {
       'objective': settings.objective,
       'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
@@ -255,6 +260,7 @@ def run(
     on_step_of,
   )
   problem, res, space = found.problem, found.result, found.problem.space
+  stack = stacks[space.trainer]
   t_search = time.perf_counter() - t_start
   if not res.best_feasible:
     raise InputError(
@@ -312,9 +318,9 @@ def run(
 
   def preset(name):
     pp = part_tables.priced(presets_lib.get(name), prices)
-    pplan = planner.make(w, pp, stack)
+    pplan = planner.make(w, pp, stacks[pp.trainer])
     progress(f'evaluated preset {name}')
-    return pp, pplan, _figures(pp, w, pplan, stack)
+    return pp, pplan, _figures(pp, w, pplan, stacks[pp.trainer])
 
   # Two threads: most of a preset's evaluation is XLA compiling (outside
   # Python's lock); each is deterministic, so the order of work does not
@@ -343,7 +349,7 @@ def run(
     candidates,
     perts,
     w,
-    stack,
+    stacks,
     score,
     gradient.maximized(problem.objective),
     prices,
@@ -353,6 +359,8 @@ def run(
   result = {
     'workload': w.name,
     'stack': stack.name,
+    # The stack each trainer was searched (and its presets evaluated) with.
+    'stacks': {t: stacks[t].name for t in found.per_trainer},
     'objective': problem.objective,
     'objective_unit': OBJECTIVE_UNITS[problem.objective],
     'limits': limits,

@@ -17,7 +17,9 @@ from concurrent import futures
 import jax
 
 from codesign.core.errors import InputError
-from codesign.search import design_space, gradient
+from codesign.search import design_space, gradient, part_tables
+from codesign.spec import catalog
+from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 from codesign.spec.hardware import TRAINERS
 from codesign.spec.stack import Stack
@@ -52,9 +54,38 @@ def check_trainers(trainers: tuple[str, ...]) -> tuple[str, ...]:
   return tuple(dict.fromkeys(trainers))
 
 
+def trainer_stacks(stack: Stack, cpu_stack: Stack) -> dict:
+  """trainer -> the stack that trains it: `stack` the accelerators,
+  `cpu_stack` the CPU trainer; one sentence when one cannot."""
+  stacks = {'accelerator': stack, 'cpu': cpu_stack}
+  for trainer, s in stacks.items():
+    why = stack_lib.mismatch(s, trainer, None)
+    if why is not None:
+      flag = '--stack' if trainer == 'accelerator' else '--cpu_stack'
+      raise InputError(f'{why}; pass another {flag}')
+  return stacks
+
+
+def vendor_parts(space_args: dict, trainer: str, s: Stack) -> dict:
+  """`space_args` with the part axis that trains (accelerators, or the
+  CPUs of a CPU trainer) kept to the makers stack `s` runs on."""
+  acc, cpu = part_tables.default_parts()
+  key = 'cpus' if trainer == 'cpu' else 'accelerators'
+  names = space_args.get(key) or (cpu if trainer == 'cpu' else acc)
+  kept = tuple(n for n in names if catalog.vendor(n) in (None, *s.vendors))
+  if kept == tuple(names) and key not in space_args:
+    return space_args  # nothing dropped: the default space as it was
+  if not kept:
+    raise InputError(
+      f'stack {s.name!r} runs on none of the {key} left to search (it runs '
+      'on: ' + ', '.join(s.vendors) + ')'
+    )
+  return {**space_args, key: kept}
+
+
 def search_trainers(
   w: wl.Workload,
-  stack: Stack,
+  stacks: dict,
   problem_args: dict,
   space_args: dict,
   trainers: tuple[str, ...],
@@ -65,7 +96,9 @@ def search_trainers(
   """Runs the gradient search on each trainer's design space.
 
   Args:
-    w, stack: the workload and the stack that trains it.
+    w, stacks: the workload, and trainer -> the stack that trains it
+      (`trainer_stacks`); each trainer's parts are kept to its stack's
+      vendors (`vendor_parts`).
     problem_args: `search.Problem` fields besides space, workload and stack
       (objective, budget_usd, power_w, samples).
     space_args: `design_space.make_space` arguments besides the workload
@@ -82,13 +115,17 @@ def search_trainers(
   """
   problems = []
   for trainer in check_trainers(trainers):
-    space = design_space.make_space(w, trainer=trainer, **space_args)
+    s = stacks[trainer]
+    space = design_space.make_space(
+      w, trainer=trainer, **vendor_parts(space_args, trainer, s)
+    )
     problems.append(
-      gradient.check_problem(gradient.Problem(space, w, stack, **problem_args))
+      gradient.check_problem(gradient.Problem(space, w, s, **problem_args))
     )
     progress(
       f'searching {space.size:,} buildable {trainer}-trainer platforms (and '
-      f'their plans) for {w.name}, objective {problems[-1].objective}, '
+      f'their plans) for {w.name} with {s.name}, objective '
+      f'{problems[-1].objective}, '
       f'{config.starts} starts x {config.steps} steps on '
       f'{len(jax.devices())} device(s)'
     )

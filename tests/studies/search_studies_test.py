@@ -429,6 +429,8 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
   best = max(v['objective_value'] or 0.0 for v in per.values())
   assert per[result['search']['trainer']]['objective_value'] == best
   assert prop['objective_value'] >= best * (1 - 1e-6)
+  # Each trainer is searched with its own stack, and both are recorded.
+  assert result['stacks'] == {'accelerator': STACK.name, 'cpu': 'ipex_cpu'}
 
 
 def test_why_not_names_memory_and_power():
