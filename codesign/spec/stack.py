@@ -181,6 +181,12 @@ class Stack:
     doc='makers of the training device it runs on (accelerator, or CPU '
     'on a CPU trainer)',
   )
+  kjt_copies: int = field(
+    static=True,
+    default=0,
+    doc="copies of a batch's sparse ids (input features) the stack keeps "
+    'in HBM per rank',
+  )
   train_pipeline: str = field(
     static=True,
     default='none',
@@ -296,6 +302,7 @@ def problems(s: Stack) -> list[str]:
   if s.id_bytes is not None and s.id_bytes not in ID_BYTES:
     out.append(f'stack.id_bytes must be 4 or 8, got {s.id_bytes}')
   within('input_dist_collectives', 0, 16, 'be an integer in [0, 16]')
+  within('kjt_copies', 0, 100, 'be an integer in [0, 100]')
   within('allreduce_bucket_bytes', 1e6, 1e10, 'lie in [1e6, 1e10]')
   units = {f.name: f.metadata.get('unit') for f in dataclasses.fields(s)}
   for path in leaf_paths(s):

@@ -56,6 +56,11 @@ _TREC_PIPELINE = (
   'its own data_dist CUDA stream, one batch ahead); the MLCommons '
   'torchrec_dlrm dlrm_main.py (C9) trains with it'
 )
+_TREC_KJT = (
+  'pytorch/torchrec@a48cef7 torchrec/distributed/planner/'
+  'storage_reservations.py HeuristicalStorageReservation: KJT storage of '
+  '"2 pipelined batches each with 10 internal copies" (multiplier=20)'
+)
 _TREC_TRAINERS = (
   'the preset models the GPU path (FBGEMM TBE CUDA kernels, UVM caching); '
   'TorchRec on CPU sockets runs other kernels this preset does not describe'
@@ -361,10 +366,12 @@ def torchrec() -> Stack:
     trainers=('accelerator',),
     vendors=('nvidia', 'amd'),
     train_pipeline='sparse_dist',
+    kjt_copies=20,
     sources=(
       ('trainers', _TREC_TRAINERS),
       ('vendors', _FBGEMM_ROCM),
       ('train_pipeline', _TREC_PIPELINE),
+      ('kjt_copies', _TREC_KJT),
       ('comm_overlap', _src('overlap_default')),
       ('graph_scope', f'{_TREC_DLRM}: eager training loop'),
       (
