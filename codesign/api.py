@@ -23,7 +23,7 @@ import jax
 from codesign.boundary import inputs
 from codesign.core.errors import InputError, raise_problems
 from codesign.model import cost_model, planner, report
-from codesign.spec import hardware, schema, typecheck
+from codesign.spec import hardware, schema, stack_presets, typecheck
 from codesign.spec import plan as plan_lib
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
@@ -133,17 +133,23 @@ def _platform(p) -> hardware.Platform:
   return load_platform(p)
 
 
-def _stack(s) -> stack_lib.Stack:
+def _stack(s, p: hardware.Platform) -> stack_lib.Stack:
+  """The stack `s` (None: the default of `p`'s trainer), checked to run
+  on `p`."""
+  if s is None:
+    s = stack_presets.default_for(p.trainer)
   if isinstance(s, stack_lib.Stack):
     _typed(s, stack_lib.Stack, 'stack')
-    return stack_lib.validate(s)
-  return load_stack(s)
+    s = stack_lib.validate(s)
+  else:
+    s = load_stack(s)
+  return stack_presets.check_runs_on(s, p)
 
 
 def make_plan(
   workload: wl.Workload | NameOrPath,
   platform: hardware.Platform | NameOrPath,
-  stack: stack_lib.Stack | NameOrPath = 'torchrec',
+  stack: stack_lib.Stack | NameOrPath | None = None,
   placement: str = 'auto',
   sharding: str = 'auto',
   x64: bool = True,
@@ -153,7 +159,8 @@ def make_plan(
   Args:
     workload: a `Workload`, or what `load_workload` takes.
     platform: a `Platform`, or what `load_platform` takes.
-    stack: a `Stack`, or what `load_stack` takes.
+    stack: a `Stack`, or what `load_stack` takes (None: the platform
+      trainer's default, `torchrec` or `ipex_cpu`).
     placement: `auto` (the hottest bytes in the HBM the stack allows, the
       rest in host DDR), `hbm` (every table in HBM) or `ddr` (every table
       in DDR).
@@ -171,7 +178,8 @@ def make_plan(
     InputError: bad inputs or an unknown placement or sharding.
   """
   with jax.enable_x64(typecheck.flag('x64', x64)):
-    w, p, s = _workload(workload), _platform(platform), _stack(stack)
+    w, p = _workload(workload), _platform(platform)
+    s = _stack(stack, p)
     return planner.make(w, p, s, placement=placement, sharding=sharding)
 
 
@@ -198,7 +206,7 @@ def _plan(plan, w, p, s) -> plan_lib.Plan:
 def evaluate(
   workload: wl.Workload | NameOrPath,
   platform: hardware.Platform | NameOrPath,
-  stack: stack_lib.Stack | NameOrPath = 'torchrec',
+  stack: stack_lib.Stack | NameOrPath | None = None,
   plan: plan_lib.Plan | NameOrPath = 'auto',
   x64: bool = True,
 ) -> dict:
@@ -209,7 +217,8 @@ def evaluate(
   Args:
     workload: a `Workload`, or what `load_workload` takes.
     platform: a `Platform`, or what `load_platform` takes.
-    stack: a `Stack`, or what `load_stack` takes (default: TorchRec).
+    stack: a `Stack`, or what `load_stack` takes (None: the platform
+      trainer's default, TorchRec on accelerators, `ipex_cpu` on CPUs).
     plan: a `Plan`; `auto`, `hbm` or `ddr` (a placement, made by
       `make_plan` with the auto sharding); or a plan JSON file or dict (or
       one holding it as its `plan` section: a run's config.json).
@@ -230,7 +239,8 @@ def evaluate(
     InputError: bad inputs.
   """
   with jax.enable_x64(typecheck.flag('x64', x64)):
-    w, p, s = _workload(workload), _platform(platform), _stack(stack)
+    w, p = _workload(workload), _platform(platform)
+    s = _stack(stack, p)
     pl = _plan(plan, w, p, s)
     r = cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
     result = report.to_result(r)
@@ -247,6 +257,7 @@ def propose(
   power_w: float | None = None,
   max_nodes: int = 16,
   stack: stack_lib.Stack | str = 'torchrec',
+  cpu_stack: stack_lib.Stack | str = 'ipex_cpu',
   starts: int = 64,
   steps: int = 300,
   seed: int = 0,
@@ -275,7 +286,9 @@ def propose(
     budget_usd: capex limit of the whole cluster in USD (None: none).
     power_w: power limit of the whole cluster at TDP in W (None: none).
     max_nodes: largest number of nodes.
-    stack: a `Stack`, a stack preset name or a stack JSON file.
+    stack: a `Stack`, a stack preset name or a stack JSON file: the
+      accelerator trainer's.
+    cpu_stack: the same, for the CPU trainer.
     starts: search starts run at once.
     steps: Adam steps per phase (continuous search, then plan polish).
     seed: random seed of the starts.
@@ -326,6 +339,7 @@ def propose(
     sharding=sharding,
     presets=proposal.PRESETS if presets is None else presets,
     stack=stack,
+    cpu_stack=cpu_stack,
     trainers=trainers,
     price=price,
   )

@@ -20,12 +20,13 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string(
   'stack',
-  'torchrec',
+  '',
   'Software stack that trains the model: a preset (torchrec, '
   'nvidia_pytorch, hugectr, ipex_cpu, jax_xla; see '
-  "codesign/stack_presets.py) or a stack JSON file (a run's config.json "
-  'also works). The same GPUs train several times faster or slower '
-  'depending on it.',
+  "codesign/spec/stack_presets.py) or a stack JSON file (a run's "
+  "config.json also works); empty: the platform trainer's default "
+  '(torchrec on accelerators, ipex_cpu on CPU trainers). The same GPUs '
+  'train several times faster or slower depending on it.',
 )
 # Flags that say where and how to re-run, never what to compute.
 _NOT_REPLAYED = ('from_config', 'workdir', 'overwrite', 'compile_cache')

@@ -105,6 +105,19 @@ flags.DEFINE_list(
   '(catalog accelerators with CPU hosts), cpu (CPU sockets that train '
   "alone, as the Zion paper's CPU-only baseline); the best is proposed.",
 )
+flags.DEFINE_float(
+  'tolerance',
+  0.02,
+  'Throughput objectives: propose the cheapest design within this share '
+  'of the best found (0.02: 2%), not a dearer one that is barely faster.',
+)
+flags.DEFINE_string(
+  'cpu_stack',
+  'ipex_cpu',
+  'Software stack of the CPU trainer (a preset or a stack JSON file, as '
+  '--stack, which trains the accelerator platforms); a stack that cannot '
+  'train CPU sockets is refused.',
+)
 flags.DEFINE_integer(
   'available_by',
   None,

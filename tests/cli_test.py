@@ -57,6 +57,10 @@ BAD_INPUT = {
     ['--stack={tmp}/stack_range.json'],
     ['stack.host_overlap', '[0, 1]', '1.5'],
   ),
+  'stack_not_for_the_trainer': (
+    ['--platform=cpu_2s', '--stack=hugectr'],
+    ["'hugectr'", 'does not run on a cpu trainer', "'cpu_2s'"],
+  ),
   'stack_override_out_of_range': (
     ['--override=stack.embedding_efficiency=0'],
     ['stack.embedding_efficiency', '[0.01, 1]'],

@@ -159,8 +159,14 @@ def load_platform(
   return schema.platform_from_json(pj, _label(name_or_path))
 
 
-def load_stack(name_or_path: str, overrides: list[str] | None = None):
-  """A stack preset or file with its `stack.` overrides applied."""
+def load_stack(
+  name_or_path: str | None,
+  overrides: list[str] | None = None,
+  trainer: str = 'accelerator',
+):
+  """A stack preset or file with its `stack.` overrides applied; None or
+  '' is the default stack of `trainer` (`stack_presets.default_for`)."""
+  name_or_path = name_or_path or stack_presets.default_for(trainer)
   sj = with_overrides(stack_json(name_or_path), 'stack', overrides)
   return schema.stack_from_json(sj, _label(name_or_path))
 
@@ -183,17 +189,20 @@ def resolve(
   plan: str = 'auto',
   overrides: list[str] | None = None,
   device_profile: str | None = None,
-  stack: str = stack_presets.DEFAULT,
+  stack: str | None = None,
 ):
   """Loads and overrides the four inputs. Returns (workload, platform,
   plan, stack) objects; raises `InputError` on any bad input (every
   problem of one input at once).
 
   `device_profile`, the path of a device profile JSON or None, goes to
-  `load_platform`; a named plan is made for the resolved stack.
+  `load_platform`; a named plan is made for the resolved stack. No stack
+  (None or '') is the platform trainer's default; a stack that cannot
+  train the platform is refused (`stack_presets.check_runs_on`).
   """
   split_overrides(overrides)  # a malformed override fails before any load
   w = load_workload(workload, overrides)
   p = load_platform(platform, overrides, device_profile)
-  s = load_stack(stack, overrides)
+  s = load_stack(stack, overrides, p.trainer)
+  stack_presets.check_runs_on(s, p)
   return w, p, load_plan(plan, w, p, s, overrides), s

@@ -94,6 +94,11 @@ class CostReport:
     perf_per_usd: samples/s per USD.
     perf_per_watt: samples/s per W.
     bottleneck_index: index into COMPONENTS of the largest term.
+    ceiling_step_time: seconds per step with infinitely fast devices and
+      links (`terms.ceiling_step_time`: the stack's host floor and eager
+      operators), the least any hardware reaches with this stack.
+    ceiling_throughput: samples per second at that step: the stack's
+      hardware-independent ceiling.
   """
 
   step_time: jax.Array
@@ -108,6 +113,8 @@ class CostReport:
   perf_per_usd: jax.Array
   perf_per_watt: jax.Array
   bottleneck_index: jax.Array
+  ceiling_step_time: jax.Array
+  ceiling_throughput: jax.Array
 
   @property
   def bottleneck(self) -> str:
@@ -218,7 +225,7 @@ def evaluate(
   dense, emb, comms = _dense(c), _embedding(c), _collectives(c)
   host = _host(c)
   step, breakdown = _step_time(c, dense, emb, comms, host)
-  return _report(c, step, breakdown, _memory(c, emb))
+  return _report(c, step, breakdown, _memory(c, emb), host)
 
 
 def step_context(
@@ -240,6 +247,7 @@ def step_context(
     **t,
     'orders': orders,
     'table_bytes': t['table_bytes'] * row_scale,
+    'row_scale': row_scale,
   }
   dev, _ = ct.dense_device(p)
   # Pooled payloads: the stack's precision, or the plan's if narrower
@@ -326,7 +334,8 @@ def _step_time(c: Step, d: Dense, e: Embedding, m: Comms, h: Host):
     e.gather_hbm + e.ddr.uvm_gather,
     e.ddr.cpu_gather + e.host_link + e.socket_link,
   )
-  sparse_fwd = m.ids_intra + m.ids_inter + emb_fwd + m.a2a_intra + m.a2a_inter
+  ids = ct.ids_on_critical_path(c.stack, m.ids_intra + m.ids_inter)
+  sparse_fwd = ids + emb_fwd + m.a2a_intra + m.a2a_inter
   t_fwd = overlap(sparse_fwd, d.bottom_fwd, o) + d.inter_fwd + d.top_fwd
   sparse_bwd = (
     m.a2a_intra
@@ -339,6 +348,7 @@ def _step_time(c: Step, d: Dense, e: Embedding, m: Comms, h: Host):
   t_bwd = d.top_bwd + d.inter_bwd + overlap(sparse_bwd, d.bottom_bwd, o)
   t_bwd = overlap(t_bwd, m.ar_intra + m.ar_inter, o)
   device = t_fwd + t_bwd + d.optimizer + h.launch
+  device = ct.with_pipelined_ids(c.stack, device, m.ids_intra + m.ids_inter)
   step = ct.compose(device, _by_group(d, e, m, h), c.stack, h.counts, c.setup)
   return step, _breakdown(step, d, e, m, h)
 
@@ -404,11 +414,13 @@ def _memory(c: Step, e: Embedding):
   return required, available, margin, fits
 
 
-def _report(c: Step, step, breakdown: dict, memory) -> CostReport:
-  """The `CostReport`: figures per step, per USD and per W."""
+def _report(c: Step, step, breakdown: dict, memory, h: Host) -> CostReport:
+  """The `CostReport`: figures per step, per USD and per W, and the
+  stack's ceiling (`terms.ceiling_step_time`)."""
   required, available, margin, fits = memory
   capex, power = ct.capex_and_power(c.platform)
   throughput = c.setup.batch / jnp.maximum(step, TINY)
+  ceiling = ct.ceiling_step_time(c.stack, h.counts) * jnp.ones_like(step)
   stacked = jnp.stack([breakdown[k] for k in COMPONENTS])
   return CostReport(
     step_time=step,
@@ -423,6 +435,8 @@ def _report(c: Step, step, breakdown: dict, memory) -> CostReport:
     perf_per_usd=throughput / capex,
     perf_per_watt=throughput / power,
     bottleneck_index=jnp.argmax(stacked),
+    ceiling_step_time=ceiling,
+    ceiling_throughput=c.setup.batch / jnp.maximum(ceiling, TINY),
   )
 
 

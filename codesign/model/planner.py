@@ -65,9 +65,10 @@ def _tables(w: wl.Workload, sharding) -> dict:
 
 def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   """HBM bytes the busiest accelerator needs: its share of the tables at
-  per-table HBM fractions `frac` (T,), the data-parallel replicas and the
-  dense model. The cost model's own memory term (`terms.per_rank` over
-  the resident bytes, `terms.memory`), in jnp: `p` with array leaves
+  per-table HBM fractions `frac` (T,), the data-parallel replicas, the
+  dense model and the stack's reservations (`terms.stack_hbm_reserved`).
+  The cost model's own memory term (`terms.per_rank` over the resident
+  bytes, `terms.memory`), in jnp: `p` with array leaves
   (`hardware.as_arrays`) and `frac` may be traced, and then the packing
   bound sorts the loads (as the cost model does for traced fractions);
   concrete fractions use the cost model's static order."""
@@ -81,7 +82,8 @@ def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   if not isinstance(frac, jax.core.Tracer):
     order = np.argsort(-(np.asarray(in_hbm) * t['table_bytes']), kind='stable')
   tables = terms.per_rank(on, t, st, order)
-  return tables + jnp.sum(dp * tb) + terms.dense_hbm_bytes(w, p, s)
+  reserved = terms.stack_hbm_reserved(w, s, t, st, in_hbm, row_scale)
+  return tables + jnp.sum(dp * tb) + terms.dense_hbm_bytes(w, p, s) + reserved
 
 
 def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):

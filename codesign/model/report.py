@@ -9,6 +9,40 @@ def _f(x) -> float:
   return float(np.asarray(x))
 
 
+# The stack's ceiling binds a design that reaches this share of it:
+# infinitely fast devices and links would add at most 1/0.9 - 1 = 11%.
+CEILING_BINDS = 0.9
+CEILING_WHAT = (
+  "the step with infinitely fast devices and links: the stack's host "
+  'floor and eager operators'
+)
+
+
+def ceiling(r: CostReport) -> dict:
+  """The `ceiling` entry of result.json: the stack's hardware-independent
+  ceiling, the design's share of it and whether it binds."""
+  share = _f(r.throughput) / _f(r.ceiling_throughput)
+  return {
+    'step_time_s': _f(r.ceiling_step_time),
+    'throughput_samples_per_s': _f(r.ceiling_throughput),
+    'share': share,
+    'binds': share >= CEILING_BINDS,
+    'what': CEILING_WHAT,
+  }
+
+
+def ceiling_sentence(c: dict) -> str:
+  """One line: the ceiling, the design's share of it, and what decides."""
+  head = (
+    f'stack ceiling {c["throughput_samples_per_s"]:,.0f} samples/s '
+    f'(host {c["step_time_s"] * 1e3:.2f} ms/step); this design reaches '
+    f'{100 * c["share"]:.0f}% of it: '
+  )
+  if c['binds']:
+    return head + 'host-bound: more hardware does not help; the stack decides'
+  return head + 'the ceiling does not bind; the hardware decides'
+
+
 def to_result(r: CostReport) -> dict:
   """The result.json form of a concrete report (units in key names)."""
   memory = {
@@ -35,6 +69,7 @@ def to_result(r: CostReport) -> dict:
     'power_w': _f(r.power),
     'perf_per_usd': _f(r.perf_per_usd),
     'perf_per_watt': _f(r.perf_per_watt),
+    'ceiling': ceiling(r),
   }
 
 
@@ -73,6 +108,7 @@ def table(result: dict, title: str = '') -> str:
     else ('NO: ' + ', '.join(result['overflowing_tiers']) + ' overflows')
   )
   lines.append(f'feasible: {feas}')
+  lines.append(ceiling_sentence(result['ceiling']))
   lines.append(
     f'capex ${result["capex_usd"]:,.0f}; power {result["power_w"]:,.0f} W; '
     f'{result["perf_per_usd"]:.3f} samples/s/$; '

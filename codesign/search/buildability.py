@@ -29,6 +29,12 @@ Rules (`RULES`), with their sources:
   carry nothing. Products evaluated as one node (DGX, Big Basin) carry
   NICs for the clusters they are sold for, so the check of a preset
   leaves this rule out. NICs per node count against PCIe (`pcie_lanes`).
+- `board`: accelerators per node, host sockets and host CPU as one of the
+  boards the accelerator is sold on (`BOARDS`: HGX 4/8, HGX B200 8, the
+  8-OAM MI300X board, 4-OAM MI250X nodes, SXM2 4/8 and HGX-2 16 with two
+  Xeon sockets, each with the CPU generations it was sold with). Checked
+  on snapped designs only (`CONCRETE_ONLY`): the relaxation does not see
+  it, and the roundings that break it are rejected.
 A CPU trainer (`trainer='cpu'`) has no accelerator rules; its NICs still
 need PCIe lanes.
 
@@ -63,6 +69,59 @@ RULES = {
   'pcie_generation': 'catalog links.pcie x16 at the lower generation',
   'dimm': 'catalog mem_channels, max_mem_per_socket_TB; DIMM_GB',
   'nics': 'a single node needs one front-end NIC (proposals only)',
+  'board': 'BOARDS: the baseboards each accelerator is sold on, their GPU '
+  'counts, host sockets and qualified CPUs',
+}
+
+_SPR = 'Xeon-Platinum-8480+ (Sapphire Rapids-SP)'
+_GENOA = 'EPYC-9654 (Genoa)'
+_MILAN = 'EPYC-7763 (Milan)'
+_ROME = 'EPYC-7742 (Rome)'
+_SKL = 'Xeon-Platinum-8180 (Skylake-SP)'
+_CLX = 'Xeon-Platinum-8280 (Cascade Lake-SP)'
+_CPX = 'Xeon-Platinum-8380H (Cooper Lake-SP)'
+# The boards each catalog accelerator is sold on (issue 21): name, the
+# accelerator counts per node, the host sockets it is built with (None:
+# the CPU's own socket rules) and the host CPUs it is qualified with (a
+# CPU of another generation was not sold with it). Confidence M: vendor
+# system pages, no single catalog of boards exists.
+BOARDS = {
+  'V100-SXM2': (
+    # 4-GPU SXM2 servers (Supermicro SYS-1029GQ-TVRT, 2x Xeon Scalable);
+    # HGX-1 8-GPU (DGX-1, Big Basin; Facebook Big Basin OCP spec with
+    # Skylake hosts); HGX-2 16-GPU with NVSwitch, 2 sockets (DGX-2: 2x
+    # Xeon Platinum 8168; DGX-2H 8174).
+    ('SXM2 4-GPU board', (4,), (2,), (_SKL, _CLX)),
+    ('HGX-1 8-GPU board', (8,), (2,), (_SKL, _CLX)),
+    ('HGX-2 16-GPU board', (16,), (2,), (_SKL, _CLX)),
+  ),
+  'A100-SXM4': (
+    # HGX A100 4- and 8-GPU (NVIDIA HGX A100 datasheet); hosts: DGX A100
+    # 2x EPYC 7742, Milan servers, AWS p4d Cascade Lake 8275CL, ZionEX
+    # 4x Cooper Lake (Mudigere et al., Neo, ISCA 2022).
+    ('HGX A100 4/8-GPU board', (4, 8), None, (_ROME, _MILAN, _CLX, _CPX)),
+  ),
+  'H100-SXM5': (
+    # HGX H100 4- and 8-GPU; DGX H100 2x Xeon 8480C, Genoa servers.
+    ('HGX H100 4/8-GPU board', (4, 8), None, (_SPR, _GENOA)),
+  ),
+  'H200-SXM': (('HGX H200 4/8-GPU board', (4, 8), None, (_SPR, _GENOA)),),
+  'B200-HGX': (
+    # HGX B200 8-GPU only (DGX B200: 2x Xeon Platinum 8570, a Sapphire
+    # Rapids-socket part; Genoa/Turin servers).
+    ('HGX B200 8-GPU board', (8,), None, (_SPR, _GENOA)),
+  ),
+  'MI250X-OAM': (
+    # 4 OAMs per node (HPE Cray EX235a with one EPYC Trento, Milan-class;
+    # Supermicro AS-4124GQ-TNMI 2x Milan).
+    ('4-OAM MI250X node', (4,), None, (_MILAN,)),
+  ),
+  'MI300X-OAM': (
+    # The 8-OAM universal baseboard only (AMD Instinct MI300X platform);
+    # hosts: Genoa (Supermicro AS-8125GS-TNMR2), Sapphire Rapids (Dell
+    # PowerEdge XE9680).
+    ('8-OAM MI300X board', (8,), None, (_GENOA, _SPR)),
+  ),
 }
 
 # Largest accelerators per node on each topology a part forms.
@@ -244,6 +303,9 @@ TRACED = (
   'fabric_domain',
   'pcie_lanes',
 )
+# Rules the relaxation does not see: checked on snapped designs only (the
+# search's roundings that break them are rejected, `snapping.buildable`).
+CONCRETE_ONLY = ('board',)
 TRACED_WHAT = {
   'sockets': "the CPU's maximum sockets",
   'ddr_per_socket': "the CPU's maximum DDR per socket",
@@ -311,6 +373,7 @@ def violations(
     out += _pcie_rule(platform, cpu, trains)
   if trains:
     out += _fabric_rules(platform, acc)
+    out += _board_rule(platform)
     if cpu and acc:
       gen = min(cpu['pcie_gen'], acc['pcie_gen'])
       bw = float(platform.host_link.bandwidth)
@@ -431,6 +494,40 @@ def _fabric_rules(p, acc):
       )
     )
   return out
+
+
+def boards_of(name: str) -> tuple:
+  """The boards (`BOARDS`) a catalog accelerator is sold on; () for a part
+  outside the catalog (no board rule)."""
+  for prefix, boards in BOARDS.items():
+    if name.startswith(prefix):
+      return boards
+  return ()
+
+
+def _board_rule(p):
+  """Accelerators per node, host sockets and host CPU as one of the
+  boards the accelerator is sold on."""
+  boards = boards_of(p.accelerator.name)
+  if not boards:
+    return []
+  n, s = float(p.accelerators_per_node), float(p.sockets_per_node)
+  for _, counts, sockets, cpus in boards:
+    if n in counts and (sockets is None or s in sockets) and p.cpu.name in cpus:
+      return []
+  sold = '; '.join(
+    f'{name}: {"/".join(map(str, counts))} GPUs'
+    + (f' on {"/".join(map(str, sockets))} sockets' if sockets else '')
+    + f' with {", ".join(c.split(" ")[0] for c in cpus)}'
+    for name, counts, sockets, cpus in boards
+  )
+  return [
+    (
+      'board',
+      f'{n:g} {p.accelerator.name} on {s:g} {p.cpu.name} socket(s) is no '
+      f'board that is sold ({sold})',
+    )
+  ]
 
 
 def _nic_rule(p):

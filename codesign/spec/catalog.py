@@ -142,6 +142,32 @@ _ACCEL_PRICE = {
 }
 
 
+# Maker by the beginning of a part name (catalog accelerators and CPUs):
+# NVIDIA's data-centre GPUs, AMD's Instinct OAMs and EPYC, Google's TPUs,
+# Intel's Xeons.
+VENDOR_PREFIXES = (
+  (('V100', 'A100', 'H100', 'H200', 'B200', 'GH200', 'GB200', 'L40'), 'nvidia'),
+  (('MI', 'EPYC'), 'amd'),
+  (('TPU',), 'google'),
+  (('Xeon',), 'intel'),
+)
+
+
+def vendor(part: str) -> str | None:
+  """The maker of a catalog part (`stack.VENDORS`), or None when the name
+  does not say (a preset's own part, such as Zion's assumed OAM)."""
+  for prefixes, who in VENDOR_PREFIXES:
+    if part.startswith(prefixes):
+      return who
+  return None
+
+
+def platform_vendor(p) -> str | None:
+  """The maker of the device that trains platform `p` (its accelerator,
+  or its CPU on a CPU trainer); None when unknown."""
+  return vendor(p.cpu.name if p.trainer == 'cpu' else p.accelerator.name)
+
+
 def accelerator_names() -> list[str]:
   """Catalog accelerators with the numbers the model needs."""
   return [

@@ -68,6 +68,14 @@ MLP_FUSIONS = ('none', 'elementwise', 'epilogue')
 UPDATE_PATHS = ('fused', 'sparse_grad', 'scatter')
 PAYLOAD_PRECISIONS = ('dense', 'fp32', 'bf16', 'fp16', 'fp8')
 ID_BYTES = (4, 8)
+# Who makes the device that runs the step (the accelerator, or the CPU of a
+# CPU trainer); `codesign.spec.catalog.vendor` names a part's.
+VENDORS = ('nvidia', 'amd', 'google', 'intel')
+# How the training loop feeds the step: none (each step distributes its own
+# ids, then computes), sparse_dist (TorchRec's TrainPipelineSparseDist:
+# the next batch's input distribution runs on its own stream while this
+# batch computes).
+TRAIN_PIPELINES = ('none', 'sparse_dist')
 
 # One kernel per table runs at half the bytes/s of a fused kernel for all
 # tables: TorchRec planner constants.py kernel_bw_lookup, cuda DENSE =
@@ -162,6 +170,29 @@ class Stack:
   sources: tuple[tuple[str, str], ...] = field(
     static=True, doc='field -> source'
   )
+  trainers: tuple[str, ...] = field(
+    static=True,
+    default=('accelerator', 'cpu'),
+    doc='kinds of trainer it runs on (hardware.TRAINERS)',
+  )
+  vendors: tuple[str, ...] = field(
+    static=True,
+    default=VENDORS,
+    doc='makers of the training device it runs on (accelerator, or CPU '
+    'on a CPU trainer)',
+  )
+  kjt_copies: int = field(
+    static=True,
+    default=0,
+    doc="copies of a batch's sparse ids (input features) the stack keeps "
+    'in HBM per rank',
+  )
+  train_pipeline: str = field(
+    static=True,
+    default='none',
+    doc="none, or sparse_dist (the next batch's id distribution overlaps "
+    "this batch's compute)",
+  )
 
 
 # Physical bounds of the continuous fields (SI). The cost model is finite
@@ -252,6 +283,11 @@ def problems(s: Stack) -> list[str]:
   choice(s.mlp_fusion, MLP_FUSIONS, 'mlp_fusion')
   choice(s.update_path, UPDATE_PATHS, 'update_path')
   choice(s.payload_precision, PAYLOAD_PRECISIONS, 'payload_precision')
+  choice(s.train_pipeline, TRAIN_PIPELINES, 'train_pipeline')
+  for t in s.trainers or ():
+    choice(t, ('accelerator', 'cpu'), 'trainer')
+  for v in s.vendors or ():
+    choice(v, VENDORS, 'vendor')
   for key in (
     'fused_interaction',
     'fused_dense_optimizer',
@@ -266,6 +302,7 @@ def problems(s: Stack) -> list[str]:
   if s.id_bytes is not None and s.id_bytes not in ID_BYTES:
     out.append(f'stack.id_bytes must be 4 or 8, got {s.id_bytes}')
   within('input_dist_collectives', 0, 16, 'be an integer in [0, 16]')
+  within('kjt_copies', 0, 100, 'be an integer in [0, 100]')
   within('allreduce_bucket_bytes', 1e6, 1e10, 'lie in [1e6, 1e10]')
   units = {f.name: f.metadata.get('unit') for f in dataclasses.fields(s)}
   for path in leaf_paths(s):
@@ -284,6 +321,28 @@ def problems(s: Stack) -> list[str]:
         f'{" " + unit if unit else ""}, got {x / scale:g}'
       )
   return out
+
+
+def _a(word: str) -> str:
+  return ('an ' if word[0] in 'aeiou' else 'a ') + word
+
+
+def mismatch(s: Stack, trainer: str, vendor: str | None) -> str | None:
+  """One sentence when stack `s` cannot train on a `trainer`
+  (`hardware.TRAINERS`) whose device is made by `vendor` (None: unknown,
+  accepted); None when it can."""
+  if trainer not in s.trainers:
+    return (
+      f'stack {s.name!r} does not run on {_a(trainer)} trainer (it runs '
+      'on: ' + ', '.join(s.trainers) + ')'
+    )
+  if vendor is not None and vendor not in s.vendors:
+    return (
+      f'stack {s.name!r} does not run on {vendor} devices (it runs on: '
+      + ', '.join(s.vendors)
+      + ')'
+    )
+  return None
 
 
 def validate(s: Stack) -> Stack:

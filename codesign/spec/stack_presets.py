@@ -21,6 +21,7 @@ import json
 from codesign.core.errors import InputError
 from codesign.core.paths import DATA_DIR
 from codesign.core.pytree import replace
+from codesign.spec import stack as stack_lib
 from codesign.spec.stack import Stack, validate
 
 FIT_FILE = DATA_DIR / 'stack_fit.json'
@@ -48,6 +49,32 @@ _PYPROF = (
   'outside the tables, over 26 tables'
 )
 _DDP_BUCKET = 'PyTorch DistributedDataParallel bucket_cap_mb=25 (default)'
+_TREC_PIPELINE = (
+  'pytorch/torchrec torchrec/distributed/train_pipeline '
+  'TrainPipelineSparseDist: "overlaps device transfer, and '
+  'ShardedModule.input_dist() with forward and backward" (input_dist on '
+  'its own data_dist CUDA stream, one batch ahead); the MLCommons '
+  'torchrec_dlrm dlrm_main.py (C9) trains with it'
+)
+_TREC_KJT = (
+  'pytorch/torchrec@a48cef7 torchrec/distributed/planner/'
+  'storage_reservations.py HeuristicalStorageReservation: KJT storage of '
+  '"2 pipelined batches each with 10 internal copies" (multiplier=20)'
+)
+_TREC_TRAINERS = (
+  'the preset models the GPU path (FBGEMM TBE CUDA kernels, UVM caching); '
+  'TorchRec on CPU sockets runs other kernels this preset does not describe'
+)
+_FBGEMM_ROCM = (
+  'pytorch/FBGEMM fbgemm_gpu: builds for CUDA (NVIDIA) and ROCm (AMD) '
+  'GPUs; confidence M'
+)
+_SOCKET_RATES = 'the socket profile gives the gather and update rates'
+_IPEX_ISA = (
+  'intel/intel-extension-for-pytorch ISA dynamic dispatch: AVX2 and '
+  'AVX-512 kernels on x86-64 CPUs (Intel-tuned; AMD EPYC runs the same '
+  'ISA paths); confidence M'
+)
 
 # Prior values of the continuous leaves (SI) with their reasons.
 PRIORS = {
@@ -172,23 +199,38 @@ DEVICE_FIELDS = (
 )
 
 
-def _stack(name: str, choices: dict, host: dict, device: dict) -> Stack:
+def _stack(
+  name: str,
+  choices: dict,
+  host: dict,
+  device: dict,
+  runs_on: dict,
+  extra: dict | None = None,
+) -> Stack:
   """The `Stack` called `name` from its tables by concept (field ->
-  (value, source or None)). Its `sources` list comm_overlap's first, the
-  order the presets have always had, then each table's in order."""
+  (value, source or None)): `runs_on` holds `trainers` and `vendors`,
+  `extra` fields that keep their defaults in other presets. Its `sources`
+  list runs_on's and extra's first, then comm_overlap's, then each
+  table's in order."""
   for table, fields in (
     (choices, CHOICE_FIELDS),
     (host, HOST_FIELDS),
     (device, DEVICE_FIELDS),
   ):
     assert set(table) == set(fields), (name, set(table) ^ set(fields))
+  assert set(runs_on) == {'trainers', 'vendors'}, name
+  first = {**runs_on, **(extra or {})}
   tables = {**choices, **host, **device}
-  sources = [('comm_overlap', device['comm_overlap'][1])] + [
-    (k, s)
-    for k, (_, s) in tables.items()
-    if s is not None and k != 'comm_overlap'
-  ]
-  values = {k: v for k, (v, _) in tables.items()}
+  sources = (
+    [(k, s) for k, (_, s) in first.items()]
+    + [('comm_overlap', device['comm_overlap'][1])]
+    + [
+      (k, s)
+      for k, (_, s) in tables.items()
+      if s is not None and k != 'comm_overlap'
+    ]
+  )
+  values = {k: v for k, (v, _) in {**first, **tables}.items()}
   return Stack(name=name, **values, sources=tuple(sources))
 
 
@@ -260,6 +302,15 @@ _NVIDIA_PYTORCH_DEVICE = {
 }
 
 
+_NVIDIA_PYTORCH_RUNS_ON = {
+  'trainers': (
+    ('accelerator',),
+    f'{_NV_README}: CUDA GPUs (CUDA graphs, apex)',
+  ),
+  'vendors': (('nvidia',), f'{_NV_README}: NVIDIA GPUs only'),
+}
+
+
 def nvidia_pytorch() -> Stack:
   """NVIDIA's PyTorch DLRM (DeepLearningExamples 21.10 and later; its
   MLPerf submissions ran the same design).
@@ -276,6 +327,7 @@ def nvidia_pytorch() -> Stack:
     _NVIDIA_PYTORCH_CHOICES,
     _NVIDIA_PYTORCH_HOST,
     _NVIDIA_PYTORCH_DEVICE,
+    _NVIDIA_PYTORCH_RUNS_ON,
   )
 
 
@@ -337,6 +389,12 @@ _HUGECTR_DEVICE = {
 }
 
 
+_HUGECTR_RUNS_ON = {
+  'trainers': (('accelerator',), f'{_HUGECTR_NOTES}: a CUDA GPU framework'),
+  'vendors': (('nvidia',), 'NVIDIA-Merlin/HugeCTR README: NVIDIA GPUs only'),
+}
+
+
 def hugectr() -> Stack:
   """NVIDIA Merlin HugeCTR as in its MLPerf DLRM submissions.
 
@@ -345,7 +403,13 @@ def hugectr() -> Stack:
   a hierarchical NVLink/InfiniBand all-to-all and one grouped one-shot
   allreduce per step.
   """
-  return _stack('hugectr', _HUGECTR_CHOICES, _HUGECTR_HOST, _HUGECTR_DEVICE)
+  return _stack(
+    'hugectr',
+    _HUGECTR_CHOICES,
+    _HUGECTR_HOST,
+    _HUGECTR_DEVICE,
+    _HUGECTR_RUNS_ON,
+  )
 
 
 # torchrec: field -> (value, source or None), by concept.
@@ -402,6 +466,16 @@ _TORCHREC_DEVICE = {
 }
 
 
+_TORCHREC_RUNS_ON = {
+  'trainers': (('accelerator',), _TREC_TRAINERS),
+  'vendors': (('nvidia', 'amd'), _FBGEMM_ROCM),
+}
+_TORCHREC_EXTRA = {
+  'train_pipeline': ('sparse_dist', _TREC_PIPELINE),
+  'kjt_copies': (20, _TREC_KJT),
+}
+
+
 def torchrec() -> Stack:
   """TorchRec with FBGEMM table-batched embeddings, eager PyTorch (the
   MLCommons torchrec_dlrm reference).
@@ -412,7 +486,14 @@ def torchrec() -> Stack:
   values) with a host sync on the splits; UVM caching for tables HBM
   cannot hold; 15% of HBM reserved; TF32 off (PyTorch 1.12 and later).
   """
-  return _stack('torchrec', _TORCHREC_CHOICES, _TORCHREC_HOST, _TORCHREC_DEVICE)
+  return _stack(
+    'torchrec',
+    _TORCHREC_CHOICES,
+    _TORCHREC_HOST,
+    _TORCHREC_DEVICE,
+    _TORCHREC_RUNS_ON,
+    _TORCHREC_EXTRA,
+  )
 
 
 # ipex_cpu: field -> (value, source or None), by concept.
@@ -462,12 +543,24 @@ _IPEX_CPU_DEVICE = {
 }
 
 
+_IPEX_CPU_RUNS_ON = {
+  'trainers': (('cpu',), f'{_INTEL}: CPU sockets only'),
+  'vendors': (('intel', 'amd'), _IPEX_ISA),
+}
+
+
 def ipex_cpu() -> Stack:
   """Intel's PyTorch DLRM on CPU sockets (IPEX, oneCCL), as in its MLPerf
   v0.7 submission: one rank per socket, bf16, the facebookresearch/dlrm
   model code with one nn.EmbeddingBag per table and sparse SGD.
   """
-  return _stack('ipex_cpu', _IPEX_CPU_CHOICES, _IPEX_CPU_HOST, _IPEX_CPU_DEVICE)
+  return _stack(
+    'ipex_cpu',
+    _IPEX_CPU_CHOICES,
+    _IPEX_CPU_HOST,
+    _IPEX_CPU_DEVICE,
+    _IPEX_CPU_RUNS_ON,
+  )
 
 
 # jax_xla: field -> (value, source or None), by concept.
@@ -525,18 +618,55 @@ _JAX_XLA_DEVICE = {
 }
 
 
+_JAX_XLA_RUNS_ON = {
+  'trainers': (
+    ('accelerator', 'cpu'),
+    'XLA compiles the step for GPUs, TPUs and CPUs',
+  ),
+  'vendors': (
+    ('nvidia', 'amd', 'google', 'intel'),
+    'jax installation guide: NVIDIA and AMD GPUs, Google TPUs, x86-64 CPUs',
+  ),
+}
+
+
 def jax_xla() -> Stack:
   """Our own Flax DLRM (`codesign.calibration.dlrm`): one jitted train step, XLA
   fusion of bias and activation, one gather and scatter-add per table
   without aggregation, int32 ids.
   """
-  return _stack('jax_xla', _JAX_XLA_CHOICES, _JAX_XLA_HOST, _JAX_XLA_DEVICE)
+  return _stack(
+    'jax_xla',
+    _JAX_XLA_CHOICES,
+    _JAX_XLA_HOST,
+    _JAX_XLA_DEVICE,
+    _JAX_XLA_RUNS_ON,
+  )
 
 
 PRESETS = {
   f.__name__: f for f in (torchrec, nvidia_pytorch, hugectr, ipex_cpu, jax_xla)
 }
 DEFAULT = 'torchrec'
+# The stack a platform gets when none is named: its trainer's (issue 21).
+DEFAULT_FOR_TRAINER = {'accelerator': 'torchrec', 'cpu': 'ipex_cpu'}
+
+
+def default_for(trainer: str) -> str:
+  """The default stack preset of a `hardware.TRAINERS` kind."""
+  return DEFAULT_FOR_TRAINER[trainer]
+
+
+def check_runs_on(s: Stack, p) -> Stack:
+  """`s`, or `InputError` in one sentence when it cannot train platform
+  `p` (its trainer, or the maker of its training device)."""
+  from codesign.spec import catalog
+
+  why = stack_lib.mismatch(s, p.trainer, catalog.platform_vendor(p))
+  if why is not None:
+    raise InputError(f'{why}; platform {p.name!r} needs another --stack')
+  return s
+
 
 # Leaves shared by several stacks: tie name -> (stack, field) pairs.
 TIES = {

@@ -58,8 +58,31 @@ def criteo_terabyte() -> Workload:
   )
 
 
+# MLPerf settings of the two MLPerf presets (issue 21): the global batch
+# and precision the published MLPerf results trained at.
+MLPERF_V1_BATCH = (
+  55296,
+  'mlcommons/training_results_v0.7 and v1.0 NVIDIA DGX A100 DLRM configs '
+  '(config_DGXA100.sh: 55,296, the batch of the published 16.9M and 35.8M '
+  'samples/s, calibration cases C5 and C6; the reference code of '
+  'facebookresearch/dlrm runs 2,048 on one device)',
+)
+MLPERF_MIXED = (
+  'fp16',
+  'MLPerf closed DLRM submissions train the dense model in mixed '
+  'precision (NVIDIA PyTorch apex AMP and HugeCTR fp16: calibration '
+  'cases C5, C6, C8); the tables stay fp32',
+)
+MLPERF_DCNV2_BATCH = (
+  65536,
+  'mlcommons/training recommendation_v2/torchrec_dlrm README: global '
+  'batch 65,536 (catalog models.mlperf_dlrm_dcnv2)',
+)
+
+
 def mlperf_dlrm_v1() -> Workload:
-  """MLPerf Training DLRM v0.7-v2.1 reference (40M hash), batch 2048."""
+  """MLPerf Training DLRM v0.7-v2.1 (40M hash) at MLPerf settings: global
+  batch 55,296 and mixed precision (`MLPERF_V1_BATCH`, `MLPERF_MIXED`)."""
   m = _models()['mlperf_dlrm_v1']
   return Workload(
     name='mlperf_dlrm_v1',
@@ -67,13 +90,16 @@ def mlperf_dlrm_v1() -> Workload:
     num_dense=13,
     bottom_mlp=(512, 256, 128),
     top_mlp=(1024, 1024, 512, 256, 1),
-    global_batch=2048,
-    source=_catalog_source('mlperf_dlrm_v1'),
+    global_batch=MLPERF_V1_BATCH[0],
+    dense_precision=MLPERF_MIXED[0],
+    source=_catalog_source('mlperf_dlrm_v1')
+    + f'; batch: {MLPERF_V1_BATCH[1]}; dense precision: {MLPERF_MIXED[1]}',
   )
 
 
 def mlperf_dlrm_dcnv2() -> Workload:
-  """MLPerf Training DLRM-DCNv2 (multi-hot Criteo 1TB), batch 65536,
+  """MLPerf Training DLRM-DCNv2 (multi-hot Criteo 1TB) at MLPerf settings:
+  batch 65536 (`MLPERF_DCNV2_BATCH`), mixed precision (`MLPERF_MIXED`),
   3 cross layers of rank 512. Its `--adagrad` trains the tables with
   row-wise Adagrad (one state value per row) and the MLPs with Adagrad:
   mlcommons/training recommendation_v2/torchrec_dlrm/dlrm_main.py,
@@ -89,10 +115,13 @@ def mlperf_dlrm_dcnv2() -> Workload:
     interaction='dcnv2',
     dcn_layers=3,
     dcn_rank=512,
-    global_batch=65536,
+    global_batch=MLPERF_DCNV2_BATCH[0],
+    dense_precision=MLPERF_MIXED[0],
     optimizer='rowwise_adagrad',
     source=_catalog_source('mlperf_dlrm_dcnv2')
-    + '; tables with row-wise Adagrad (torchrec_dlrm dlrm_main.py)',
+    + '; tables with row-wise Adagrad (torchrec_dlrm dlrm_main.py); batch: '
+    + MLPERF_DCNV2_BATCH[1]
+    + f'; dense precision: {MLPERF_MIXED[1]}',
   )
 
 

@@ -79,7 +79,9 @@ class Settings:
     sharding: `search` (each table's sharding searched with the hardware,
       `codesign.search.plan_space`), or one of `plan.SHARDINGS` for every table.
     presets: platform preset names evaluated beside the proposal.
-    stack: a `Stack`, a preset name or a stack JSON file.
+    stack: a `Stack`, a preset name or a stack JSON file: the stack of
+      the accelerator trainer (and its presets).
+    cpu_stack: the same, of the CPU trainer (and CPU presets).
     exclude_parts, only_parts, available_by: the catalog parts the search
       may use (`part_tables.select_parts`: names or their beginnings; a
       year). Empty and None: every modelled part.
@@ -89,6 +91,9 @@ class Settings:
     trainers: the kinds of platform searched, each in its own design space
       (`accelerator`, `cpu`: CPU sockets that train alone); the best is
       proposed (`proposal_search`).
+    tolerance: for throughput objectives, the proposal is the cheapest
+      design within this share of the best found
+      (`proposal_search.cheapest_within`), in [0, 1).
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -103,11 +108,13 @@ class Settings:
   sharding: str = plan_space.SEARCH
   presets: tuple[str, ...] = PRESETS
   stack: str | stack_lib.Stack = 'torchrec'
+  cpu_stack: str | stack_lib.Stack = 'ipex_cpu'
   exclude_parts: tuple[str, ...] = ()
   only_parts: tuple[str, ...] = ()
   available_by: int | None = None
   price: tuple[str, ...] = ()
   trainers: tuple[str, ...] = ('accelerator', 'cpu')
+  tolerance: float = proposal_search.TOLERANCE
 
 
 def _figures(p, w, plan, stack) -> dict:
@@ -186,7 +193,10 @@ def run(
     result.json (workload, stack, objective, objective_unit, limits,
     proposal, continuous_optimum, presets, prices (set by --price; the
     proposal's parts, `part_tables.price_info`), assumptions and
-    robustness (`codesign.studies.robustness`), search), plus `proposal_json`
+    robustness (`codesign.studies.robustness`), search; `stacks`: the
+    stack of each trainer; `tolerance` and `ddr`: what
+    `proposal_search.cheapest_within` and `least_ddr` did; each figures
+    dict's `ceiling`), plus `proposal_json`
     (the workload, platform, plan and stack sections of proposal.json,
     which `experiments.evaluate` reads back) and `timing` (wall-clock
     seconds, compile included: search_wall_s, total_wall_s). metrics: one
@@ -199,7 +209,9 @@ def run(
   progress = progress or (lambda line: None)
   t_start = time.perf_counter()
   w = shared.load_workload(settings.workload)
-  stack = shared.load_stack(settings.stack)
+  stacks = proposal_search.trainer_stacks(
+    shared.load_stack(settings.stack), shared.load_stack(settings.cpu_stack)
+  )
   preset_names = tuple(settings.presets)
   for name in preset_names:
     presets_lib.get(name)  # an unknown name fails before the search
@@ -208,6 +220,8 @@ def run(
     if value is not None and value < 0:
       raise InputError(f'{key} must not be negative')
   max_nodes = int(settings.max_nodes)
+  if not 0.0 <= settings.tolerance < 1.0:
+    raise InputError(f'tolerance must lie in [0, 1), got {settings.tolerance}')
   prices = part_tables.parse_prices(tuple(settings.price))
   parts = {}
   if settings.exclude_parts or settings.only_parts or settings.available_by:
@@ -236,7 +250,7 @@ def run(
 
   found = proposal_search.search_trainers(
     w,
-    stack,
+    stacks,
     {
       'objective': settings.objective,
       'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
@@ -255,6 +269,7 @@ def run(
     on_step_of,
   )
   problem, res, space = found.problem, found.result, found.problem.space
+  stack = stacks[space.trainer]
   t_search = time.perf_counter() - t_start
   if not res.best_feasible:
     raise InputError(
@@ -263,6 +278,10 @@ def run(
       )
     )
 
+  # Throughput objectives: the cheapest design about as fast as the best.
+  res, trim = proposal_search.cheapest_within(problem, res, settings.tolerance)
+  # Only the DDR the plan keeps there (up to a legal DIMM population).
+  res, ddr_trim = proposal_search.least_ddr(problem, res)
   limits = _limits(problem, max_nodes)
 
   def objective(fig):
@@ -312,9 +331,9 @@ def run(
 
   def preset(name):
     pp = part_tables.priced(presets_lib.get(name), prices)
-    pplan = planner.make(w, pp, stack)
+    pplan = planner.make(w, pp, stacks[pp.trainer])
     progress(f'evaluated preset {name}')
-    return pp, pplan, _figures(pp, w, pplan, stack)
+    return pp, pplan, _figures(pp, w, pplan, stacks[pp.trainer])
 
   # Two threads: most of a preset's evaluation is XLA compiling (outside
   # Python's lock); each is deterministic, so the order of work does not
@@ -342,7 +361,7 @@ def run(
     candidates,
     perts,
     w,
-    stack,
+    stacks,
     score,
     gradient.maximized(problem.objective),
     prices,
@@ -352,6 +371,8 @@ def run(
   result = {
     'workload': w.name,
     'stack': stack.name,
+    # The stack each trainer was searched (and its presets evaluated) with.
+    'stacks': {t: stacks[t].name for t in found.per_trainer},
     'objective': problem.objective,
     'objective_unit': OBJECTIVE_UNITS[problem.objective],
     'limits': limits,
@@ -380,6 +401,8 @@ def run(
       **cfig,
     },
     'presets': preset_rows,
+    'tolerance': trim,
+    'ddr': ddr_trim,
     'prices': {
       'set_by_flag_usd': dict(prices),
       'proposal_parts': [
@@ -526,6 +549,7 @@ def table(result: dict) -> str:
   )
   prices = result.get('prices', {}).get('set_by_flag_usd', {})
   lines.append(parts_line(pj, tuple(sorted(prices.items()))))
+  lines.extend(_honesty_lines(result))
   if 'assumptions' in result:
     lines.append(robustness.assumptions_line(result['assumptions']))
   if 'robustness' in result:
@@ -540,6 +564,35 @@ def table(result: dict) -> str:
       f'{t["total_wall_s"]:.1f} s'
     )
   return '\n'.join(lines)
+
+
+def _honesty_lines(result: dict) -> list[str]:
+  """What caps the proposal: the stack's ceiling (and whether it binds),
+  and for throughput objectives how it compares with the best found."""
+  out = []
+  if 'ceiling' in result['proposal']:
+    out.append(
+      'ceiling: ' + report.ceiling_sentence(result['proposal']['ceiling'])
+    )
+  trim = result.get('tolerance')
+  if trim:
+    prop = result['proposal']
+    share = prop['throughput_samples_per_s'] / trim['best_found_samples_per_s']
+    out.append(
+      f'tolerance: the cheapest design within {100 * trim["tolerance"]:g}% '
+      f'of the best the search found ({trim["best_found_samples_per_s"]:,.0f}'
+      f' samples/s for ${trim["best_found_capex_usd"]:,.0f}): '
+      f'{100 * share:.1f}% of it for ${prop["capex_usd"]:,.0f}'
+    )
+  ddr = result['proposal'].get('memory', {}).get('ddr')
+  if ddr and result.get('ddr'):
+    out.append(
+      f'DDR: {ddr["available_bytes"] / 1e9:,.0f} GB per node bought (the '
+      f'least legal DIMM population that holds it; the search had '
+      f'{result["ddr"]["searched_bytes_per_node"] / 1e9:,.0f} GB), the plan '
+      f'keeps {ddr["required_bytes"] / 1e9:,.1f} GB there'
+    )
+  return out
 
 
 def csv_table(result: dict) -> tuple[list[str], list[list]]:

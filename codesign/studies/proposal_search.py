@@ -5,19 +5,27 @@
 allows (`accelerator`: catalog accelerators with CPU hosts; `cpu`: CPU
 sockets that train alone, as the paper's CPU-only baseline), with the
 user's parts and prices, runs `search.gradient_search` on each and keeps
-the best feasible design (the objective, feasible first).
-`explain_infeasible` says in one sentence why nothing was feasible. No
-I/O.
+the best feasible design (the objective, feasible first); each trainer
+with its own stack (`trainer_stacks`), its parts kept to the makers the
+stack runs on (`vendor_parts`). Then `cheapest_within` (throughput
+objectives: the cheapest design within the tolerance of the best found)
+and `least_ddr` (the least legal DDR that holds what the plan keeps
+there). `explain_infeasible` says in one sentence why nothing was
+feasible. No I/O.
 """
 
 import dataclasses
 from collections.abc import Callable
 
 import jax
+import numpy as np
 
 from codesign.core import interrupts
 from codesign.core.errors import InputError
-from codesign.search import design_space, gradient
+from codesign.model import terms as ct
+from codesign.search import design_space, gradient, part_tables, snapping
+from codesign.spec import catalog
+from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 from codesign.spec.hardware import TRAINERS
 from codesign.spec.stack import Stack
@@ -52,9 +60,38 @@ def check_trainers(trainers: tuple[str, ...]) -> tuple[str, ...]:
   return tuple(dict.fromkeys(trainers))
 
 
+def trainer_stacks(stack: Stack, cpu_stack: Stack) -> dict:
+  """trainer -> the stack that trains it: `stack` the accelerators,
+  `cpu_stack` the CPU trainer; one sentence when one cannot."""
+  stacks = {'accelerator': stack, 'cpu': cpu_stack}
+  for trainer, s in stacks.items():
+    why = stack_lib.mismatch(s, trainer, None)
+    if why is not None:
+      flag = '--stack' if trainer == 'accelerator' else '--cpu_stack'
+      raise InputError(f'{why}; pass another {flag}')
+  return stacks
+
+
+def vendor_parts(space_args: dict, trainer: str, s: Stack) -> dict:
+  """`space_args` with the part axis that trains (accelerators, or the
+  CPUs of a CPU trainer) kept to the makers stack `s` runs on."""
+  acc, cpu = part_tables.default_parts()
+  key = 'cpus' if trainer == 'cpu' else 'accelerators'
+  names = space_args.get(key) or (cpu if trainer == 'cpu' else acc)
+  kept = tuple(n for n in names if catalog.vendor(n) in (None, *s.vendors))
+  if kept == tuple(names) and key not in space_args:
+    return space_args  # nothing dropped: the default space as it was
+  if not kept:
+    raise InputError(
+      f'stack {s.name!r} runs on none of the {key} left to search (it runs '
+      'on: ' + ', '.join(s.vendors) + ')'
+    )
+  return {**space_args, key: kept}
+
+
 def search_trainers(
   w: wl.Workload,
-  stack: Stack,
+  stacks: dict,
   problem_args: dict,
   space_args: dict,
   trainers: tuple[str, ...],
@@ -65,7 +102,9 @@ def search_trainers(
   """Runs the gradient search on each trainer's design space.
 
   Args:
-    w, stack: the workload and the stack that trains it.
+    w, stacks: the workload, and trainer -> the stack that trains it
+      (`trainer_stacks`); each trainer's parts are kept to its stack's
+      vendors (`vendor_parts`).
     problem_args: `search.Problem` fields besides space, workload and stack
       (objective, budget_usd, power_w, samples).
     space_args: `design_space.make_space` arguments besides the workload
@@ -82,13 +121,17 @@ def search_trainers(
   """
   problems = []
   for trainer in check_trainers(trainers):
-    space = design_space.make_space(w, trainer=trainer, **space_args)
+    s = stacks[trainer]
+    space = design_space.make_space(
+      w, trainer=trainer, **vendor_parts(space_args, trainer, s)
+    )
     problems.append(
-      gradient.check_problem(gradient.Problem(space, w, stack, **problem_args))
+      gradient.check_problem(gradient.Problem(space, w, s, **problem_args))
     )
     progress(
       f'searching {space.size:,} buildable {trainer}-trainer platforms (and '
-      f'their plans) for {w.name}, objective {problems[-1].objective}, '
+      f'their plans) for {w.name} with {s.name}, objective '
+      f'{problems[-1].objective}, '
       f'{config.starts} starts x {config.steps} steps on '
       f'{len(jax.devices())} device(s)'
     )
@@ -170,3 +213,136 @@ def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
     + shared.violation_sentence(problem, g)
     + f' at best (max_nodes={max_nodes})'
   )
+
+
+# A throughput proposal is the cheapest design within this share of the
+# best found (--tolerance): a design that buys 1% more throughput for a
+# third more money is over-spending.
+TOLERANCE = 0.02
+# Axes shrunk to find a cheaper design of about the same throughput.
+_SHRUNK_AXES = ('nodes', 'accelerators_per_node')
+_TRIM_BASES = 4  # the proposal and up to this many other found designs
+
+
+def _throughput(problem, value):
+  if problem.objective == 'time_to_train':
+    return problem.samples / np.asarray(value)
+  return np.asarray(value)
+
+
+def shrunk_designs(problem, res) -> tuple[np.ndarray, np.ndarray]:
+  """(index, plan_z) of the best found designs (the proposal first) and
+  every variant with fewer nodes or accelerators per node (grid values at
+  or below each design's own), distinct."""
+  bases = [(res.best_index, res.best_plan_z)]
+  if res.top_index is not None:
+    ok = np.flatnonzero(res.top_feasible)[:_TRIM_BASES]
+    bases += [(res.top_index[k], res.top_plan_z[k]) for k in ok]
+  axes = [design_space.HW_AXES.index(a) for a in _SHRUNK_AXES]
+  seen, index, plan_z = set(), [], []
+  for idx, pz in bases:
+    for n in range(int(idx[axes[0]]) + 1):
+      for a in range(int(idx[axes[1]]) + 1):
+        new = np.array(idx, dtype=np.int32)
+        new[axes[0]], new[axes[1]] = n, a
+        key = (*new.tolist(), *np.round(np.asarray(pz), 12).tolist())
+        if key not in seen:
+          seen.add(key)
+          index.append(new)
+          plan_z.append(np.asarray(pz, dtype=np.float64))
+  return np.stack(index), np.stack(plan_z)
+
+
+def cheapest_within(problem, res, tolerance: float = TOLERANCE):
+  """For a throughput objective (`throughput`, `time_to_train`): the
+  cheapest buildable design whose throughput is within `tolerance` of the
+  best found, among the search's best designs and their variants with
+  fewer nodes or accelerators per node (every constraint still met).
+  Other objectives already weigh the price: `res` unchanged.
+
+  Returns:
+    (result with that design as `best_*`, the `tolerance` entry of
+    result.json: tolerance, best found throughput and capex, the
+    proposal's throughput, capex and share of the best, candidates
+    evaluated), or (res, None) for other objectives.
+  """
+  if problem.objective not in ('throughput', 'time_to_train'):
+    return res, None
+  index, plan_z = shrunk_designs(problem, res)
+  ev = gradient.evaluate_indices(problem, index, plan_z)
+  ok, _ = snapping.buildable(problem.space, index)
+  feasible = ev['feasible'] & ok
+  feasible[0] = feasible[0] or res.best_feasible
+  thr = _throughput(problem, ev['value'])
+  capex = np.array(
+    [
+      float(ct.capex_and_power(design_space.build(problem.space, i))[0])
+      for i in index
+    ]
+  )
+  rows = np.flatnonzero(feasible)
+  best = rows[np.argmax(thr[rows])]
+  near = rows[thr[rows] >= (1.0 - tolerance) * thr[best]]
+  pick = near[np.lexsort((-thr[near], capex[near]))[0]]
+  out = dataclasses.replace(
+    res,
+    best_index=index[pick],
+    best_plan_z=plan_z[pick],
+    best_value=float(ev['value'][pick]),
+    best_feasible=True,
+    best_g=ev['g'][pick],
+  )
+  return out, {
+    'tolerance': tolerance,
+    'best_found_samples_per_s': float(thr[best]),
+    'best_found_capex_usd': float(capex[best]),
+    'proposal_samples_per_s': float(thr[pick]),
+    'proposal_capex_usd': float(capex[pick]),
+    'proposal_share_of_best': float(thr[pick] / thr[best]),
+    'candidates_evaluated': int(len(index)),
+    'rule': 'the cheapest design within the tolerance of the best found '
+    '(throughput objectives), among the best designs and their variants '
+    'with fewer nodes or accelerators per node',
+  }
+
+
+def least_ddr(problem, res):
+  """The best design with the least DDR its plan needs: every smaller
+  DDR per channel of the design's grid (each a legal DIMM population,
+  `buildability`) is evaluated with the same plan, and the smallest that
+  meets every constraint is kept. DDR capacity costs money and power and
+  changes no step time, so this never lowers throughput.
+
+  Returns:
+    (result with that design as `best_*`, the `ddr` entry of result.json:
+    DDR per node before and after, bytes), or (res, None) when the best
+    design is not feasible."""
+  if not res.best_feasible:
+    return res, None
+  axis = design_space.HW_AXES.index('ddr_per_channel')
+  own = int(res.best_index[axis])
+  index = np.repeat(np.asarray(res.best_index, np.int32)[None], own + 1, 0)
+  index[:, axis] = np.arange(own + 1)
+  plan_z = np.repeat(np.asarray(res.best_plan_z)[None], own + 1, 0)
+  ev = gradient.evaluate_indices(problem, index, plan_z)
+  ok, _ = snapping.buildable(problem.space, index)
+  feasible = ev['feasible'] & ok
+  feasible[own] = True
+  pick = int(np.flatnonzero(feasible)[0])
+
+  def ddr_per_node(i):
+    p = design_space.build(problem.space, index[i])
+    return float(p.sockets_per_node * p.cpu.ddr_capacity)
+
+  out = dataclasses.replace(
+    res,
+    best_index=index[pick],
+    best_value=float(ev['value'][pick]),
+    best_g=ev['g'][pick],
+  )
+  return out, {
+    'searched_bytes_per_node': ddr_per_node(own),
+    'bought_bytes_per_node': ddr_per_node(pick),
+    'rule': 'the least DDR per channel (one or two DIMMs) whose design '
+    'still holds what its plan keeps in DDR',
+  }

@@ -222,9 +222,11 @@ def refit_hbm(w: wl.Workload, p, stack: Stack, plan) -> np.ndarray:
   return frac
 
 
-def _reskewed(c: Candidate, w: wl.Workload, stack: Stack) -> dict:
+def _reskewed(c: Candidate, w: wl.Workload, stack: Stack | dict) -> dict:
   """The figures of `c` on workload `w` (another skew), its HBM fractions
-  re-fitted (`refit_hbm`)."""
+  re-fitted (`refit_hbm`); `stack` may map trainer -> stack."""
+  if isinstance(stack, dict):
+    stack = stack[c.platform.trainer]
   plan = c.plan
   if c.platform.trainer != 'cpu':
     frac = refit_hbm(w, c.platform, stack, plan)
@@ -254,7 +256,7 @@ def check(
   candidates: list[Candidate],
   perturbations_: list[dict],
   w: wl.Workload,
-  stack: Stack,
+  stack: Stack | dict,
   score: Callable[[dict], float | None],
   maximize: bool,
   prices=(),
@@ -266,7 +268,7 @@ def check(
     candidates: the proposal first, then its competitors, at the run's
       prices (`prices`, the user's) and workload `w`.
     perturbations_: what to move.
-    w, stack: the workload and the stack.
+    w, stack: the workload and the stack (or trainer -> stack).
     score: figures -> objective value, None when not within the limits.
     maximize: whether a larger objective is better.
     prices: the part prices the user set (`part_tables.Prices`).

@@ -55,6 +55,25 @@ def test_every_case_with_its_stack_plan_and_machine(cases):
       assert float(c.platform.accelerator.gemm_half_size) == 48.0
 
 
+def test_every_case_uses_the_settings_it_states(cases):
+  # The batch and precision of each case come from the case, not from
+  # the workload preset's defaults (which are MLPerf's since issue 21).
+  import json
+
+  data = json.loads(pc.CASES_FILE.read_text())
+  stated = {c['id']: c for c in data['cases']}
+  for c in cases:
+    case = stated[c.case_id]
+    prec = c.name.split('_', 1)[1]
+    assert c.workload.global_batch == int(case['global_batch']), c.name
+    assert c.workload.dense_precision == pc.PRECISIONS[prec], c.name
+    want = pc.CASE_TABLE_PRECISION.get(c.case_id, ('fp32',))[0]
+    assert {t.precision for t in c.workload.tables} == {want}, c.name
+  # TorchRec's case trained with TrainPipelineSparseDist, as the preset.
+  by = {c.case_id: c for c in cases}
+  assert by['C9'].stack.train_pipeline == 'sparse_dist'
+
+
 def test_every_fit_parameter_reaches_a_case_and_stays_in_range(cases):
   for param in pc.FIT_PARAMETERS:
     assert param.lo < param.prior < param.hi, param.name

@@ -24,6 +24,7 @@ SKYLAKE = platform_presets.SKYLAKE
 ROME = platform_presets.ROME
 SAPPHIRE = platform_presets.SAPPHIRE
 COOPER = platform_presets.COOPER
+GENOA = 'EPYC-9654 (Genoa)'
 
 
 def _design(
@@ -75,13 +76,13 @@ ILLEGAL = {
       accels=16,
       sockets=1,
     ),
-    {'fabric_domain'},
+    {'fabric_domain', 'board'},
   ),
   # 16 B200 and 8 NICs on one Skylake socket (3 x16 root ports, at most 12
   # devices behind switches), its Gen5 host link on a Gen3 CPU.
   '16 B200 on 1 Skylake socket': (
     _design(part='B200-HGX', accels=16, cpu=SKYLAKE, sockets=1, ddr_gb=768),
-    {'fabric_domain', 'pcie_lanes', 'pcie_generation'},
+    {'fabric_domain', 'pcie_lanes', 'pcie_generation', 'board'},
   ),
   '8 sockets of Xeon 8480+': (_design(sockets=8), {'max_sockets'}),
   '2 sockets of Cooper Lake 8380H': (
@@ -110,11 +111,27 @@ ILLEGAL = {
   ),
   '8 GPUs and 8 NICs on one Skylake socket': (
     _design('big_basin', sockets=1, nics=8),
-    {'pcie_lanes'},
+    {'pcie_lanes', 'board'},
   ),
   'H100 host link at Gen5 on Cascade Lake (Gen3)': (
     _design(cpu=platform_presets.CASCADE, ddr_gb=768),
-    {'pcie_generation'},
+    {'pcie_generation', 'board'},
+  ),
+  # Boards no vendor sells (issue 21): MI300X ships on the 8-OAM board
+  # only; SXM2 on 4-, 8- and 16-GPU boards; HGX-2's 16 V100 with two
+  # Xeon sockets; a 2023 MI300X with a 2019 Rome socket.
+  '4 MI300X': (
+    _design(part='MI300X-OAM', accels=4, cpu=GENOA, ddr_gb=768, sockets=1),
+    {'board'},
+  ),
+  '1 V100-SXM2': (_design('dgx1_v100', accels=1, ddr_gb=384), {'board'}),
+  '16 V100 on 1 socket': (
+    _design('dgx2_v100', sockets=1),
+    {'board', 'pcie_lanes'},
+  ),
+  'MI300X (2023) with EPYC Rome (2019)': (
+    _design(part='MI300X-OAM', cpu=ROME, ddr_gb=1024, sockets=1),
+    {'board', 'pcie_generation'},
   ),
 }
 
@@ -129,6 +146,20 @@ def test_known_illegal_designs_are_rejected_with_the_rule_named(name):
     assert (
       sentence and '\n' not in sentence and any(c.isdigit() for c in sentence)
     )
+
+
+def test_legal_boards_pass_the_board_rule():
+  # The same parts on boards that are sold.
+  for p in (
+    _design(part='MI300X-OAM', accels=8, cpu=GENOA, ddr_gb=768, sockets=1),
+    _design('dgx1_v100', accels=4, ddr_gb=384),
+    _design('dgx2_v100'),
+    _design(part='H100-SXM5-80GB', accels=4),
+  ):
+    assert 'board' not in {r for r, _ in bd.violations(p)}
+  # Every catalog accelerator the design space uses is on some board.
+  for name in catalog.accelerator_names():
+    assert bd.boards_of(name), name
 
 
 def test_a_single_node_with_16_fast_nics_is_not_a_proposal():
@@ -207,12 +238,12 @@ def _index(space, acc, cpu, nodes, sockets, accels, ddr_ch_gb, nics, gbps):
 
 
 def test_a_design_with_pcie_switches_is_legal_and_pays_for_them():
-  """2 Skylake sockets (6 x16 root ports) with 8 H100 and 8 NICs: 16
-  devices need ceil(10 / 3) = 4 switches; each costs SWITCH_USD and
-  SWITCH_W, and the GPUs share the 6 uplinks."""
+  """2 Skylake sockets (6 x16 root ports) with 8 V100 (an HGX-1 board)
+  and 8 NICs: 16 devices need ceil(10 / 3) = 4 switches; each costs
+  SWITCH_USD and SWITCH_W, and the GPUs share the 6 uplinks."""
   space = _space()
-  h100 = 'H100-SXM5-80GB'
-  idx = _index(space, h100, SKYLAKE, 2, 2, 8, 64, 8, 200)
+  v100 = 'V100-SXM2-32GB'
+  idx = _index(space, v100, SKYLAKE, 2, 2, 8, 64, 8, 200)
   p = ds.build(space, idx)
   assert bd.violations(p, proposal=True) == []
   assert bd.switches_needed(16, 6) == 4
@@ -230,6 +261,7 @@ def test_a_design_with_pcie_switches_is_legal_and_pays_for_them():
   a, b = (terms.capex_and_power(x) for x in (p, bare))
   np.testing.assert_allclose(a[0] - b[0], 2 * 4 * bd.SWITCH_USD, rtol=1e-12)
   # On Sapphire Rapids (10 ports) 16 devices need 2 switches.
+  h100 = 'H100-SXM5-80GB'
   q = ds.build(space, _index(space, h100, SAPPHIRE, 2, 2, 8, 64, 8, 200))
   assert float(q.node_price) - free == 2 * bd.SWITCH_USD
 
@@ -278,7 +310,16 @@ def test_traced_rules_agree_with_the_concrete_check_at_grid_points():
 
   traced = np.asarray(jax.jit(jax.vmap(g))(jnp.asarray(index)))
   ok, rejected = snapping.buildable(space, index)
-  np.testing.assert_array_equal(np.all(traced <= 0.0, axis=1), ok)
+  # The board rule is checked on snapped designs only (CONCRETE_ONLY).
+  traced_ok = np.array(
+    [
+      not {r for r, _ in bd.violations(ds.build(space, i), proposal=True)}
+      - set(bd.CONCRETE_ONLY)
+      for i in index
+    ]
+  )
+  np.testing.assert_array_equal(np.all(traced <= 0.0, axis=1), traced_ok)
+  assert not (ok & ~traced_ok).any()
   assert rejected and set(rejected) <= set(bd.RULES)
   assert not ok.all() and ok.any()
 

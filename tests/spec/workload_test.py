@@ -185,3 +185,23 @@ def test_fp16_table_bytes():
 def test_validate_names_the_problem(changes, words):
   with pytest.raises(InputError, match=words):
     wl.validate(_tiny(**changes))
+
+
+def test_mlperf_presets_are_at_mlperf_settings():
+  # Issue 21: the batch and mixed precision the published MLPerf results
+  # trained at, each with its source.
+  v1 = workload_presets.get('mlperf_dlrm_v1')
+  assert (v1.global_batch, v1.dense_precision) == (55296, 'fp16')
+  assert 'config_DGXA100' in v1.source and 'mixed' in v1.source
+  dcn = workload_presets.get('mlperf_dlrm_dcnv2')
+  assert (dcn.global_batch, dcn.dense_precision) == (65536, 'fp16')
+  assert {t.precision for t in v1.tables + dcn.tables} == {'fp32'}
+
+
+def test_readme_mlperf_example_gives_the_published_figure():
+  # README: evaluate mlperf_dlrm_v1 on dgx_a100_80gb with HugeCTR, the
+  # preset's defaults; MLPerf v1.0 published 35.78M samples/s (C6).
+  import codesign
+
+  r = codesign.evaluate('mlperf_dlrm_v1', 'dgx_a100_80gb', stack='hugectr')
+  assert abs(r['throughput_samples_per_s'] / 35.78e6 - 1.0) < 0.15

@@ -429,6 +429,17 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
   best = max(v['objective_value'] or 0.0 for v in per.values())
   assert per[result['search']['trainer']]['objective_value'] == best
   assert prop['objective_value'] >= best * (1 - 1e-6)
+  # Each trainer is searched with its own stack, and both are recorded.
+  assert result['stacks'] == {'accelerator': STACK.name, 'cpu': 'ipex_cpu'}
+  # The proposal buys the least legal DDR that holds what its plan keeps
+  # there; perf per USD weighs the price already (no tolerance phase).
+  ddr = result['ddr']
+  assert ddr['bought_bytes_per_node'] <= ddr['searched_bytes_per_node']
+  mem = prop['memory']['ddr']
+  assert mem['required_bytes'] <= mem['available_bytes']
+  assert mem['available_bytes'] == pytest.approx(ddr['bought_bytes_per_node'])
+  assert result['tolerance'] is None
+  assert 'ceiling' in prop and 'ceiling:' in text
 
 
 def test_why_not_names_memory_and_power():
@@ -487,3 +498,38 @@ def test_pareto_cross_check_reports_a_better_design_of_the_same_run():
     and 'own_throughput_samples_per_s' not in (searches[3])
   )
   assert notes == ['capex <= $200,000: the design of power <= 5,000 W']
+
+
+def test_throughput_proposal_is_the_cheapest_within_the_tolerance():
+  from codesign.search import design_space, gradient
+  from codesign.studies import proposal_search
+
+  w = workload_presets.get('rm1')
+  space = design_space.make_space(w, max_nodes=4, sharding='table_wise')
+  problem = gradient.Problem(space, w, STACK, objective='throughput')
+  res = gradient.gradient_search(problem, gradient.Config(starts=2, steps=4))
+  assert res.best_feasible
+  out, info = proposal_search.cheapest_within(problem, res, 0.02)
+  best = info['best_found_samples_per_s']
+  assert info['proposal_samples_per_s'] >= 0.98 * best
+  assert info['proposal_capex_usd'] <= info['best_found_capex_usd']
+  assert out.best_value == pytest.approx(info['proposal_samples_per_s'])
+  # Each shrunk variant that is cheaper is below the tolerance or breaks a
+  # constraint (the rule, re-checked on the candidates).
+  index, plan_z = proposal_search.shrunk_designs(problem, res)
+  ev = gradient.evaluate_indices(problem, index, plan_z)
+  from codesign.model import terms as ct
+
+  for i, row in enumerate(index):
+    capex = float(ct.capex_and_power(design_space.build(space, row))[0])
+    if ev['feasible'][i] and capex < info['proposal_capex_usd'] - 1e-6:
+      assert ev['value'][i] < 0.98 * best or not snapping_ok(space, row)
+  # Other objectives weigh the price themselves.
+  per_usd = gradient.Problem(space, w, STACK)
+  assert proposal_search.cheapest_within(per_usd, res)[1] is None
+
+
+def snapping_ok(space, row) -> bool:
+  from codesign.search import snapping
+
+  return bool(snapping.buildable(space, row[None])[0][0])

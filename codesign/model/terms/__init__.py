@@ -29,7 +29,12 @@ Terms, with the physics each one stands for:
 - `memory`, `capex_and_power`: feasibility per tier and the bill.
 """
 
-from codesign.model.terms.budget import capex_and_power, memory
+from codesign.model.terms.budget import (
+  capex_and_power,
+  host_copy,
+  memory,
+  stack_hbm_reserved,
+)
 from codesign.model.terms.collectives import (
   Fabric,
   allreduce_bytes,
@@ -81,9 +86,12 @@ from codesign.model.terms.embedding import (
 from codesign.model.terms.host import (
   HOST_GROUPS,
   Counts,
+  ceiling_step_time,
   compose,
   host_time,
+  ids_on_critical_path,
   kernel_counts,
+  with_pipelined_ids,
 )
 from codesign.model.terms.shared import (
   ONE_DEVICE_DEDICATED_ABOVE,
@@ -117,6 +125,8 @@ __all__ = [
   'busiest_loads',
   'busiest_rank',
   'capex_and_power',
+  'host_copy',
+  'ceiling_step_time',
   'compose',
   'dense_device',
   'dense_hbm_bytes',
@@ -133,12 +143,15 @@ __all__ = [
   'hbm_loads',
   'host_link_rate',
   'host_time',
+  'ids_on_critical_path',
   'interaction_times',
   'intra_node_seconds',
   'kernel_counts',
+  'with_pipelined_ids',
   'load_orders',
   'lookups',
   'memory',
+  'stack_hbm_reserved',
   'mlp_elementwise',
   'peak_flops',
   'per_rank',

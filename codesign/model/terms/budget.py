@@ -2,16 +2,74 @@
 
 import jax.numpy as jnp
 
+from codesign.core.smooth import smooth_min
 from codesign.model.terms.embedding import Lookups
 from codesign.model.terms.shared import Setup
 from codesign.spec.hardware import Platform
+
+# TorchRec's planner (pytorch/torchrec@a48cef7 torchrec/distributed/
+# planner/): a table wholly in HBM runs on the FUSED kernel and keeps no
+# host copy; a table partly in HBM runs on FUSED_UVM_CACHING, the whole
+# table in host DDR (UVM) and a cache of it in HBM (embedding_types.py
+# storage_usage). The split at "wholly" is smoothed over this share of a
+# table: a table below 1 - HOST_COPY_KNEE in HBM keeps its whole copy.
+HOST_COPY_KNEE = 1e-3
+# shard_estimators.py _calculate_cache_aux_state_sizes: a cached shard
+# holds 4 B per row of the table and 16 B per cache slot of auxiliary
+# state in HBM (besides the cached rows themselves).
+CACHE_AUX_BYTES_PER_ROW = 4.0
+CACHE_AUX_BYTES_PER_SLOT = 16.0
+# shard_estimators.py calculate_pipeline_io_cost: under
+# TrainPipelineSparseDist a shard holds 2 x its input (the ids of two
+# batches in flight).
+PIPELINE_INPUT_COPIES = 2.0
+
+
+def host_copy(s, frac):
+  """Share of each sharded table (T,) kept whole in host DDR under UVM
+  caching: 1 while part of it is outside HBM (FUSED_UVM_CACHING), 0 when
+  it is wholly in HBM (FUSED); smooth across `HOST_COPY_KNEE`. Without
+  UVM caching the split is static: the rows outside HBM, 1 - frac."""
+  if not s.uvm_caching:
+    return 1.0 - frac
+  return smooth_min(jnp.ones_like(frac), (1.0 - frac) / HOST_COPY_KNEE)
+
+
+def stack_hbm_reserved(w, s, t, st: Setup, frac, row_scale=1.0):
+  """HBM bytes per accelerator the stack keeps besides tables and the
+  dense model (TorchRec planner, pytorch/torchrec@a48cef7):
+  - input features: `kjt_copies` x the rank's ids of a batch (local
+    batch x lookups per sample x `id_bytes`; storage_reservations.py
+    HeuristicalStorageReservation: 2 pipelined batches x 10 internal
+    copies of the KJT in 8 B ids);
+  - pipeline I/O: under TrainPipelineSparseDist each shard holds
+    `PIPELINE_INPUT_COPIES` x its input, the global batch's ids of its
+    table, spread over the ranks that hold tables;
+  - cache bookkeeping: a cached table's shards hold 4 B per row and 16 B
+    per cache slot (`host_copy` of it; slots = rows x frac), over the
+    ranks that hold tables.
+  `frac` (T,) is each table's share of rows in HBM."""
+  dp = t['data_parallel']
+  ids = st.local * float(sum(t['pool'])) * s.id_bytes
+  out = s.kjt_copies * ids
+  if s.train_pipeline == 'sparse_dist':
+    shard_ids = st.batch * jnp.sum((1.0 - dp) * t['pool']) * s.id_bytes
+    out = out + PIPELINE_INPUT_COPIES * shard_ids / st.table_ranks
+  if s.uvm_caching:
+    rows = t['rows'] * row_scale
+    aux = rows * (CACHE_AUX_BYTES_PER_ROW + CACHE_AUX_BYTES_PER_SLOT * frac)
+    cached = (1.0 - dp) * host_copy(s, frac)
+    out = out + jnp.sum(cached * aux) / st.table_ranks
+  return out
 
 
 def memory(p, w, s, t, lk: Lookups, st: Setup, dense_mem, busiest: dict):
   """(required, available) bytes per tier: HBM per accelerator (the
   busiest rank's resident rows, `busiest_loads`), DDR per node. With UVM
-  caching the tables stay whole in DDR and HBM holds the cached rows
-  besides."""
+  caching a table partly in HBM stays whole in DDR and HBM holds its
+  cached rows besides; a table wholly in HBM has no host copy
+  (`host_copy`); HBM also holds the stack's reservations
+  (`stack_hbm_reserved`)."""
   tb = t['table_bytes']  # already scaled by row_scale (see evaluate)
   dp = t['data_parallel']
   cpu, acc = p.cpu, p.accelerator
@@ -27,9 +85,10 @@ def memory(p, w, s, t, lk: Lookups, st: Setup, dense_mem, busiest: dict):
       'hbm': jnp.zeros(()),
       'ddr': ddr_avail,
     }
-  hbm_req = busiest['resident'] + jnp.sum(dp * tb) + dense_mem
+  reserved = stack_hbm_reserved(w, s, t, st, lk.frac, t.get('row_scale', 1.0))
+  hbm_req = busiest['resident'] + jnp.sum(dp * tb) + dense_mem + reserved
   hbm_avail = acc.hbm_capacity * (1.0 - s.hbm_reserve)
-  in_ddr = (1.0 - dp) if s.uvm_caching else (1.0 - lk.frac)
+  in_ddr = (1.0 - dp) * host_copy(s, lk.frac)
   ddr_req = jnp.sum(in_ddr * tb) / p.nodes
   return {'hbm': hbm_req, 'ddr': ddr_req}, {'hbm': hbm_avail, 'ddr': ddr_avail}
 

@@ -218,6 +218,36 @@ def host_time(s: Stack, counts: Counts):
   return s.step_floor + sum(counts.host_ops.values()) * s.op_host_time
 
 
+def ceiling_step_time(s: Stack, counts: Counts):
+  """Seconds per step with infinitely fast devices and links: the stack's
+  hardware-independent ceiling. `compose` at zero device time is the
+  host's work alone (the floor and every eager operator), on either
+  trainer, so this is `host_time`; 1 / it bounds the steps per second any
+  hardware reaches with this stack."""
+  return host_time(s, counts)
+
+
+def ids_on_critical_path(s: Stack, ids):
+  """The id distribution's seconds (`ids`: the id all-to-alls) that the
+  step's lookups wait for. Without a train pipeline the step distributes
+  its own ids before its lookups: all of them. TorchRec's
+  TrainPipelineSparseDist (`train_pipeline='sparse_dist'`) runs the next
+  batch's input_dist on its own CUDA stream while this batch computes
+  (pytorch/torchrec train_pipeline.py: "overlaps device transfer, and
+  ShardedModule.input_dist() with forward and backward"): none."""
+  return 0.0 if s.train_pipeline == 'sparse_dist' else ids
+
+
+def with_pipelined_ids(s: Stack, device, ids):
+  """Device seconds of the step with the pipelined id distribution: on
+  its own stream, one batch ahead, it costs time only where it outlasts
+  the rest of the step (smax(device, ids)); unchanged without a
+  pipeline (the ids are on the critical path, `ids_on_critical_path`)."""
+  if s.train_pipeline == 'sparse_dist':
+    return smooth_max(device, ids)
+  return device
+
+
 def compose(device, device_by_group: dict, s: Stack, counts: Counts, st):
   """Step seconds from the device time and the host's work.
 

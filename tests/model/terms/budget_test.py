@@ -134,3 +134,66 @@ def test_capex_and_power():
   close(r['power'], 2 * node_w)
   close(r['perf_per_usd'], r['throughput'] / (2 * node_usd))
   close(r['perf_per_watt'], r['throughput'] / (2 * node_w))
+
+
+# ---- memory as the stack keeps it (issue 21) --------------------------------
+
+
+def test_host_copy_only_for_tables_partly_outside_hbm():
+  import numpy as np
+
+  from codesign.model import terms as ct
+
+  frac = np.array([0.0, 0.5, 0.99, 1.0])
+  uvm = ct.host_copy(tiny_stack(uvm_caching=True), frac)
+  # FUSED_UVM_CACHING keeps the whole table in DDR; FUSED (wholly in HBM)
+  # keeps none; 1% outside HBM is 10x the knee, within 1e-8 of whole.
+  close(float(uvm[0]), 1.0)
+  close(float(uvm[1]), 1.0)
+  close(float(uvm[2]), 1.0 / (1.0 + 0.1**8) ** (1 / 8))
+  assert float(uvm[3]) < 1e-20
+  # Without UVM caching the split is static: the rows outside HBM.
+  np.testing.assert_allclose(
+    ct.host_copy(tiny_stack(), frac), 1.0 - frac, rtol=0, atol=0
+  )
+
+
+def test_ddr_holds_only_what_lives_there():
+  # UVM caching, tables 1 and 2 wholly in HBM, table 3 half: only table 3
+  # (4000 rows x 64 B) has a host copy, whole, over 2 nodes.
+  p, w = tiny_platform(), tiny_workload()
+  s = tiny_stack(uvm_caching=True)
+  r = run(p, w, make_plan(frac=(1.0, 1.0, 0.5)), s)
+  close(r['required']['ddr'], 4000 * 64 / 2)
+  # Every table partly outside HBM: all three whole in DDR.
+  r = run(p, w, make_plan(frac=(0.5, 0.5, 0.5)), s)
+  close(r['required']['ddr'], (1000 + 2000 + 4000) * 64 / 2)
+
+
+def test_stack_hbm_reservations():
+  # Per accelerator: KJT 20 copies x (1024 local samples x 7 lookups x 4 B
+  # ids) = 573,440 B; the sparse-dist pipeline's 2 x the global batch's
+  # ids of the sharded tables over 8 ranks: 2 x 8192 x 7 x 4 / 8 = 57,344
+  # B; cache bookkeeping of table 3 (cached at frac 0.5): 4000 rows x
+  # (4 + 16 x 0.5) B over 8 ranks = 6,000 B.
+  p, w = tiny_platform(), tiny_workload()
+  plan = make_plan(frac=(1.0, 1.0, 0.5))
+  base = run(p, w, plan, tiny_stack(uvm_caching=True))['required']['hbm']
+  cases = (
+    (dict(kjt_copies=20), 573_440.0),
+    (dict(train_pipeline='sparse_dist'), 57_344.0),
+  )
+  for changes, extra in cases:
+    s = tiny_stack(uvm_caching=True, **changes)
+    close(run(p, w, plan, s)['required']['hbm'], base + extra)
+  plain = run(p, w, plan, tiny_stack())['required']['hbm']
+  close(base, plain + 6_000.0)
+  # The planner's HBM need is the cost model's.
+  from codesign.model import planner
+  from codesign.spec import hardware
+
+  s = tiny_stack(uvm_caching=True, kjt_copies=20, train_pipeline='sparse_dist')
+  need = planner.hbm_need(
+    w, hardware.as_arrays(p), s, plan.sharding, plan.hbm_fraction
+  )
+  close(float(need), run(p, w, plan, s)['required']['hbm'])

@@ -16,6 +16,7 @@ from tests.model.fixtures import (
   HBM_BW,
   LINK,
   LINK_LAT,
+  NIC,
   OP_HOST,
   PENALTY,
   POOL,
@@ -25,9 +26,11 @@ from tests.model.fixtures import (
   close,
   counts,
   dp_workload,
+  ids_terms,
   make_plan,
   run,
   smax,
+  switch,
   tiny_platform,
   tiny_stack,
   tiny_workload,
@@ -185,6 +188,68 @@ def test_host_time_and_compose():
   close(c0['step'], cpu_device + host)
   close(c1['step'], c0['step'])
   close(c1['breakdown']['host'], host)
+
+
+def test_ceiling_is_the_host_alone():
+  # The stack's hardware-independent ceiling: the step with infinitely
+  # fast devices and links is the host's work, 100 us + 35 x 10 us, on
+  # either trainer and at any overlap.
+  from codesign.model import cost_model
+  from codesign.spec import hardware
+
+  p, w, plan = tiny_platform(), tiny_workload(), make_plan()
+  host = STEP_FLOOR + 35 * OP_HOST
+  for s in (
+    tiny_stack(graph_scope='none', host_overlap=0.0),
+    tiny_stack(graph_scope='none', host_overlap=0.6),
+  ):
+    for plat in (p, tiny_platform(trainer='cpu')):
+      r = cost_model.evaluate(hardware.as_arrays(plat), w, plan, s)
+      close(float(r.ceiling_step_time), host)
+      close(float(r.ceiling_throughput), B / host)
+      assert float(r.throughput) <= float(r.ceiling_throughput)
+  # compose at zero device time is that ceiling.
+  s = tiny_stack(graph_scope='none', host_overlap=0.6)
+  zero = dict.fromkeys(ct.HOST_GROUPS, 0.0)
+  st = ct.setup(p, w, s)
+  close(float(ct.compose(0.0, zero, s, counts(s), st)), host, rel=1e-9)
+  # One graph: only the 100 us floor.
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, tiny_stack())
+  close(float(r.ceiling_step_time), STEP_FLOOR)
+
+
+def test_ceiling_share_and_sentence():
+  from codesign.model import report
+
+  c = {'throughput_samples_per_s': 1e6, 'step_time_s': 0.01}
+  binds = report.ceiling_sentence({**c, 'share': 0.95, 'binds': True})
+  assert binds.endswith(
+    '95% of it: host-bound: more hardware does not help; the stack decides'
+  )
+  free = report.ceiling_sentence({**c, 'share': 0.5, 'binds': False})
+  assert 'does not bind' in free and '1,000,000 samples/s' in free
+  assert report.CEILING_BINDS == 0.9
+
+
+def test_sparse_dist_pipeline_takes_the_ids_off_the_critical_path():
+  # TorchRec's TrainPipelineSparseDist distributes the next batch's ids on
+  # a stream of its own: the step's device time is smax(rest, ids) instead
+  # of rest + ids (the tiny plan overlaps nothing, so without a pipeline
+  # the ids add to the step). Graph and no floor: the step is the device.
+  p, w, plan = tiny_platform(), tiny_workload(), make_plan()
+  ids = sum(ids_terms(8, 4, switch, LINK_LAT, NIC))
+  plain = run(p, w, plan, tiny_stack(step_floor=0.0))['step']
+  piped = run(
+    p, w, plan, tiny_stack(step_floor=0.0, train_pipeline='sparse_dist')
+  )['step']
+  close(piped, smax(plain - ids, ids), rel=1e-9)
+  assert piped < plain
+  # The terms alone.
+  s = tiny_stack(train_pipeline='sparse_dist')
+  assert ct.ids_on_critical_path(s, 3.0) == 0.0
+  assert ct.ids_on_critical_path(tiny_stack(), 3.0) == 3.0
+  close(float(ct.with_pipelined_ids(s, 5.0, 3.0)), smax(5.0, 3.0))
+  assert ct.with_pipelined_ids(tiny_stack(), 5.0, 3.0) == 5.0
 
 
 def test_row_scale():

@@ -1,0 +1,82 @@
+"""Stacks declare where they run (issue 21): the trainers and device
+makers of every preset, the default stack of each trainer, and the one
+sentence that refuses a stack on a platform it cannot train."""
+
+import pytest
+
+from codesign.boundary import inputs
+from codesign.core.errors import InputError
+from codesign.spec import catalog, platform_presets, stack_presets
+from codesign.spec import stack as stack_lib
+from codesign.spec.hardware import TRAINERS
+
+
+@pytest.mark.parametrize('name', sorted(stack_presets.PRESETS))
+def test_every_preset_declares_where_it_runs_with_a_source(name):
+  s = stack_presets.get(name)
+  assert s.trainers and set(s.trainers) <= set(TRAINERS)
+  assert s.vendors and set(s.vendors) <= set(stack_lib.VENDORS)
+  sources = dict(s.sources)
+  assert sources['trainers'] and sources['vendors']
+
+
+def test_part_vendors():
+  assert catalog.vendor('H100-SXM5-80GB') == 'nvidia'
+  assert catalog.vendor('MI300X-OAM') == 'amd'
+  assert catalog.vendor('EPYC-7742 (Rome)') == 'amd'
+  assert catalog.vendor('Xeon-Platinum-8180 (Skylake-SP)') == 'intel'
+  assert catalog.vendor('Zion-OAM (assumed V100-class)') is None
+  # Every modelled catalog part has a known maker.
+  for n in (*catalog.accelerator_names(), *catalog.raw()['cpus']):
+    assert catalog.vendor(n) in stack_lib.VENDORS, n
+
+
+def test_default_stack_follows_the_trainer():
+  assert stack_presets.default_for('accelerator') == 'torchrec'
+  assert stack_presets.default_for('cpu') == 'ipex_cpu'
+  _, p, _, s = inputs.resolve('criteo_kaggle', 'cpu_2s')
+  assert p.trainer == 'cpu' and s.name == 'ipex_cpu'
+  _, _, _, s = inputs.resolve('criteo_kaggle', 'dgx_a100_80gb')
+  assert s.name == 'torchrec'
+
+
+def test_an_impossible_pair_is_one_sentence():
+  with pytest.raises(InputError) as e:
+    inputs.resolve('criteo_kaggle', 'cpu_2s', stack='hugectr')
+  msg = str(e.value)
+  assert msg.count('\n') == 0
+  assert "stack 'hugectr' does not run on a cpu trainer" in msg
+  assert "'cpu_2s'" in msg
+  with pytest.raises(InputError, match='does not run on an accelerator'):
+    inputs.resolve('criteo_kaggle', 'dgx_h100', stack='ipex_cpu')
+
+
+def test_vendor_mismatch():
+  hugectr = stack_presets.get('hugectr')
+  assert stack_lib.mismatch(hugectr, 'accelerator', 'nvidia') is None
+  assert 'amd' in stack_lib.mismatch(hugectr, 'accelerator', 'amd')
+  # An unknown maker (a preset's own part) is not refused.
+  assert stack_lib.mismatch(hugectr, 'accelerator', None) is None
+  zion = platform_presets.get('zion')
+  assert stack_presets.check_runs_on(hugectr, zion) is hugectr
+
+
+def test_every_platform_preset_has_a_default_stack_that_runs_on_it():
+  for name in platform_presets.PLATFORMS:
+    p = platform_presets.get(name)
+    s = stack_presets.get(stack_presets.default_for(p.trainer))
+    assert stack_presets.check_runs_on(s, p) is s
+
+
+def test_proposal_parts_follow_the_stack_vendors():
+  from codesign.studies import proposal_search
+
+  hugectr = stack_presets.get('hugectr')
+  args = proposal_search.vendor_parts({}, 'accelerator', hugectr)
+  assert args['accelerators']
+  assert all(catalog.vendor(n) == 'nvidia' for n in args['accelerators'])
+  torchrec = stack_presets.get('torchrec')
+  # Nothing dropped: the default space is left as it was.
+  assert proposal_search.vendor_parts({}, 'accelerator', torchrec) == {}
+  with pytest.raises(InputError, match='--cpu_stack'):
+    proposal_search.trainer_stacks(torchrec, hugectr)
