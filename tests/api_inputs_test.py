@@ -82,7 +82,7 @@ def test_json_dicts_with_numbers_too_large_to_hold():
   'call, words',
   [
     (lambda: codesign.evaluate(5, P), 'workload must be a preset name'),
-    (lambda: codesign.evaluate(W, P, stack=None), 'stack must be'),
+    (lambda: codesign.evaluate(W, P, stack=5), 'stack must be'),
     (lambda: codesign.evaluate(W, P, plan=5), 'plan must be auto'),
     (lambda: codesign.evaluate(W, P, x64='no'), 'x64 must be True or'),
     (lambda: codesign.load_workload([]), 'workload must be'),
