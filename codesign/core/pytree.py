@@ -12,7 +12,13 @@ from typing import Any
 import jax
 
 
-def field(*, unit: str | None = None, static: bool = False, doc: str = ''):
+def field(
+  *,
+  unit: str | None = None,
+  static: bool = False,
+  doc: str = '',
+  default: Any = dataclasses.MISSING,
+):
   """A dataclass field with codesign metadata.
 
   Args:
@@ -20,9 +26,11 @@ def field(*, unit: str | None = None, static: bool = False, doc: str = ''):
       JSON key is `<name>_<unit>` and the value inside is SI.
     static: True for metadata that is not a pytree leaf.
     doc: one line that says what the field is.
+    default: the value (SI) of a key left out of a JSON file, so that
+      files written before the field existed still load; none: required.
   """
   return dataclasses.field(
-    metadata={'unit': unit, 'static': static, 'doc': doc}
+    default=default, metadata={'unit': unit, 'static': static, 'doc': doc}
   )
 
 

@@ -68,6 +68,7 @@ MLP_FUSIONS = ('none', 'elementwise', 'epilogue')
 UPDATE_PATHS = ('fused', 'sparse_grad', 'scatter')
 PAYLOAD_PRECISIONS = ('dense', 'fp32', 'bf16', 'fp16', 'fp8')
 ID_BYTES = (4, 8)
+ALLTOALLS = ('flat', 'hierarchical')
 
 # One kernel per table runs at half the bytes/s of a fused kernel for all
 # tables: TorchRec planner constants.py kernel_bw_lookup, cuda DENSE =
@@ -162,6 +163,13 @@ class Stack:
   sources: tuple[tuple[str, str], ...] = field(
     static=True, doc='field -> source'
   )
+  alltoall: str = field(
+    static=True,
+    default='flat',
+    doc='how the all-to-alls cross nodes: flat (one message per remote '
+    'rank) or hierarchical (gathered per node over the fabric, one '
+    "message per node pair: HugeCTR's IB_NVLink_Hierarchical)",
+  )
 
 
 # Physical bounds of the continuous fields (SI). The cost model is finite
@@ -252,6 +260,7 @@ def problems(s: Stack) -> list[str]:
   choice(s.mlp_fusion, MLP_FUSIONS, 'mlp_fusion')
   choice(s.update_path, UPDATE_PATHS, 'update_path')
   choice(s.payload_precision, PAYLOAD_PRECISIONS, 'payload_precision')
+  choice(s.alltoall, ALLTOALLS, 'alltoall')
   for key in (
     'fused_interaction',
     'fused_dense_optimizer',

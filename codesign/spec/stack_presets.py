@@ -254,8 +254,14 @@ def hugectr() -> Stack:
     uvm_fill_efficiency=prior('uvm_fill_efficiency'),
     hbm_reserve=0.05,
     comm_overlap=prior('overlap_hugectr'),
+    alltoall='hierarchical',
     sources=(
       ('comm_overlap', _src('overlap_hugectr')),
+      (
+        'alltoall',
+        f'{_HUGECTR}: communication type IB_NVLink_Hierarchical '
+        '(calibration_cases.json C10 model_note)',
+      ),
       ('graph_scope', f'{_HUGECTR}: holistic_cuda_graph true'),
       (
         'mlp_fusion',

@@ -16,12 +16,14 @@ from tests.model.fixtures import (
   HBM_BW,
   LINK,
   LINK_LAT,
+  NIC,
   OP_HOST,
   PENALTY,
   POOL,
   ROWS,
   STEP_FLOOR,
   B,
+  allreduce_by_hand,
   close,
   counts,
   dp_workload,
@@ -215,4 +217,5 @@ def test_row_scale():
   close(bd['embedding_update_hbm'], update)
   # Allreduce: the replicated table's 3000 x 16 gradients.
   grad = (DENSE_PARAMS + rows[0] * DIM) * 4
-  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 6 * LINK_LAT)
+  intra_ar, _ = allreduce_by_hand(grad, 4, 2, LINK, NIC, LINK_LAT)
+  close(bd['allreduce_intra'], intra_ar)
