@@ -26,7 +26,7 @@ Steps (JAX picks the backend; nothing here is CPU-specific):
    MLP widths and interaction, against the cost model's step time on a
    one-device platform built from the profile. VALIDATION DATA: none of
    these steps is used in the fit.
-5. `public_cases`: the published DLRM training throughputs C1-C9
+5. `public_cases`: the published DLRM training throughputs C1-C17
    (`calibration_cases.json`: NVIDIA PyTorch, HugeCTR, TorchRec, Intel
    CPU) against the cost model with the stack each case names. The few
    physical numbers the cases share (`public_cases.FIT_PARAMETERS`: host

@@ -2,14 +2,18 @@
 way to calibrate the software stacks against them.
 
 `data/calibration_cases.json` (a copy of ../shared/reference) holds
-measured throughputs C1-C9: NVIDIA's PyTorch DLRM (1 and 8 GPUs, V100 and
-A100), HugeCTR (DGX A100, DGX H100 with DCN-v2), Intel's CPU trainer on
-four Cooper Lake sockets, and TorchRec on 8 A100s. `load()` turns every
-(case, precision) into a `PublicCase`: the catalog platform cut to the
-devices the case used, the catalog workload at the case's batch and
-precision, the stack the case names (with the case's own version choices,
-`CASE_STACK_CHANGES`, each with its source) and the plan that stack's
-software makes (`CASE_PLANS`).
+measured throughputs C1-C17: NVIDIA's PyTorch DLRM (1 and 8 GPUs, V100
+and A100), HugeCTR (one DGX A100, H100 or H200; 8 DGX A100 with the
+hybrid embedding, C10; 8 DGX H100 with SHARP, C11; 2 HGX H200 nodes,
+C14), Intel's CPU trainer on four Cooper Lake sockets and on two Sapphire
+Rapids sockets (C15), and TorchRec on 8 A100s (C9, C16 at a small batch,
+C17 with the DCNv2 tables one-hot). `load()` turns every (case,
+precision) into a `PublicCase`: the catalog platform cut to the devices
+and nodes the case used (`PLATFORMS`, `NODES`, with the case's parts and
+network where its notes name them: `CASE_CPU`, `CASE_NIC`), the catalog
+workload at the case's batch and precision, the stack the case names
+(with the case's own version choices, `CASE_STACK_CHANGES`, each with its
+source) and the plan that stack's software makes (`CASE_PLANS`).
 
 What is fitted (`FIT_PARAMETERS`): a handful of physical numbers that
 more than one case sees, each moving inside a documented range
@@ -43,6 +47,7 @@ from codesign.core.paths import DATA_DIR
 from codesign.core.pytree import replace
 from codesign.model import cost_model, planner
 from codesign.spec import (
+  catalog,
   hardware,
   platform_presets,
   stack_presets,
@@ -64,6 +69,39 @@ PLATFORMS = {
   'C7': ('cpu_4s', 4),
   'C8': ('dgx_h100', 8),
   'C9': ('p4d', 8),
+  'C10': ('dgx_a100_80gb', 8),
+  'C11': ('dgx_h100', 8),
+  'C12': ('dgx_h100', 8),
+  'C13': ('dgx_h200', 8),
+  'C14': ('dgx_h200', 8),
+  'C15': ('cpu_2s', 2),
+  'C16': ('p4d', 8),
+  'C17': ('p4d', 8),
+}
+# Nodes of the multi-node cases (calibration_cases.json `nodes`; others 1).
+NODES = {'C10': 8, 'C11': 8, 'C14': 2}
+# The CPU part where a case's sockets differ from its platform preset's.
+CASE_CPU = {
+  'C15': (
+    platform_presets.SAPPHIRE,
+    512,
+    'calibration_cases.json C15: 2x Xeon Sapphire Rapids, 1 TB (512 GB a '
+    'socket); the catalog 8480+ stands for the preview part',
+  ),
+}
+# Not AMX: a Sapphire Rapids core's tile unit does 1024 bf16 operations
+# per cycle (Intel, "Accelerate AI Workloads with Intel AMX"), 8x its
+# AVX-512 BF16 rate, 114.7 TFLOP/s a socket at the catalog's 56 cores and
+# 2.0 GHz. At that peak the model predicts C15 in 14 ms against 33 ms
+# measured (the dense part would take 4 ms); the measured step leaves
+# about 8.6 TFLOP/s a socket for the MLPs, the AVX-512 BF16 rate at the
+# catalog's 60% efficiency. The catalog's bf16 peak (2x fp32) stays.
+# Platform changes a case's notes name.
+CASE_NIC = {
+  'C11': (
+    {'in_network_reduction': True},
+    'calibration_cases.json C11 hardware: 8x ConnectX-7 NDR per node, SHARP',
+  ),
 }
 # Catalog model name -> workload preset.
 WORKLOADS = {
@@ -89,6 +127,16 @@ CASE_STACK_CHANGES = {
     'interaction with tril indices, no CUDA graphs (calibration_cases.json '
     'stack_note)',
   ),
+  'C15': (
+    {
+      'embedding_kernel': 'fused',
+      'update_path': 'fused',
+      'mlp_fusion': 'epilogue',
+    },
+    'calibration_cases.json C15 model_note: IPEX merged embedding (one '
+    'kernel for all tables, the SGD update fused into its backward: '
+    '"hybrid-gradient embedding") and fused MLP (GEMM with bias and ReLU)',
+  ),
   'C5': (
     {'graph_scope': 'none'},
     'NVIDIA PyTorch 20.06 (MLPerf v0.7): before PyTorch 1.10 brought CUDA '
@@ -102,6 +150,14 @@ CASE_TABLE_PRECISION = {
     'calibration_cases.json C5: apex O2, embeddings likely fp16',
   ),
 }
+# Lookups per table where a case trained its tables differently.
+CASE_POOLING = {
+  'C17': (
+    1.0,
+    'calibration_cases.json C17 model_note: the DCNv2 tables trained '
+    'one-hot (pooling 1, not multi-hot)',
+  ),
+}
 # The plan each case's software makes.
 CASE_PLANS = {
   'C1': 'nvidia',
@@ -109,10 +165,25 @@ CASE_PLANS = {
   'C3': 'nvidia',
   'C4': 'nvidia',
   'C5': 'nvidia',
+  # HugeCTR's hybrid embedding on one node (C6, C12) stays on the auto
+  # plan, as C6 was before the hybrid plan existed: with the tables of
+  # rows looked up at least 8 times a step data-parallel, the model
+  # predicts C6 19% and C12 12% fast out of sample and the fit lifts the
+  # HugeCTR floor from 0.14 to 0.70 ms (median 12.3% against 10.0% over
+  # C1-C17); across nodes (C10) the hybrid plan is the one that fits the
+  # physics of its all-to-all (+4% against +52% with the auto plan).
   'C6': 'auto',
   'C7': 'intel',
   'C8': 'auto',
   'C9': 'auto',
+  'C10': 'hybrid',
+  'C11': 'auto',
+  'C12': 'auto',
+  'C13': 'auto',
+  'C14': 'auto',
+  'C15': 'intel',
+  'C16': 'auto',
+  'C17': 'auto',
 }
 PLAN_WHY = {
   'nvidia': "NVIDIA's placement (calibration_cases.json placement_note, "
@@ -120,6 +191,9 @@ PLAN_WHY = {
   'auto': "the stack's planner balances the tables over the GPUs; "
   'codesign.planner auto plan (fastest feasible of its candidates) '
   'stands for it',
+  'hybrid': "HugeCTR's hybrid embedding (calibration_cases.json "
+  'model_note): the tables whose lookups are mostly of frequent rows '
+  'data-parallel, the rest sharded; codesign.planner hybrid plan',
   'intel': 'calibration_cases.json C7: large tables model-parallel (4 per '
   'rank), small tables data-parallel',
 }
@@ -269,7 +343,13 @@ def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
     tables = tuple(dataclasses.replace(t, precision=prec) for t in w.tables)
     w = dataclasses.replace(w, tables=tables)
     notes.append(f'tables {prec}: {why}')
-  opt = c.get('optimizer')
+  if c['id'] in CASE_POOLING:
+    pool, why = CASE_POOLING[c['id']]
+    tables = tuple(dataclasses.replace(t, pooling=pool) for t in w.tables)
+    w = dataclasses.replace(w, tables=tables)
+    notes.append(f'pooling {pool:g}: {why}')
+  # The optimizer's name is the field's first word (C17 explains it after).
+  opt = (c.get('optimizer') or '').split(' ')[0] or None
   if opt == 'adagrad' and w.optimizer == 'rowwise_adagrad':
     notes.append(
       "optimizer: the MLPerf reference's --adagrad is row-wise Adagrad on "
@@ -283,9 +363,15 @@ def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
 def _platform(case_id: str) -> hardware.Platform:
   name, devices = PLATFORMS[case_id]
   base = platform_presets.get(name)
+  nodes = float(NODES.get(case_id, 1))
+  if case_id in CASE_NIC:
+    base = replace(base, nic=replace(base.nic, **CASE_NIC[case_id][0]))
   if base.trainer == 'cpu':
-    return replace(base, nodes=1.0, sockets_per_node=float(devices))
-  base = replace(base, nodes=1.0, accelerators_per_node=float(devices))
+    if case_id in CASE_CPU:
+      part, ddr_gb, _ = CASE_CPU[case_id]
+      base = replace(base, cpu=catalog.cpu(part, ddr_gb))
+    return replace(base, nodes=nodes, sockets_per_node=float(devices))
+  base = replace(base, nodes=nodes, accelerators_per_node=float(devices))
   # The catalog's assumptions, not a shipped fit: every fit starts from
   # the priors (the GEMM numbers at their FIT_PARAMETERS priors).
   profile = device_profile.default_profile(base.accelerator.name)
@@ -320,6 +406,8 @@ def _plan(case_id, w, p, s) -> plan_lib.Plan:
     )
     base = planner.make(w, p, s, placement='hbm', sharding='table_wise')
     return dataclasses.replace(base, sharding=shard)
+  if kind == 'hybrid':
+    return planner.make(w, p, s, placement='auto', sharding='hybrid')
   return planner.make(w, p, s, placement='auto', sharding='auto')
 
 
@@ -330,6 +418,12 @@ def load(path: pathlib.Path = CASES_FILE) -> list[PublicCase]:
   for c in data['cases']:
     p = _platform(c['id'])
     s, stack_notes = _stack(c)
+    stack_notes = stack_notes + [
+      f'platform: {why}'
+      for table in (CASE_CPU, CASE_NIC)
+      for key, (*_, why) in table.items()
+      if key == c['id']
+    ]
     for prec, rate in sorted(c['records_per_s'].items()):
       w, notes = _workload(c, prec)
       out.append(

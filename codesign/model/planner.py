@@ -23,6 +23,10 @@ from concrete numbers. Two rules decide it:
   the tables whose HBM share exceeds a quarter of one accelerator's free
   HBM; split those and the tables whose traffic exceeds half of one
   rank's fair share; split none; every table column-wise.
+- Hybrid (`hybrid`, HugeCTR's hybrid embedding at the grain of whole
+  tables): the tables whose lookups are mostly of frequent rows are
+  data-parallel (their rows replicated, their gradients allreduced), the
+  rest sharded as `auto` shards them (`frequent_share`).
 """
 
 import functools
@@ -282,7 +286,8 @@ def make(
 
   placement: `auto` (hottest bytes in the HBM the stack allows, the rest
   in DDR), `hbm` (every table in HBM) or `ddr` (every table in DDR).
-  sharding: one of `plan.SHARDINGS` for every table, or `auto`.
+  sharding: one of `plan.SHARDINGS` for every table, `auto` or `hybrid`
+  (`auto` with the mostly frequent tables data-parallel).
   row_scale: the plan is for `w` with every table's rows times this
   (as `cost_model.evaluate(..., row_scale)` costs it).
   """
@@ -290,38 +295,18 @@ def make(
     raise InputError(
       f'unknown placement {placement!r}; valid choices: auto, hbm, ddr'
     )
-  if sharding not in SHARDINGS + ('auto',):
+  if sharding not in SHARDINGS + ('auto', 'hybrid'):
     raise InputError(
-      f'unknown sharding {sharding!r}; valid choices: auto, '
+      f'unknown sharding {sharding!r}; valid choices: auto, hybrid, '
       + ', '.join(SHARDINGS)
     )
-  n_tables = w.num_tables
-  if sharding != 'auto':
+  if sharding not in ('auto', 'hybrid'):
     return _build(
-      w, p, s, (sharding,) * n_tables, placement, comm_precision, row_scale
+      w, p, s, (sharding,) * w.num_tables, placement, comm_precision, row_scale
     )
-  ranks = float(p.nodes) * float(p.accelerators_per_node)
-  dense = float(cost_model.dense_hbm_bytes(w, hardware.as_arrays(p), s))
-  free = hbm_available(p, s) - dense
-  tb = row_scale * table_bytes(w)
-  share = min(1.0, max(0.0, free * ranks / float(tb.sum())))
-  per_table = share * tb
-  big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
-  by_size = tuple(big if b > 0.25 * free else 'table_wise' for b in per_table)
-  if p.trainer == 'cpu':
-    return _build(w, p, s, by_size, placement, comm_precision, row_scale)
-  traffic = [tb.pooling * tb.row_bytes for tb in w.tables]  # per sample
-  fair = sum(traffic) / ranks
-  by_traffic = tuple(
-    big if x == big or y > 0.5 * fair else 'table_wise'
-    for x, y in zip(by_size, traffic, strict=True)
-  )
-  candidates = (
-    by_size,
-    by_traffic,
-    ('table_wise',) * n_tables,
-    ('column_wise',) * n_tables,
-  )
+  candidates = _candidates(w, p, s, row_scale)
+  if sharding == 'hybrid':
+    candidates = tuple(hybrid_shardings(w, p, c) for c in candidates)
   plans = [
     _build(w, p, s, c, placement, comm_precision, row_scale)
     for c in dict.fromkeys(candidates)  # distinct, in order
@@ -334,6 +319,34 @@ def make(
     return (not feasible, step_time)
 
   return min(plans, key=rank)
+
+
+def _candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
+  """The `auto` rule's candidate shardings (module docstring); a CPU
+  trainer has one."""
+  n_tables = w.num_tables
+  ranks = float(p.nodes) * float(p.accelerators_per_node)
+  dense = float(cost_model.dense_hbm_bytes(w, hardware.as_arrays(p), s))
+  free = hbm_available(p, s) - dense
+  tb = row_scale * table_bytes(w)
+  share = min(1.0, max(0.0, free * ranks / float(tb.sum())))
+  per_table = share * tb
+  big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
+  by_size = tuple(big if b > 0.25 * free else 'table_wise' for b in per_table)
+  if p.trainer == 'cpu':
+    return (by_size,)
+  traffic = [tb.pooling * tb.row_bytes for tb in w.tables]  # per sample
+  fair = sum(traffic) / ranks
+  by_traffic = tuple(
+    big if x == big or y > 0.5 * fair else 'table_wise'
+    for x, y in zip(by_size, traffic, strict=True)
+  )
+  return (
+    by_size,
+    by_traffic,
+    ('table_wise',) * n_tables,
+    ('column_wise',) * n_tables,
+  )
 
 
 def _feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale):
@@ -367,6 +380,46 @@ def _rank_jit(w, column_shards, comm_precision):
     return r.feasible, r.step_time
 
   return jax.jit(run)
+
+
+def frequent_share(w: wl.Workload, ranks: float) -> np.ndarray:
+  """Share of each table's lookups that go to its frequent rows, shape
+  (T,): the rows a step looks up at least `ranks` times.
+
+  HugeCTR's hybrid embedding (HybridSparseEmbedding,
+  `max_num_frequent_categories`) keeps a row data-parallel where
+  exchanging its lookups costs more than allreducing its gradient: per
+  rank, a row's allreduce moves about its bytes once each way, its
+  lookups move their pooled vectors (as many bytes each) to and from the
+  ranks that asked, about count / R each way; at equal rates and
+  payloads, a row is frequent when the step looks it up at least R
+  times. Under the workload's popularity, row position x in [0, 1]
+  (hottest first) draws k (1 - x)^(k - 1) / N of the L = batch x
+  pooling lookups (`terms.hbm_hits`), so rows are frequent up to 1 - x*
+  = (R N / (L k))^(1/(k - 1)), and they draw 1 - (1 - x*)^k of the
+  lookups; uniform popularity (k = 1): all or none.
+  """
+  k = float(w.popularity_skew)
+  out = []
+  for t in w.tables:
+    lookups = float(w.global_batch) * float(t.pooling)
+    ratio = ranks * float(t.rows) / (lookups * k)
+    if k == 1.0:
+      out.append(1.0 if ratio <= 1.0 else 0.0)
+    else:
+      out.append(max(0.0, 1.0 - min(ratio, 1.0) ** (k / (k - 1.0))))
+  return np.array(out)
+
+
+def hybrid_shardings(w: wl.Workload, p: Platform, base: tuple) -> tuple:
+  """`base` with the tables whose lookups are mostly frequent (share at
+  least a half, `frequent_share`) data-parallel."""
+  ranks = float(p.nodes) * float(terms.ranks_per_node(p))
+  share = frequent_share(w, ranks)
+  return tuple(
+    'data_parallel' if f >= 0.5 else name
+    for f, name in zip(share, base, strict=True)
+  )
 
 
 def _build(w, p, s, shardings, placement, comm_precision, row_scale) -> Plan:

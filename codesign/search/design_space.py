@@ -304,6 +304,8 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     round(float(w['nic_count'])),
     float(w['nic_bandwidth']) / (1e9 / 8),
     'socket' if cpu_trainer else 'accelerator',
+    gen,
+    'amd' if cpu_name.startswith('EPYC') else 'intel',
   )
   topology = 'pcie_only' if cpu_trainer else bd.DESIGN_TOPOLOGY
   fab = platform_presets.accel_fabric(acc_name, topology)

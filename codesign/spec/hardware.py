@@ -105,6 +105,12 @@ class Fabric:
     unit='w_per_gb_per_s', doc='W per B/s of link bandwidth'
   )
   sources: Sources = field(static=True, doc='field -> source')
+  in_switch_reduction: bool = field(
+    static=True,
+    default=False,
+    doc='the switch reduces allreduce data itself (NVLink SHARP, NCCL '
+    'NVLS: third-generation NVSwitch, H100 and later)',
+  )
 
 
 @dataclass
@@ -135,6 +141,35 @@ class Nic:
     unit='w_per_gbit_per_s', doc='NIC + switch port, W per B/s'
   )
   sources: Sources = field(static=True, doc='field -> source')
+  slot_bandwidth: float = field(
+    unit='gb_per_s',
+    default=63.0e9,
+    doc='PCIe slot of one NIC, per direction (default Gen5 x16)',
+  )
+  post_overhead: float = field(
+    unit='us',
+    default=1e-6,
+    doc='host time to post one network message (NCCL tuning.cc '
+    'getNetOverhead: 1 us Intel, 2 us AMD hosts)',
+  )
+  switch_latency: float = field(
+    unit='us',
+    default=0.25e-6,
+    doc='port-to-port latency of one network switch (IB NDR 150-330 ns)',
+  )
+  switch_radix: float = field(
+    default=64.0,
+    doc='ports per network switch (Quantum-2 QM9700: 64 x NDR)',
+  )
+  oversubscription: float = field(
+    default=1.0,
+    doc='downlink over uplink bandwidth of a leaf switch (1: full bisection)',
+  )
+  in_network_reduction: bool = field(
+    static=True,
+    default=False,
+    doc='the switches reduce allreduce data (InfiniBand SHARP, NCCL CollNet)',
+  )
 
 
 @dataclass
@@ -222,6 +257,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'nic.efficiency': (0.05, 1.0),
   'nic.bandwidth_price': (1e-12, 1e-5),
   'nic.bandwidth_power': (1e-13, 1e-6),
+  'nic.slot_bandwidth': (1e9, 1e12),
+  'nic.post_overhead': (1e-8, 1e-4),
+  'nic.switch_latency': (1e-8, 1e-5),
+  'nic.switch_radix': (4.0, 512.0),
+  'nic.oversubscription': (1.0, 16.0),
   'node_price': (0.0, 1e6),
   'node_power': (0.0, 1e5),
 }

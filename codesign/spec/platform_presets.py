@@ -50,12 +50,18 @@ def fabric(topology, links, link_gbps, latency_s, latency_src, link_src):
   )
 
 
+# Accelerators whose NVSwitch reduces in the switch (NVLink SHARP, NCCL's
+# NVLS algorithm: third-generation NVSwitch, HGX H100 and later; NCCL
+# 2.17 release notes).
+NVLS_PARTS = ('H100', 'H200', 'B200', 'GB200')
+
+
 def accel_fabric(part: str, topology: str) -> Fabric:
   """The catalog fabric of accelerator `part` on `topology`."""
   d = catalog.raw()['accelerators'][part]
   src = f'catalog: accelerators.{part} link_count, link_bw_GBps_per_direction'
   latency = _LAT['nvswitch_hgx_h100_astra_validated_ns'] * 1e-9
-  return fabric(
+  fab = fabric(
     topology,
     d['link_count'],
     d['link_bw_GBps_per_direction'],
@@ -63,6 +69,8 @@ def accel_fabric(part: str, topology: str) -> Fabric:
     _LAT_SRC + ' nvswitch_hgx_h100_astra_validated_ns',
     src,
   )
+  nvls = topology == 'switch' and part.startswith(NVLS_PARTS)
+  return replace(fab, in_switch_reduction=nvls)
 
 
 def host_link(pcie_gen: int) -> HostLink:
@@ -79,22 +87,68 @@ def host_link(pcie_gen: int) -> HostLink:
   )
 
 
-def nic(count: int, gbit_per_s: float, attach: str) -> Nic:
+# The network's latency per message: NCCL's per-step latency of its ring
+# LL protocol on the network, the step with the least protocol work
+# (github NVIDIA/nccl src/graph/tuning.cc hwLatencies[NCCL_HW_NET] Ring
+# LL = 2.7 us; `terms.collectives` adds each protocol's overhead).
+NIC_LATENCY_S = 2.7e-6
+_NIC_LAT_SRC = 'NVIDIA/nccl src/graph/tuning.cc hwLatencies NET Ring LL'
+# Host time per posted network message: NCCL getNetOverhead, 1 us on
+# Intel hosts, 2 us on AMD (src/graph/tuning.cc).
+POST_OVERHEAD_S = {'intel': 1e-6, 'amd': 2e-6}
+_POST_SRC = 'NVIDIA/nccl src/graph/tuning.cc getNetOverhead'
+# Port-to-port latency of an InfiniBand NDR switch: catalog
+# links.latency_alpha ib_ndr_switch_port_to_port_ns (150-330 ns; the mean).
+SWITCH_LATENCY_S = 0.5 * sum(_LAT['ib_ndr_switch_port_to_port_ns']) * 1e-9
+# Ports of one network switch: NVIDIA Quantum-2 QM9700, 64 x NDR 400 Gb/s
+# (product brief); Quantum HDR QM8700 has 40 x HDR 200 Gb/s.
+SWITCH_RADIX = {100: 36.0, 200: 40.0, 400: 64.0, 800: 64.0}
+_RADIX_SRC = (
+  'NVIDIA switch product briefs: Switch-IB 2 36 x EDR, Quantum QM8700 40 '
+  'x HDR, Quantum-2 QM9700 64 x NDR'
+)
+
+
+def nic(
+  count: int,
+  gbit_per_s: float,
+  attach: str,
+  pcie_gen: int = 5,
+  host: str = 'intel',
+  sharp: bool = False,
+) -> Nic:
+  """`count` NICs of `gbit_per_s` in PCIe Gen `pcie_gen` x16 slots of an
+  `host` ('intel' or 'amd') node; `sharp`: the switches reduce."""
+  radix = SWITCH_RADIX.get(int(gbit_per_s), 64.0)
   return Nic(
     attach=attach,
     count=float(count),
     bandwidth=catalog.nic_bandwidth(gbit_per_s),
-    latency=_CALC['net_latency_s'],
+    latency=NIC_LATENCY_S,
     efficiency=_CALC['net_eff'],
     bandwidth_price=NIC_USD_PER_GBITPS / (1e9 / 8),
     bandwidth_power=NIC_W_PER_GBITPS / (1e9 / 8),
+    slot_bandwidth=catalog.pcie_x16_bandwidth(pcie_gen),
+    post_overhead=POST_OVERHEAD_S[host],
+    switch_latency=SWITCH_LATENCY_S,
+    switch_radix=radix,
+    oversubscription=1.0,
+    in_network_reduction=sharp,
     sources=(
       ('count', 'platform preset choice'),
       ('bandwidth', 'catalog: links.network_nic'),
-      ('latency', _CALC_SRC + ' net_latency_s'),
+      ('latency', _NIC_LAT_SRC),
       ('efficiency', _CALC_SRC + ' net_eff'),
       ('bandwidth_price', _ASSUMED_SRC),
       ('bandwidth_power', _ASSUMED_SRC),
+      ('slot_bandwidth', f'catalog: links.pcie gen{pcie_gen}_x16'),
+      ('post_overhead', f'{_POST_SRC} ({host} host)'),
+      (
+        'switch_latency',
+        _LAT_SRC + ' ib_ndr_switch_port_to_port_ns (mean of the range)',
+      ),
+      ('switch_radix', _RADIX_SRC),
+      ('oversubscription', 'assumption: a full-bisection fat tree'),
     ),
   )
 
@@ -178,7 +232,7 @@ def cpu_2s() -> Platform:
     catalog.accelerator('V100-SXM2-32GB'),
     accel_fabric('V100-SXM2-32GB', 'pcie_only'),
     3,
-    nic(1, 100, 'socket'),
+    nic(1, 100, 'socket', 3),
     5000,
     300,
     'DDR 6 x 64 GB per socket (assumption); accelerators unused',
@@ -199,7 +253,7 @@ def cpu_4s() -> Platform:
     catalog.accelerator('V100-SXM2-32GB'),
     accel_fabric('V100-SXM2-32GB', 'pcie_only'),
     3,
-    nic(1, 100, 'socket'),
+    nic(1, 100, 'socket', 3),
     8000,
     400,
     'mlcommons/training_results_v0.7 Intel 1-node-4s-cpx-pytorch: 192 GB '
@@ -222,7 +276,7 @@ def big_basin() -> Platform:
     catalog.accelerator(part),
     accel_fabric(part, 'hybrid_cube_mesh'),
     3,
-    nic(4, 100, 'accelerator'),
+    nic(4, 100, 'accelerator', 3),
     20000,
     800,
     'host DDR size and NIC count are assumptions',
@@ -260,7 +314,7 @@ def zion() -> Platform:
     oam,
     fab,
     3,
-    nic(4, 100, 'socket'),
+    nic(4, 100, 'socket', 3),
     30000,
     1200,
     'see codesign.platform_presets.zion docstring for every assumption',
@@ -281,7 +335,7 @@ def zionex() -> Platform:
     catalog.accelerator(part),
     accel_fabric(part, 'switch'),
     4,
-    nic(8, 200, 'accelerator'),
+    nic(8, 200, 'accelerator', 4),
     30000,
     1200,
     'zion_context.md: 200 Gb/s per GPU NIC, 1.5 TB DDR a node, pods of 16',
@@ -300,6 +354,7 @@ def _dgx(
   nic_gbps,
   notes,
 ):
+  host = 'amd' if cpu.startswith('EPYC') else 'intel'
   return _platform(
     name,
     'accelerator',
@@ -310,7 +365,7 @@ def _dgx(
     catalog.accelerator(part),
     accel_fabric(part, topology),
     pcie,
-    nic(nics, nic_gbps, 'accelerator'),
+    nic(nics, nic_gbps, 'accelerator', pcie, host),
     25000,
     1000,
     notes,

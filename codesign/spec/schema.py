@@ -508,7 +508,7 @@ def _describe(cls, prefix: str, out: list[dict]) -> None:
     if f.name == 'sources':
       default = '{}'
     elif f.default is not dataclasses.MISSING:
-      default = json.dumps(f.default)
+      default = json.dumps(_value_to_json(f.default, f, tp))
     elif f.default_factory is not dataclasses.MISSING:
       default = json.dumps(f.default_factory())
     else:

@@ -76,6 +76,7 @@ VENDORS = ('nvidia', 'amd', 'google', 'intel')
 # the next batch's input distribution runs on its own stream while this
 # batch computes).
 TRAIN_PIPELINES = ('none', 'sparse_dist')
+ALLTOALLS = ('flat', 'hierarchical')
 
 # One kernel per table runs at half the bytes/s of a fused kernel for all
 # tables: TorchRec planner constants.py kernel_bw_lookup, cuda DENSE =
@@ -193,6 +194,13 @@ class Stack:
     doc="none, or sparse_dist (the next batch's id distribution overlaps "
     "this batch's compute)",
   )
+  alltoall: str = field(
+    static=True,
+    default='flat',
+    doc='how the all-to-alls cross nodes: flat (one message per remote '
+    'rank) or hierarchical (gathered per node over the fabric, one '
+    "message per node pair: HugeCTR's IB_NVLink_Hierarchical)",
+  )
 
 
 # Physical bounds of the continuous fields (SI). The cost model is finite
@@ -288,6 +296,7 @@ def problems(s: Stack) -> list[str]:
     choice(t, ('accelerator', 'cpu'), 'trainer')
   for v in s.vendors or ():
     choice(v, VENDORS, 'vendor')
+  choice(s.alltoall, ALLTOALLS, 'alltoall')
   for key in (
     'fused_interaction',
     'fused_dense_optimizer',

@@ -395,6 +395,15 @@ _HUGECTR_RUNS_ON = {
 }
 
 
+_HUGECTR_EXTRA = {
+  'alltoall': (
+    'hierarchical',
+    f'{_HUGECTR}: communication type IB_NVLink_Hierarchical '
+    '(calibration_cases.json C10 model_note)',
+  ),
+}
+
+
 def hugectr() -> Stack:
   """NVIDIA Merlin HugeCTR as in its MLPerf DLRM submissions.
 
@@ -409,6 +418,7 @@ def hugectr() -> Stack:
     _HUGECTR_HOST,
     _HUGECTR_DEVICE,
     _HUGECTR_RUNS_ON,
+    _HUGECTR_EXTRA,
   )
 
 

@@ -21,7 +21,7 @@ CPU-specific):
    MLP widths and interaction, against the cost model's step time on a
    one-device platform built from the profile. VALIDATION DATA: none of
    these steps is used in the fit.
-5. `public_cases`: the published DLRM training throughputs C1-C9
+5. `public_cases`: the published DLRM training throughputs C1-C17
    (`calibration_cases.json`: NVIDIA PyTorch, HugeCTR, TorchRec, Intel
    CPU) against the cost model with the stack each case names. The few
    physical numbers the cases share (`public_cases.FIT_PARAMETERS`: host
@@ -320,7 +320,7 @@ def _public_case(c, fold: dict) -> dict:
 
 
 def public_cases():
-  """The published cases C1-C9, each predicted out of sample: with the
+  """The published cases C1-C17, each predicted out of sample: with the
   stack and GPU numbers fitted on the OTHER cases only (leave-one-case-
   out, `codesign.calibration.public_cases`), and with the priors beside it.
   Returns (cases, per-parameter fit report, stack_fit.json dict)."""
@@ -362,7 +362,7 @@ PROTOCOL = {
   'configurations absent from the fit',
   'timing': 'wall clock; microbenchmarks and validation steps sampled '
   'in turn in the same rounds, each keeping its fastest sample',
-  'public_cases': 'published DLRM training throughputs C1-C9 (NVIDIA '
+  'public_cases': 'published DLRM training throughputs C1-C17 (NVIDIA '
   'PyTorch, HugeCTR, TorchRec, Intel CPU) against the catalog parts '
   'and the stack each case names; the few physical numbers in '
   'codesign.public_cases.FIT_PARAMETERS are fitted with Adam through '
@@ -447,7 +447,7 @@ def run(
   )
   local = local_cases(profile, configs, step_times)
   progress(
-    'public cases C1-C9 (stack and GPU numbers fitted leave-one-case-out) ...'
+    'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out) ...'
   )
   public, public_fit, stack_fit = public_cases()
   local_err, public_err = _abs_errors(local), _abs_errors(public)
@@ -517,7 +517,7 @@ def table(result: dict) -> str:
       f'({c["bottleneck"]})'
     )
   lines.append(
-    'public cases C1-C9 (stack and GPU numbers fitted leave-one-case-out):'
+    'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out):'
   )
   for c in result['public_cases']:
     lines.append(

@@ -298,7 +298,7 @@ def test_calibration_study_smoke_measures_and_fits(monkeypatch):
     assert c['analytic_bytes'] > 0 and c['measured_bytes_accessed'] > 0
   names = [w.name for w in calibration.local_configs(quick=True, smoke=True)]
   assert [c['name'] for c in r['local_cases']] == names
-  assert len(r['public_cases']) == 13
+  assert len(r['public_cases']) == 21
   for c in r['local_cases'] + r['public_cases']:
     assert c['measured'] > 0 and c['predicted'] > 0
     assert c['rel_error'] == pytest.approx(c['predicted'] / c['measured'] - 1)
@@ -353,7 +353,7 @@ def test_calibrate_smoke_writes_every_file(tmp_path):
   out = _run('--smoke', f'--device_profile={LOCAL}', f'--workdir={workdir}')
   assert out.returncode == 0, out.stderr[-2000:]
   # Tables on stdout, progress on stderr.
-  assert 'public cases C1-C9' in out.stdout and 'public cases' in out.stderr
+  assert 'public cases C1-C17' in out.stdout and 'public cases' in out.stderr
   r = json.loads((workdir / 'result.json').read_text())
   assert len(r['local_cases']) == 2 and 'stack_fit' not in r
   # A given profile: nothing measured but the validation steps, no fit.

@@ -13,6 +13,8 @@ from codesign.calibration import public_cases as pc
 NAMES = [
   'C1_amp', 'C1_tf32', 'C2_amp', 'C2_fp32', 'C3_amp', 'C3_fp32',
   'C4_amp', 'C4_fp32', 'C5_amp', 'C6_amp', 'C7_bf16', 'C8_amp', 'C9_fp32',
+  'C10_amp', 'C11_amp', 'C12_amp', 'C13_amp', 'C14_amp', 'C15_bf16',
+  'C16_fp32', 'C17_fp32',
 ]  # fmt: skip
 STACKS = {
   'C1': 'nvidia_pytorch',
@@ -21,6 +23,14 @@ STACKS = {
   'C7': 'ipex_cpu',
   'C8': 'hugectr',
   'C9': 'torchrec',
+  'C10': 'hugectr',
+  'C11': 'hugectr',
+  'C12': 'hugectr',
+  'C13': 'hugectr',
+  'C14': 'hugectr',
+  'C15': 'ipex_cpu',
+  'C16': 'torchrec',
+  'C17': 'torchrec',
 }
 
 
@@ -48,6 +58,28 @@ def test_every_case_with_its_stack_plan_and_machine(cases):
   assert by['C4'].stack.embedding_kernel == 'per_table'
   assert by['C5'].stack.graph_scope == 'none'
   assert by['C1'].stack.graph_scope == 'forward_backward'
+  # The multi-node cases on their node counts and networks.
+  assert {k: float(by[k].platform.nodes) for k in ('C10', 'C11', 'C14')} == {
+    'C10': 8.0,
+    'C11': 8.0,
+    'C14': 2.0,
+  }
+  assert by['C11'].platform.nic.in_network_reduction
+  assert not by['C14'].platform.nic.in_network_reduction
+  assert by['C10'].stack.alltoall == 'hierarchical'
+  # C10's hybrid embedding: the 9 tables of at most 1,120 rows (71,680
+  # samples over 64 GPUs look each row up at least 64 times) replicated.
+  small = [i for i, t in enumerate(by['C10'].workload.tables) if t.rows <= 1120]
+  assert len(small) == 9
+  assert [
+    i for i, x in enumerate(by['C10'].plan.sharding) if x == 'data_parallel'
+  ] == small
+  # C15 on two Sapphire Rapids sockets with IPEX's merged embedding; C17
+  # one-hot with row-wise Adagrad.
+  assert 'Sapphire' in by['C15'].platform.cpu.name
+  assert by['C15'].stack.embedding_kernel == 'fused'
+  assert {t.pooling for t in by['C17'].workload.tables} == {1.0}
+  assert by['C17'].workload.optimizer == 'rowwise_adagrad'
   # Priors, not a shipped fit: every fit starts from the same numbers.
   for c in cases:
     if c.platform.trainer != 'cpu':

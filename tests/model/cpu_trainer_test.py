@@ -16,8 +16,7 @@ from tests.model.fixtures import (
   DDR_CAP,
   DENSE_PARAMS,
   DIM,
-  NIC,
-  NIC_LAT,
+  NIC_LINE_SLOT,
   ROWS,
   SOCKET_LINK_BW,
   SOCKET_LINKS,
@@ -25,6 +24,8 @@ from tests.model.fixtures import (
   TINY_GAPS,
   TOP_WIDTHS,
   B,
+  a2a_latency,
+  allreduce_by_hand,
   close,
   hand_dense,
   hand_ew,
@@ -75,16 +76,18 @@ def test_cpu_trainer():
   def intra(v):
     return smax(v * share / direct, v * (1 - share) / (0.5 * direct))
 
-  ids_intra, ids_inter = ids_terms(4, 2, intra, CPU_KERNEL, NIC)
+  # The sockets' NICs: line rate and slots (no accelerator host links).
+  nic = NIC_LINE_SLOT
+  ids_intra, ids_inter = ids_terms(4, 2, intra, CPU_KERNEL, nic)
   close(
     bd['alltoall_intra'], ids_intra + 2 * (intra(send * 1 / 4) + CPU_KERNEL)
   )
-  close(
-    bd['alltoall_inter'], ids_inter + 2 * (send * 2 / 4 * 2 / NIC + NIC_LAT)
-  )
+  lat = a2a_latency(2, 2)
+  close(bd['alltoall_inter'], ids_inter + 2 * (send * 2 / 4 * 2 / nic + lat))
   grad = DENSE_PARAMS * 4
-  close(bd['allreduce_intra'], 2 * 1 / 2 * grad / direct + 2 * CPU_KERNEL)
-  close(bd['allreduce_inter'], 2 * 1 / 2 * grad / NIC + 2 * NIC_LAT)
+  intra_ar, inter_ar = allreduce_by_hand(grad, 2, 2, direct, nic, CPU_KERNEL)
+  close(bd['allreduce_intra'], intra_ar)
+  close(bd['allreduce_inter'], inter_ar)
   # Kernel gaps at the socket's per-op cost; host and device add.
   close(bd['overhead'], TINY_GAPS * CPU_KERNEL)
   close(bd['host'], STEP_FLOOR)

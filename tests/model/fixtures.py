@@ -96,9 +96,83 @@ CPU_EFF, CPU_HALF, CPU_GATHER, CPU_KERNEL = 0.5, 16.0, 0.5, 10e-6
 LINKS, LINK_BW, LINK_LAT, LINK_EFF = 4.0, 25e9, 1e-6, 0.8
 HOST_BW, HOST_LAT, UVM_EFF = 16e9, 2e-6, 0.1  # per accelerator
 NICS, NIC_BW, NIC_LAT, NIC_EFF = 2.0, 12.5e9, 5e-6, 0.8
+# Each NIC's PCIe slot, host time per posted message, switch latency and
+# ports (terms.collectives).
+NIC_SLOT, POST, SW_LAT, RADIX = 16e9, 1e-6, 0.2e-6, 64.0
 
 LINK = LINKS * LINK_BW * LINK_EFF  # 80 GB/s per accelerator
-NIC = NICS * NIC_BW * NIC_EFF  # 20 GB/s per node
+# 20 GB/s of line rate per node, no more than the 2 slots (32 GB/s) and,
+# with GPUDirect, the 4 accelerators' host links (64 GB/s) carry.
+NIC = smin(smin(NICS * NIC_BW * NIC_EFF, NICS * NIC_SLOT), 4 * HOST_BW)
+NIC_LINE_SLOT = smin(NICS * NIC_BW * NIC_EFF, NICS * NIC_SLOT)
+
+
+def net_alpha(nodes):
+  """NIC latency plus 2 switch latencies per tier above the leaf; tiers
+  log_{k/2}(n), at least 1 (p = 16)."""
+  reach = math.log(nodes) / math.log(RADIX / 2)
+  tiers = (1.0 + reach**16) ** (1 / 16) if reach > 0 else 1.0
+  return NIC_LAT + 2 * (tiers - 1) * SW_LAT
+
+
+def a2a_latency(nodes, a, flat=True):
+  """Network latency of one all-to-all call: one message's latency at
+  NCCL's Simple overhead (14 - 2.7 us) on more than one node, and the
+  posts: one per remote rank (flat) or per remote node."""
+  several = 1 - math.exp(-4 * (nodes - 1))
+  posts = a * (nodes - 1) if flat else nodes - 1
+  return several * (net_alpha(nodes) + 11.3e-6) + posts * POST
+
+
+def allreduce_by_hand(b, a, nodes, ar_bw, nic, alpha, nvls=False, sharp=False):
+  """(intra, inter) seconds of one allreduce of b bytes: NCCL's ring and
+  tree, Simple and LL, (SHARP, NVLS), each its bandwidth and latency
+  terms (tuning.cc); the time is the p-norm minimum (p = 32) of the
+  totals offset by 1 ns, split as the options split theirs, weighted by
+  ((t_min + 1 ns) / (t + 1 ns))^32 (1 ps added to both parts)."""
+  several = 1 - math.exp(-4 * (nodes - 1))
+  log_n = math.log2(nodes)
+  net = net_alpha(nodes)
+  ring_i = 2 * (a - 1) / a * b / ar_bw
+  ring_e = 2 * (nodes - 1) / nodes * b / nic
+  plateau = 1 + 0.4 * several
+  algos = {
+    'ring_simple': (
+      ring_i + plateau * 2 * nodes * (a - 1) * (alpha + 2.8e-6),
+      ring_e + plateau * 2 * (nodes - 1) * (net + 11.3e-6),
+    ),
+    'tree_simple': (
+      ring_i / 0.92 + 2 * (a - 1) * (alpha + 3.4e-6),
+      ring_e / 0.92 + 2 * log_n * (net + 11.3e-6),
+    ),
+    'ring_ll': (
+      ring_i / 0.5 + 2 * nodes * (a - 1) * alpha,
+      ring_e / 0.5 + 2 * (nodes - 1) * net,
+    ),
+    'tree_ll': (
+      ring_i / 0.92 * 3.8 + 2 * (a - 1) * alpha,
+      ring_e / 0.92 * 3.8 + 2 * log_n * (net + 2.3e-6),
+    ),
+  }
+  if sharp:
+    algos['collnet'] = (
+      ring_i + 2 * (alpha + 3.1e-6 + (a - 1) * 0.4e-6),
+      several * (b / (0.85 * nic) + net + 28.3e-6),
+    )
+  if nvls:
+    algos['nvls'] = (
+      ring_i / 1.7 + alpha + 24.4e-6,
+      ring_e / 0.92 + 2 * log_n * (net + 18.2e-6),
+    )
+  totals = {k: i + e + 1e-9 for k, (i, e) in algos.items()}
+  time = max(sum(t**-32 for t in totals.values()) ** (-1 / 32) - 1e-9, 0.0)
+  wts = {k: (min(totals.values()) / t) ** 32 for k, t in totals.items()}
+  share = (sum(wts[k] * algos[k][0] for k in algos) + 1e-12) / (
+    sum(wts[k] * (totals[k] - 1e-9) for k in algos) + 1e-12
+  )
+  return time * share, time * (1 - share)
+
+
 STREAM = 0.8  # elementwise passes stream at 80% of the memory bandwidth
 PENALTY = 1.75  # FBGEMM quarter-block penalty: 16 columns < 64
 
@@ -177,6 +251,10 @@ def tiny_platform(
     bandwidth_price=1e-7,  # 100 USD per GB/s
     bandwidth_power=1e-9,  # 1 W per GB/s
     sources=(),
+    slot_bandwidth=NIC_SLOT,
+    post_overhead=POST,
+    switch_latency=SW_LAT,
+    switch_radix=RADIX,
   )
   return hardware.Platform(
     name='tiny',
@@ -439,14 +517,15 @@ def ids_terms(
   the sharded tables) to the ranks that hold the rows, spread over all
   ranks; `intra(v)` is the seconds to send v bytes inside the node; the a
   ranks of a node share its NICs; each of the `calls` collectives pays
-  the per-peer alphas (a - 1 inside the node, nodes - 1 across) and the
-  software `latency` (on more than one rank)."""
+  the per-peer alphas inside the node (a - 1), the all-to-all's network
+  latency (`a2a_latency`) and the software `latency` (on more than one
+  rank)."""
   nodes = ranks / a
   several = 1 - math.exp(-4 * (ranks - 1))
   ids = B * id_bytes * lookups / ranks
   v_intra = ids * (a - 1) / ranks
   intra_s = intra(v_intra) + calls * ((a - 1) * alpha + latency * several)
-  inter = ids * (ranks - a) / ranks * a / nic + calls * (nodes - 1) * NIC_LAT
+  inter = ids * (ranks - a) / ranks * a / nic + calls * a2a_latency(nodes, a)
   return intra_s, inter
 
 

@@ -111,15 +111,17 @@ BANDWIDTH_AND_FLOPS = [
 # Also "faster": efficiencies and link counts (raised) ...
 ALSO_RAISED = [
   k for k in PATHS if _last(k).endswith('efficiency') or _last(k) in (
-    'socket_links', 'links_per_accelerator', 'count'
+    'socket_links', 'links_per_accelerator', 'count', 'switch_radix'
   )
 ]  # fmt: skip
-# ... and latencies, per-op overheads and the GEMM half size (lowered).
+# ... and latencies, per-op overheads, the GEMM half size and the
+# network's posting cost, switch latency and oversubscription (lowered).
 LOWERED = [
-  k
-  for k in PATHS
-  if _last(k) in ('latency', 'kernel_overhead') or _last(k) == 'gemm_half_size'
-]
+  k for k in PATHS if _last(k) in (
+    'latency', 'kernel_overhead', 'gemm_half_size', 'post_overhead',
+    'switch_latency', 'oversubscription'
+  )
+]  # fmt: skip
 CAPACITIES = ['accelerator.hbm_capacity', 'cpu.ddr_capacity']
 # The stack's leaves where a better value is faster: host and software
 # costs (lowered) and efficiencies and host overlap (raised). Not
@@ -130,10 +132,10 @@ STACK_RAISED = ['embedding_efficiency', 'uvm_fill_efficiency', 'host_overlap']
 
 
 def test_field_lists():
-  assert len(BANDWIDTH_AND_FLOPS) == 12, BANDWIDTH_AND_FLOPS
+  assert len(BANDWIDTH_AND_FLOPS) == 13, BANDWIDTH_AND_FLOPS
   assert 'nic.bandwidth' in BANDWIDTH_AND_FLOPS
   assert not any('price' in k or 'power' in k for k in BANDWIDTH_AND_FLOPS)
-  assert len(ALSO_RAISED) == 12 and len(LOWERED) == 7
+  assert len(ALSO_RAISED) == 13 and len(LOWERED) == 10
   assert len(PATHS) == len(jax.tree.leaves(TEMPLATE))
   # Every stack leaf is either ordered here or said not to be.
   unordered = {'hbm_reserve', 'comm_overlap'}

@@ -21,8 +21,12 @@ Terms, with the physics each one stands for:
   per tier (updates touch each distinct row once, after the stack's
   sort-and-aggregate), and the load of the busiest rank when whole
   tables pack unevenly.
-- `alltoall_pooled`, `alltoall_ids`, `allreduce_dense`: collectives in
-  the alpha-beta form with the stack's software latency per call.
+- `alltoall_pooled`, `alltoall_ids`, `allreduce_dense`: collectives as
+  NCCL runs them (its tuning model's latencies per algorithm and
+  protocol; ring, tree, SHARP or NVLS by size and node count; every
+  all-to-all send posted at once, flat or hierarchical), over NICs
+  bounded by their slots and the accelerators' host links, with the
+  stack's software latency per call.
 - `kernel_counts`, `host_time`, `compose`: the host side (operators the
   framework dispatches, CUDA graphs), device-side kernel gaps, and how
   host and device time combine.
@@ -37,15 +41,22 @@ from codesign.model.terms.budget import (
 )
 from codesign.model.terms.collectives import (
   Fabric,
+  allreduce_algorithms,
   allreduce_bytes,
   allreduce_calls,
   allreduce_dense,
   alltoall_ids,
+  alltoall_inter,
   alltoall_pooled,
   direct_share,
   fabric,
   intra_node_seconds,
+  network_latency,
+  nic_rate,
+  pick_fastest,
+  several_nodes,
   several_ranks,
+  switch_tiers,
 )
 from codesign.model.terms.dense import (
   MLP_FORWARD_SHARE,
@@ -167,4 +178,11 @@ __all__ = [
   'table_arrays',
   'table_arrays_mixed',
   'update_bytes',
+  'allreduce_algorithms',
+  'alltoall_inter',
+  'network_latency',
+  'nic_rate',
+  'pick_fastest',
+  'several_nodes',
+  'switch_tiers',
 ]

@@ -1,8 +1,28 @@
-"""Collectives in the alpha-beta form: the fabric as the collectives
-see it (direct links, relays through the host, NICs), the pooled and
-id all-to-alls, and the bucketed ring allreduce, each with the stack's
-software latency per call."""
+"""Collectives as NCCL runs them: the fabric as the collectives see it
+(direct links, relays through the host, NICs bounded by their PCIe slot
+and the accelerators' own host links), the pooled and id all-to-alls
+(every send posted at once; flat or hierarchical), and the allreduce of
+the gradients by the algorithm NCCL would pick for its size and node
+count (ring, tree, in-network reduction where the switches do it), each
+with the stack's software latency per call.
 
+Latencies follow NCCL's own tuning model, `src/graph/tuning.cc` of
+github NVIDIA/nccl (read at commit 5067397c; the constants have been the
+same since NCCL 2.19): a collective costs a base latency per call plus a
+hardware latency per step of its algorithm and protocol, on NVLink
+(`hwLatencies[NCCL_HW_NVLINK]`) or on the network
+(`hwLatencies[NCCL_HW_NET]`), and moves its bytes at a bus bandwidth
+with per-algorithm factors (`ncclTopoTuneModel`,
+`ncclTopoGetAlgoTime`). Here the per-step latency is the platform's own
+link latency (`Fabric.latency`, `Nic.latency`, a leaf each) plus NCCL's
+protocol overhead: NCCL's constant for the (algorithm, protocol) less
+its constant for the ring's LL protocol, the protocol with the least
+work per step. The base latency per call is the stack's
+`collective_latency` (its prior, 5 us under CUDA graphs, is NCCL's
+`baseLatencies` of 6.6-8.4 us in size), not added twice.
+"""
+
+import functools
 import math
 from typing import NamedTuple
 
@@ -17,17 +37,74 @@ from codesign.spec.hardware import Platform
 from codesign.spec.plan import Plan
 from codesign.spec.stack import Stack
 
+# ---- NCCL's tuning model (src/graph/tuning.cc, ncclTunerConstantsDefaults,
+# microseconds; protocols LL, Simple; LL128 is left out: NCCL enables it
+# only on some systems, and it sits between the two) ------------------------
+# hwLatencies[NCCL_HW_NVLINK]: Tree {LL 0.6, Simple 4.0}, Ring {LL 0.6,
+# Simple 3.4}; CollNetDirect Simple 3.7; NVLS Simple 25.
+NVLINK_US = {
+  ('ring', 'll'): 0.6,
+  ('ring', 'simple'): 3.4,
+  ('tree', 'll'): 0.6,
+  ('tree', 'simple'): 4.0,
+  ('collnet', 'simple'): 3.7,
+  ('nvls', 'simple'): 25.0,
+}
+# hwLatencies[NCCL_HW_NET]: Tree {LL 5.0, Simple 14}, Ring {LL 2.7,
+# Simple 14.0}; CollNetDirect Simple 31; NVLSTree Simple 20.9.
+NET_US = {
+  ('ring', 'll'): 2.7,
+  ('ring', 'simple'): 14.0,
+  ('tree', 'll'): 5.0,
+  ('tree', 'simple'): 14.0,
+  ('collnet', 'simple'): 31.0,
+  ('nvls', 'simple'): 20.9,
+}
+# The network's own latency per message that NCCL's numbers contain: the
+# ring's LL step (the least protocol work). `Nic.latency` presets are it.
+NET_FLOOR_US = NET_US[('ring', 'll')]
+NVLINK_FLOOR_US = NVLINK_US[('ring', 'll')]
+# ncclTopoTuneModel bandwidth factors: LL moves half its bytes as flags
+# (ring busBw x 0.5; tree x 1 / 3.8); tree allreduce busBw x 0.92 and
+# algorithm bandwidth busBw x 0.5 (ring: nRanks / nsteps).
+LL_RING_BW = 0.5
+LL_TREE_BW = 1.0 / 3.8
+TREE_BW = 0.92
+# ncclTopoGetAlgoTime: inter-node Simple rings lose to a plateau, latency
+# x 1.4 from compute capability 8.0 (x 1.9 before; DLRM GPUs here are
+# A100 and later in every multi-node case).
+RING_PLATEAU = 1.4
+# CollNet Direct (SHARP): 0.4 us arity serialization per local rank
+# (tuning.cc), bus bandwidth x 0.85 on Hopper.
+COLLNET_ARITY_US = 0.4
+COLLNET_BW = 0.85
+# NVLS: intra bandwidth x nvlsEfficiency (Hopper 0.85) x 2 (allreduce
+# pipelines the reduce and the multicast).
+NVLS_BW = 2.0 * 0.85
+# Offset of the times in the choice, s (`pick_fastest`): far below any
+# collective's time, it keeps gradients finite in float32 on one rank.
+PICK_EPS = 1e-9
+# Sharpness of the choice between algorithms: NCCL takes the fastest; the
+# p-norm minimum of two equal options is 2^(-1/32) = 2.1% below either,
+# an option 2x slower weighs 2^-32.
+ALGO_P = 32
+
 
 class Fabric(NamedTuple):
-  """Per-rank bandwidths (B/s) and per-message latencies (s).
+  """Per-rank bandwidths (B/s) and latencies (s).
 
   direct: all-to-all bandwidth to the peers a rank reaches over its own
   fabric links; direct_share: the share of its node's peers it reaches
   so; relay: bandwidth to the other peers, which NCCL's point-to-point
   sends reach through the host (PCIe), not over other GPUs' links;
   allreduce: ring bandwidth inside a node (a ring embeds in every
-  topology); alpha: intra-node latency; nic: one node's scale-out
-  bandwidth; nic_alpha: scale-out latency.
+  topology); alpha: intra-node latency per step; nic: one node's
+  scale-out bandwidth (NICs bounded by their slots and, with GPUDirect,
+  the accelerators' host links; leaf oversubscription applied);
+  nic_alpha: the network's latency per message (NIC to NIC, across the
+  switch tiers); post: host time to post one network message; nodes:
+  the node count; in_network: 1.0 where the switches reduce (SHARP),
+  else 0.0 (static); nvls: likewise for NVLink SHARP (static).
   """
 
   direct: jax.Array
@@ -37,6 +114,10 @@ class Fabric(NamedTuple):
   alpha: jax.Array
   nic: jax.Array
   nic_alpha: jax.Array
+  post: jax.Array
+  nodes: jax.Array
+  in_network: float
+  nvls: float
 
 
 def direct_share(p: Platform):
@@ -63,8 +144,52 @@ def direct_share(p: Platform):
   return smooth_min(1.0, safe_div(reach, peers, 0.5), p=64)
 
 
+def switch_tiers(p: Platform):
+  """Switch tiers of a rail-optimized fat tree that connects the nodes:
+  one leaf per rail serves radix / 2 nodes (the other half of its ports
+  go up), each tier above multiplies the reach by radix / 2; at least 1.
+  Smooth in the node count (log_{k/2} n, floored at 1 by a p-norm)."""
+  half = 0.5 * p.nic.switch_radix
+  reach = jnp.log(jnp.maximum(p.nodes, 1.0)) / jnp.log(half)
+  return smooth_max(1.0, reach, p=16)
+
+
+def network_latency(p: Platform):
+  """Seconds for one message across the network: the NIC-to-NIC latency
+  through one leaf (`Nic.latency`) plus two more switch traversals (up
+  and down) for every tier above the leaf."""
+  tiers = switch_tiers(p)
+  return p.nic.latency + 2.0 * (tiers - 1.0) * p.nic.switch_latency
+
+
+def nic_rate(p: Platform, cpu_trainer: bool):
+  """Bytes/s per direction that one node's NICs move.
+
+  Each NIC at its line rate times its efficiency, no faster than its
+  PCIe slot (a Gen5 x16 slot carries 63 GB/s, about 500 Gb/s: an 800
+  Gb/s NIC needs Gen6); with GPUDirect (`attach='accelerator'`) the
+  bytes also cross the accelerators' own host links, so the node moves
+  no more than they carry; NICs on the sockets stage through the host
+  (the node's host-link rate). Traffic between nodes of different leaves
+  shares the leaf uplinks: divided by the oversubscription for the share
+  of peers outside the leaf (1 - (k/2) / n, about 0 within one leaf).
+  """
+  nic = p.nic
+  line = nic.count * nic.bandwidth * nic.efficiency
+  rate = smooth_min(line, nic.count * nic.slot_bandwidth)
+  if not cpu_trainer:
+    if nic.attach == 'accelerator':
+      rate = smooth_min(rate, p.accelerators_per_node * p.host_link.bandwidth)
+    else:
+      rate = smooth_min(rate, host_link_rate(p))  # staged through the host
+  half = 0.5 * nic.switch_radix
+  outside = jnp.maximum(1.0 - safe_div(half, p.nodes), 0.0)
+  return rate / (1.0 + (nic.oversubscription - 1.0) * outside)
+
+
 def fabric(p: Platform, s: Stack, st: Setup) -> Fabric:
   """The fabric as the collectives see it."""
+  del s  # the stack's choices enter per collective
   if st.cpu_trainer:
     cpu = p.cpu
     links = cpu.socket_links
@@ -84,17 +209,23 @@ def fabric(p: Platform, s: Stack, st: Setup) -> Fabric:
       ar = f.links_per_accelerator * f.link_bandwidth * f.efficiency
       direct, share = ar, direct_share(p)
       alpha = f.latency
-  nic = p.nic.count * p.nic.bandwidth * p.nic.efficiency
-  if p.nic.attach == 'socket' and not st.cpu_trainer:
-    nic = smooth_min(nic, host_link_rate(p))  # staged through the host
+  nvls = (
+    not st.cpu_trainer
+    and p.fabric.in_switch_reduction
+    and p.fabric.topology == 'switch'
+  )
   return Fabric(
     direct=direct,
     direct_share=share,
     relay=relay,
     allreduce=ar,
     alpha=alpha,
-    nic=nic,
-    nic_alpha=p.nic.latency,
+    nic=nic_rate(p, st.cpu_trainer),
+    nic_alpha=network_latency(p),
+    post=p.nic.post_overhead,
+    nodes=p.nodes,
+    in_network=float(p.nic.in_network_reduction),
+    nvls=float(nvls),
   )
 
 
@@ -113,11 +244,47 @@ def several_ranks(st: Setup):
   return -jnp.expm1(-4.0 * jnp.maximum(st.ranks - 1.0, 0.0))
 
 
+def several_nodes(nodes):
+  """About 1 with two nodes or more, 0 with one (as `several_ranks`)."""
+  return -jnp.expm1(-4.0 * jnp.maximum(nodes - 1.0, 0.0))
+
+
 def _split_volume(send, st: Setup):
   """(intra-node, inter-node) bytes per rank of `send` bytes spread over
   all ranks."""
   a, r = st.per_node, st.ranks
   return send * safe_div(a - 1.0, r), send * safe_div(r - a, r)
+
+
+def alltoall_inter(v_inter, calls, s: Stack, st: Setup, fab: Fabric):
+  """Seconds of the network part of `calls` all-to-alls in which each
+  rank sends `v_inter` bytes (in all) to the ranks of other nodes.
+
+  The node's NICs carry what its `a` ranks send. NCCL posts every send
+  of a grouped all-to-all at once, so a call waits one network latency
+  (at NCCL's Simple protocol overhead: `NET_US` ring Simple less its LL
+  floor) plus the host time to post each message (`Nic.post_overhead`,
+  NCCL's getNetOverhead), not one latency per peer. A flat all-to-all
+  posts one message per remote rank, a(n - 1); a hierarchical one
+  (HugeCTR's IB_NVLink_Hierarchical) gathers a node's data for each node
+  over NVLink first and posts one message per node pair, n - 1 per rank
+  (`alltoall_extra_intra` charges the gather).
+  """
+  a, n = st.per_node, fab.nodes
+  simple = (NET_US[('ring', 'simple')] - NET_FLOOR_US) * 1e-6
+  posts = (n - 1.0) if s.alltoall == 'hierarchical' else a * (n - 1.0)
+  latency = several_nodes(n) * (fab.nic_alpha + simple) + posts * fab.post
+  return v_inter * a / fab.nic + calls * latency
+
+
+def alltoall_extra_intra(v_inter, s: Stack, st: Setup):
+  """Bytes per rank that a hierarchical all-to-all adds on the node's
+  fabric: the (a - 1)/a of its inter-node bytes that leave through
+  another rank's NIC, and as many that arrive through one (0 flat)."""
+  if s.alltoall != 'hierarchical':
+    return 0.0 * v_inter
+  a = st.per_node
+  return 2.0 * v_inter * safe_div(a - 1.0, a)
 
 
 def alltoall_pooled(w, s, t, st: Setup, fab: Fabric, payload: int, p: Platform):
@@ -130,8 +297,10 @@ def alltoall_pooled(w, s, t, st: Setup, fab: Fabric, payload: int, p: Platform):
   tables. With the bottom MLP on rank 0 (`one_device`), rank 0 also
   sends its output for every sample (in the same all-to-all); the
   slower sender sets the time. Latency: one call of the stack's
-  collective latency plus the per-peer alphas.
+  collective latency plus the per-peer alphas inside the node; across
+  nodes, `alltoall_inter`.
   """
+  del p
   pooled = t['dim'] * payload
   tw, cw, rw, twrw = (
     t['table_wise'],
@@ -150,10 +319,11 @@ def alltoall_pooled(w, s, t, st: Setup, fab: Fabric, payload: int, p: Platform):
   v_intra, v_inter = _split_volume(send, st)
   v_intra = v_intra + st.batch * d_twrw * safe_div(a - 1.0, ranks)
   v_inter = v_inter + st.batch * d_twrw * safe_div(ranks - a, ranks * ranks)
+  v_intra = v_intra + alltoall_extra_intra(v_inter, s, st)
   sharded = float(np.any(t['data_parallel'] < 1.0))  # static
   call = sharded * s.collective_latency * several_ranks(st)
   intra = intra_node_seconds(v_intra, fab) + (a - 1.0) * fab.alpha + call
-  inter = v_inter * a / fab.nic + (p.nodes - 1.0) * fab.nic_alpha
+  inter = sharded * alltoall_inter(v_inter, 1.0, s, st, fab)
   return intra, inter
 
 
@@ -166,6 +336,7 @@ def alltoall_ids(w, s, t, st: Setup, fab: Fabric, p: Platform):
   stack whose data loader reads each rank's own ids (NVIDIA's DLRM: zero
   calls) sends none.
   """
+  del p
   calls = float(s.input_dist_collectives)
   dp = t['data_parallel']
   sharded = float(np.any(dp < 1.0)) * float(calls > 0)
@@ -177,14 +348,13 @@ def alltoall_ids(w, s, t, st: Setup, fab: Fabric, p: Platform):
   )
   a = st.per_node
   v_intra, v_inter = _split_volume(ids, st)
+  v_intra = v_intra + alltoall_extra_intra(v_inter, s, st)
   # Every call pays the per-peer latencies and the software latency.
   intra = sharded * (
     intra_node_seconds(v_intra, fab)
     + calls * ((a - 1.0) * fab.alpha + s.collective_latency * several_ranks(st))
   )
-  inter = sharded * (
-    v_inter * a / fab.nic + calls * (p.nodes - 1.0) * fab.nic_alpha
-  )
+  inter = sharded * alltoall_inter(v_inter, calls, s, st, fab)
   return intra, inter
 
 
@@ -209,15 +379,109 @@ def allreduce_calls(w: wl.Workload, s: Stack, t: dict, plan: Plan) -> int:
   return max(1, math.ceil((dense + tables) * cb / s.allreduce_bucket_bytes))
 
 
+def _step_latency(fab: Fabric, table: dict, floor_us: float, key):
+  """Per-step latency, s: the platform's link latency plus NCCL's
+  protocol overhead for `key` = (algorithm, protocol)."""
+  link = fab.nic_alpha if table is NET_US else fab.alpha
+  return link + (table[key] - floor_us) * 1e-6
+
+
+def allreduce_algorithms(b, st: Setup, fab: Fabric):
+  """(intra, inter) seconds of one allreduce call of `b` bytes for each
+  algorithm NCCL may pick, as a dict name -> pair (the stack's software
+  latency not included).
+
+  Bandwidth terms: a ring moves 2 (a - 1)/a of the bytes per rank over
+  the node's fabric and 2 (n - 1)/n of them per node over its NICs (the
+  hierarchical form of NCCL's rings, one per rail); a double binary
+  tree as much at 0.92 of the bus bandwidth (`TREE_BW`); LL moves
+  flags with its data (`LL_RING_BW`, `LL_TREE_BW`). SHARP (CollNet
+  Direct) reduces in the switches: each node's bytes cross its NICs once
+  each way at `COLLNET_BW`; NVLS reduces in the NVSwitch at `NVLS_BW`
+  times the ring's rate inside the node.
+
+  Latency terms (tuning.cc): a ring of R = n a ranks takes 2 (R - 1)
+  steps, 2 (n - 1) of them across the network (x 1.4, the plateau of
+  inter-node Simple rings); a tree 2 (a - 1) steps inside the node and 2
+  log2(n) across; CollNet Direct 2 (intra step + 0.4 us per local rank)
+  and one network step; NVLS one NVLink step of 25 us and, across nodes
+  (NVLS tree), 2 log2(n) network steps.
+  """
+  a, n = st.per_node, fab.nodes
+  multi = several_nodes(n)
+  log_n = jnp.log2(jnp.maximum(n, 1.0))
+  ring_intra = 2.0 * safe_div(a - 1.0, a) * b / fab.allreduce
+  ring_inter = 2.0 * safe_div(n - 1.0, n) * b / fab.nic
+  tree_intra = 2.0 * safe_div(a - 1.0, a) * b / (TREE_BW * fab.allreduce)
+  # A double binary tree: each node sends and receives 2 (n - 1)/n of the
+  # bytes over its NICs, as a ring (b at n = 2, where both trees are a
+  # root and a leaf; 2 b for large n, where a node is inner in one tree
+  # and a leaf in the other: NCCL 2.4 double binary trees).
+  tree_inter = ring_inter / TREE_BW
+  out = {}
+  for proto, ring_bw, tree_bw in (
+    ('simple', 1.0, 1.0),
+    ('ll', LL_RING_BW, LL_TREE_BW),
+  ):
+    lat_i = _step_latency(fab, NVLINK_US, NVLINK_FLOOR_US, ('ring', proto))
+    lat_n = _step_latency(fab, NET_US, NET_FLOOR_US, ('ring', proto))
+    plateau = RING_PLATEAU if proto == 'simple' else 1.0
+    plateau = 1.0 + (plateau - 1.0) * multi
+    out['ring_' + proto] = (
+      ring_intra / ring_bw + plateau * 2.0 * n * (a - 1.0) * lat_i,
+      ring_inter / ring_bw + plateau * 2.0 * (n - 1.0) * lat_n,
+    )
+    lat_i = _step_latency(fab, NVLINK_US, NVLINK_FLOOR_US, ('tree', proto))
+    lat_n = _step_latency(fab, NET_US, NET_FLOOR_US, ('tree', proto))
+    out['tree_' + proto] = (
+      tree_intra / tree_bw + 2.0 * (a - 1.0) * lat_i,
+      tree_inter / tree_bw + 2.0 * log_n * lat_n,
+    )
+  if fab.in_network:
+    lat_i = _step_latency(
+      fab, NVLINK_US, NVLINK_FLOOR_US, ('collnet', 'simple')
+    )
+    lat_n = _step_latency(fab, NET_US, NET_FLOOR_US, ('collnet', 'simple'))
+    out['collnet'] = (
+      ring_intra + 2.0 * (lat_i + (a - 1.0) * COLLNET_ARITY_US * 1e-6),
+      multi * (b / (COLLNET_BW * fab.nic) + lat_n),
+    )
+  if fab.nvls:
+    lat_i = _step_latency(fab, NVLINK_US, NVLINK_FLOOR_US, ('nvls', 'simple'))
+    lat_n = _step_latency(fab, NET_US, NET_FLOOR_US, ('nvls', 'simple'))
+    out['nvls'] = (
+      ring_intra / NVLS_BW + lat_i,
+      tree_inter + 2.0 * log_n * lat_n,
+    )
+  return out
+
+
+def pick_fastest(pairs: dict, p: int = ALGO_P):
+  """Smooth choice of the fastest of (intra, inter) pairs.
+
+  The time is the smooth minimum of the totals t_k (p-norm of their
+  reciprocals, each offset by `PICK_EPS`), so it never exceeds the
+  fastest and never grows when one option gets faster; it is split into
+  (intra, inter) as the options near the minimum split theirs, weighted
+  by (t_k + eps)^-p.
+  """
+  eps = PICK_EPS
+  totals = [i + e + eps for i, e in pairs.values()]
+  time = jnp.maximum(smooth_min(*totals, p=p) - eps, 0.0)
+  ref = jax.lax.stop_gradient(functools.reduce(jnp.minimum, totals))
+  weights = [(ref / tk) ** p for tk in totals]
+  # A picosecond keeps the share 1 (all inside) where nothing crosses.
+  intra = sum(wk * i for wk, (i, _) in zip(weights, pairs.values()))
+  both = sum(wk * (i + e) for wk, (i, e) in zip(weights, pairs.values()))
+  share = (intra + 1e-12) / (both + 1e-12)
+  return time * share, time * (1.0 - share)
+
+
 def allreduce_dense(nbytes, calls: int, s, st: Setup, fab: Fabric, p: Platform):
-  """(intra, inter) seconds of the ring allreduce of `nbytes` in `calls`
-  calls (buckets): each call pays the ring's 2 (ranks - 1) latencies and
-  the stack's software latency."""
-  a, nodes = st.per_node, p.nodes
-  intra = 2.0 * safe_div(a - 1.0, a) * nbytes / fab.allreduce + calls * (
-    2.0 * (a - 1.0) * fab.alpha + s.collective_latency * several_ranks(st)
-  )
-  inter = 2.0 * safe_div(nodes - 1.0, nodes) * nbytes / fab.nic + calls * (
-    2.0 * (nodes - 1.0) * fab.nic_alpha
-  )
-  return intra, inter
+  """(intra, inter) seconds of the allreduce of `nbytes` in `calls`
+  calls (buckets): each call by the fastest of NCCL's algorithms for
+  its size (`allreduce_algorithms`) plus the stack's software latency."""
+  del p
+  intra, inter = pick_fastest(allreduce_algorithms(nbytes / calls, st, fab))
+  intra = calls * (intra + s.collective_latency * several_ranks(st))
+  return intra, calls * inter

@@ -25,12 +25,14 @@ from tests.model.fixtures import (
   LINK_EFF,
   LINK_LAT,
   NIC,
-  NIC_LAT,
+  NIC_LINE_SLOT,
   PENALTY,
   POOL,
   REL,
   ROWS,
   B,
+  a2a_latency,
+  allreduce_by_hand,
   arrays,
   close,
   dp_workload,
@@ -68,16 +70,18 @@ def test_alltoall_and_allreduce_on_switch(comm_precision, nic_attach):
   nic = NIC
   if nic_attach == 'socket':
     # NICs on the sockets: the node's traffic is staged through the host.
-    nic = smin(nic, smin(4 * HOST_BW, 2 * CPU_PCIE))
+    nic = smin(NIC_LINE_SLOT, smin(4 * HOST_BW, 2 * CPU_PCIE))
   # Ids are int32 whatever the payload precision, forward only.
   ids_intra, ids_inter = ids_terms(8, 4, switch, LINK_LAT, nic)
   close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / LINK + 3 * LINK_LAT))
   # The 4 ranks of a node share the node's NICs; 1 peer node.
-  close(bd['alltoall_inter'], ids_inter + 2 * (v_inter * 4 / nic + 1 * NIC_LAT))
-  # Dense gradients, ring allreduce: 2 (n - 1) / n of the bytes per rank.
+  lat = a2a_latency(2, 4)
+  close(bd['alltoall_inter'], ids_inter + 2 * (v_inter * 4 / nic + lat))
+  # Dense gradients: NCCL's fastest algorithm for their size.
   grad = DENSE_PARAMS * cb
-  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 2 * 3 * LINK_LAT)
-  close(bd['allreduce_inter'], 2 * 1 / 2 * grad / nic + 2 * 1 * NIC_LAT)
+  intra, inter = allreduce_by_hand(grad, 4, 2, LINK, nic, LINK_LAT)
+  close(bd['allreduce_intra'], intra)
+  close(bd['allreduce_inter'], inter)
 
 
 # Peers an accelerator reaches over its own links, of A - 1: all on a
@@ -175,10 +179,8 @@ def test_alltoall_topology(topology, links):
   # The allreduce is a ring over all links whatever the topology (PCIe
   # only: the host share).
   ar_bw = direct
-  close(
-    bd['allreduce_intra'],
-    2 * 7 / 8 * DENSE_PARAMS * 4 / ar_bw + 2 * 7 * alpha,
-  )
+  intra_ar, _ = allreduce_by_hand(DENSE_PARAMS * 4, 8, 1, ar_bw, NIC, alpha)
+  close(bd['allreduce_intra'], intra_ar)
   # The term alone.
   fab = ct.fabric(
     arrays(p), tiny_stack(), ct.setup(arrays(p), tiny_workload(), tiny_stack())
@@ -242,7 +244,7 @@ def test_alltoall_ids(calls, id_bytes):
   several = 1 - math.exp(-4 * 7)
   send = B * 3 * DIM * 4 / 8
   pooled_intra = send * 3 / 8 / LINK + 3 * LINK_LAT + 10e-6 * several
-  pooled_inter = send * 4 / 8 * 4 / NIC + NIC_LAT
+  pooled_inter = send * 4 / 8 * 4 / NIC + a2a_latency(2, 4)
   if calls == 0:
     ids_intra = ids_inter = 0.0
   else:
@@ -259,27 +261,25 @@ def test_every_call_pays_the_fabric_alpha():
   w, plan = tiny_workload(), make_plan()
   one = run(tiny_platform(), w, plan, s1)['breakdown']
   three = run(tiny_platform(), w, plan, s3)['breakdown']
-  # Two more calls: 2 x (3 peers x 1 us) inside the node, 2 x 5 us across.
+  # Two more calls: 2 x (3 peers x 1 us) inside the node, 2 network
+  # latencies across.
   close(
     three['alltoall_intra'] - one['alltoall_intra'], 2 * 3 * LINK_LAT, rel=1e-6
   )
-  close(three['alltoall_inter'] - one['alltoall_inter'], 2 * NIC_LAT, rel=1e-6)
-  # The allreduce likewise, per bucket: 2 x 3 alphas inside, 2 x 1 across.
+  close(
+    three['alltoall_inter'] - one['alltoall_inter'],
+    2 * a2a_latency(2, 4),
+    rel=1e-6,
+  )
+  # The allreduce per bucket: 7 calls of 1/7 of the bytes each.
   w = dp_workload()
   plan = make_plan(sharding=('data_parallel', 'table_wise', 'table_wise'))
-  one = run(tiny_platform(), w, plan, tiny_stack())['breakdown']
   seven = tiny_stack(allreduce_bucket_bytes=1e6)  # 7 buckets
   seven = run(tiny_platform(), w, plan, seven)['breakdown']
-  close(
-    seven['allreduce_intra'] - one['allreduce_intra'],
-    6 * 2 * 3 * LINK_LAT,
-    rel=1e-6,
-  )
-  close(
-    seven['allreduce_inter'] - one['allreduce_inter'],
-    6 * 2 * NIC_LAT,
-    rel=1e-6,
-  )
+  grad = (DENSE_PARAMS + 100_000 * DIM) * 4
+  intra, inter = allreduce_by_hand(grad / 7, 4, 2, LINK, NIC, LINK_LAT)
+  close(seven['allreduce_intra'], 7 * intra)
+  close(seven['allreduce_inter'], 7 * inter)
 
 
 @pytest.mark.parametrize(
@@ -305,13 +305,10 @@ def test_allreduce_calls(comm, bucket, calls):
   cb = 4 if comm == 'fp32' else 2
   grad = (DENSE_PARAMS + 100_000 * DIM) * cb
   several = 1 - math.exp(-4 * 7)
-  # Every bucket is a ring of its own: 2 (a - 1) alphas inside the node,
-  # 2 (nodes - 1) across, and the software latency.
-  close(
-    bd['allreduce_intra'],
-    2 * 3 / 4 * grad / LINK + calls * (6 * LINK_LAT + 10e-6 * several),
-  )
-  close(bd['allreduce_inter'], grad / NIC + calls * 2 * NIC_LAT)
+  # Every bucket is an allreduce of its own, and the software latency.
+  intra, inter = allreduce_by_hand(grad / calls, 4, 2, LINK, NIC, LINK_LAT)
+  close(bd['allreduce_intra'], calls * (intra + 10e-6 * several))
+  close(bd['allreduce_inter'], calls * inter)
 
 
 def test_alltoall_on_pcie_only():
@@ -323,7 +320,7 @@ def test_alltoall_on_pcie_only():
   v_intra = B * 3 * DIM * 4 / 8 * 7 / 8
   ids_intra, _ = ids_terms(8, 8, lambda v: v / bw, HOST_LAT)
   close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / bw + 7 * HOST_LAT))
-  ar = 2 * 7 / 8 * DENSE_PARAMS * 4 / bw + 2 * 7 * HOST_LAT
+  ar, _ = allreduce_by_hand(DENSE_PARAMS * 4, 8, 1, bw, NIC, HOST_LAT)
   close(bd['allreduce_intra'], ar)
 
 
@@ -343,7 +340,7 @@ def test_row_wise_alltoall_volume():
   )
   close(
     bd['alltoall_inter'],
-    ids_inter + 2 * (send * 4 / 8 * 4 / NIC + NIC_LAT),
+    ids_inter + 2 * (send * 4 / 8 * 4 / NIC + a2a_latency(2, 4)),
   )
 
 
@@ -359,7 +356,8 @@ def test_column_wise_sends_every_id_to_every_shard():
     bd['alltoall_intra'], ids_intra + 2 * (send * 3 / 8 / LINK + 3 * LINK_LAT)
   )
   close(
-    bd['alltoall_inter'], ids_inter + 2 * (send * 4 / 8 * 4 / NIC + NIC_LAT)
+    bd['alltoall_inter'],
+    ids_inter + 2 * (send * 4 / 8 * 4 / NIC + a2a_latency(2, 4)),
   )
 
 
@@ -387,7 +385,10 @@ def test_table_row_wise_terms():
     ids_intra + 2 * (pooled * 3 / 8 / LINK + 3 * LINK_LAT),
   )
   v_inter = pooled * 4 / 64  # (R - a) / R^2
-  close(bd['alltoall_inter'], ids_inter + 2 * (v_inter * 4 / NIC + NIC_LAT))
+  close(
+    bd['alltoall_inter'],
+    ids_inter + 2 * (v_inter * 4 / NIC + a2a_latency(2, 4)),
+  )
   # Memory: the busiest rank holds at least the largest table / 4.
   row = 64 * np.asarray(ROWS, dtype=float)
   hbm_tables = smax64(row.sum() / 8, row.max() / 4)
@@ -410,8 +411,9 @@ def test_table_row_wise_is_row_wise_on_one_node():
   twrw2 = run(p2, w, make_plan(sharding='table_row_wise'))['breakdown']
   rw2 = run(p2, w, make_plan(sharding='row_wise'))['breakdown']
   _, ids = ids_terms(8, 4, switch, LINK_LAT, NIC)  # the same for both
-  rw_bytes = ((rw2['alltoall_inter'] - ids) / 2 - NIC_LAT) * NIC
-  twrw_bytes = ((twrw2['alltoall_inter'] - ids) / 2 - NIC_LAT) * NIC
+  lat = a2a_latency(2, 4)
+  rw_bytes = ((rw2['alltoall_inter'] - ids) / 2 - lat) * NIC
+  twrw_bytes = ((twrw2['alltoall_inter'] - ids) / 2 - lat) * NIC
   close(rw_bytes / twrw_bytes, 8.0)
 
 
@@ -432,8 +434,9 @@ def test_data_parallel_tables():
   )
   # Allreduce: dense gradients plus the replicated table's 1000 x 16.
   grad = (DENSE_PARAMS + 1000 * DIM) * 4
-  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 6 * LINK_LAT)
-  close(bd['allreduce_inter'], grad / NIC + 2 * NIC_LAT)
+  intra, inter = allreduce_by_hand(grad, 4, 2, LINK, NIC, LINK_LAT)
+  close(bd['allreduce_intra'], intra)
+  close(bd['allreduce_inter'], inter)
   # Gathers: the replicated table's lookups spread over the ranks; the
   # other two are table-wise.
   tw_loads = [B * 2 * 64, B * 4 * 64]

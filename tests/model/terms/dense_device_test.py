@@ -21,11 +21,12 @@ from tests.model.fixtures import (
   LINK,
   LINK_LAT,
   NIC,
-  NIC_LAT,
   PENALTY,
   POOL,
   TOP_WIDTHS,
   B,
+  a2a_latency,
+  allreduce_by_hand,
   arrays,
   close,
   hand_busiest,
@@ -91,14 +92,12 @@ def test_bottom_mlp_on_one_device(nodes, accels):
     bd['alltoall_intra'],
     ids_intra + 2 * (send * (a - 1) / ranks / LINK + (a - 1) * LINK_LAT),
   )
-  inter = send * (ranks - a) / ranks * a / NIC + (nodes - 1) * NIC_LAT
+  inter = send * (ranks - a) / ranks * a / NIC + a2a_latency(nodes, a)
   close(bd['alltoall_inter'], ids_inter + 2 * inter)
   # The allreduce leaves out the 184 bottom-MLP parameters.
   grad = (DENSE_PARAMS - BOTTOM_PARAMS) * 4
-  close(
-    bd['allreduce_intra'],
-    2 * (a - 1) / a * grad / LINK + 2 * (a - 1) * LINK_LAT,
-  )
+  intra, _ = allreduce_by_hand(grad, a, nodes, LINK, NIC, LINK_LAT)
+  close(bd['allreduce_intra'], intra)
   # Table-wise: busiest_rank over the table ranks (on 2 ranks one of them
   # holds 2 of the 3 tables: at least 2 x the smallest).
   bd = run(p, w, make_plan(), s)['breakdown']

@@ -23,6 +23,7 @@ from tests.model.fixtures import (
   ROWS,
   STEP_FLOOR,
   B,
+  allreduce_by_hand,
   close,
   counts,
   dp_workload,
@@ -280,4 +281,5 @@ def test_row_scale():
   close(bd['embedding_update_hbm'], update)
   # Allreduce: the replicated table's 3000 x 16 gradients.
   grad = (DENSE_PARAMS + rows[0] * DIM) * 4
-  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 6 * LINK_LAT)
+  intra_ar, _ = allreduce_by_hand(grad, 4, 2, LINK, NIC, LINK_LAT)
+  close(bd['allreduce_intra'], intra_ar)

@@ -22,6 +22,7 @@ from tests.model.fixtures import (
   STREAM,
   TINY_GAPS,
   B,
+  allreduce_by_hand,
   arrays,
   close,
   counts,
@@ -63,7 +64,8 @@ def test_payload_precision(dense, stack_payload, comm, want):
   close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / LINK + 3 * LINK_LAT))
   cb = 4 if comm == 'fp32' else 2
   grad = DENSE_PARAMS * cb
-  close(bd['allreduce_intra'], 2 * 3 / 4 * grad / LINK + 6 * LINK_LAT)
+  intra_ar, _ = allreduce_by_hand(grad, 4, 2, LINK, NIC, LINK_LAT)
+  close(bd['allreduce_intra'], intra_ar)
 
 
 @pytest.mark.parametrize('dense', ['bf16', 'fp32'])
