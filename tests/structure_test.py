@@ -31,7 +31,6 @@ LAYERS = (
 LONG_FUNCTIONS = frozenset(
   {
     'studies/proposal:run',
-    'studies/growth:run',
     'model/cost_model:evaluate',
     'studies/calibration:local_configs',
     'search/gradient:gradient_search',
