@@ -37,7 +37,6 @@ LONG_FUNCTIONS = frozenset(
     'studies/calibration:run',
     'studies/compare_platforms:run',
     'studies/benchmark:run',
-    'studies/zion_decision:run',
     'studies/search_quality:run',
     'calibration/public_cases:_fit_parameters',
   }
