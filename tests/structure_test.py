@@ -30,7 +30,6 @@ LAYERS = (
 # named stages or phases; the list may only shrink.
 LONG_FUNCTIONS = frozenset(
   {
-    'studies/proposal:run',
     'model/cost_model:evaluate',
     'studies/calibration:local_configs',
     'search/gradient:gradient_search',
