@@ -30,14 +30,10 @@ LAYERS = (
 # named stages or phases; the list may only shrink.
 LONG_FUNCTIONS = frozenset(
   {
-    'studies/proposal:run',
-    'studies/growth:run',
     'studies/calibration:local_configs',
     'search/gradient:gradient_search',
     'studies/calibration:run',
     'studies/compare_platforms:run',
-    'studies/benchmark:run',
-    'studies/zion_decision:run',
     'studies/search_quality:run',
     'calibration/public_cases:_fit_parameters',
   }

@@ -140,29 +140,74 @@ def run(
   """
   progress = progress or (lambda line: None)
   _check(settings)
+  bench = _bench(settings)
+  evals_per_s, compile_s, flops = _batched_rates(bench, settings, progress)
+  grads_per_s, grad_compile_s = _gradient_rate(bench, settings, progress)
+  eager = _eager_rate(bench, settings, progress)
+  best = max(evals_per_s.values())
+  result = {
+    'workload': bench.w.name,
+    'platform': bench.p.name,
+    'dtype': str(jnp.dtype(bench.dtype)),
+    'evals_per_s': evals_per_s,
+    'grads_per_s': grads_per_s,
+    'grad_batch': int(settings.grad_batch),
+    'eager_evals_per_s': eager,
+    'speedup_vs_eager': best / eager,
+    'compile_s': compile_s,
+    'grad_compile_s': grad_compile_s,
+    'flops_per_eval': flops,
+  }
+  return result, []
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Bench:
+  """The design timed: workload, platform, plan and stack (in `dtype`),
+  the platform's arrays `base` the designs scatter around, the seed."""
+
+  w: wl.Workload
+  p: hardware.Platform
+  plan: plan_lib.Plan
+  stack: stack_lib.Stack
+  dtype: type
+  base: hardware.Platform
+  seed: int
+
+  def evaluate(self, hw):
+    """The cost model's report of platform arrays `hw`."""
+    return cost_model.evaluate(hw, self.w, self.plan, self.stack)
+
+  def log_throughput(self, hw):
+    """The log throughput of platform arrays `hw`."""
+    return jnp.log(self.evaluate(hw).throughput)
+
+  def batch_of(self, n: int, seed: int):
+    """`designs` of n platforms around `base`, in `dtype`."""
+    return jax.tree.map(
+      lambda x: x.astype(self.dtype), designs(self.base, n, seed)
+    )
+
+
+def _bench(settings: Settings) -> _Bench:
+  """The `_Bench` of the settings."""
   w, p, plan, stack = _inputs(settings)
   dtype = jnp.float64 if settings.x64 else jnp.float32
   plan = jax.tree.map(lambda x: jnp.asarray(x, dtype), plan)
   stack = jax.tree.map(lambda x: jnp.asarray(x, dtype), stack)
   base = hardware.as_arrays(p, dtype)
-  seed = int(settings.seed)
+  return _Bench(w, p, plan, stack, dtype, base, int(settings.seed))
 
-  def evaluate(hw):
-    return cost_model.evaluate(hw, w, plan, stack)
 
-  def log_throughput(hw):
-    return jnp.log(cost_model.evaluate(hw, w, plan, stack).throughput)
-
-  def batch_of(n, seed):
-    return jax.tree.map(lambda x: x.astype(dtype), designs(base, n, seed))
-
-  batched = jax.jit(jax.vmap(evaluate))
-  batched_grad = jax.jit(jax.vmap(jax.value_and_grad(log_throughput)))
-
+def _batched_rates(bench: _Bench, settings: Settings, progress):
+  """(evals_per_s, compile_s, flops): per batch size (as a string) the
+  jitted and vmapped evaluations per second, the compile seconds and
+  XLA's FLOPs per design."""
+  batched = jax.jit(jax.vmap(bench.evaluate))
   evals_per_s, compile_s, flops = {}, {}, {}
   for n in (int(b) for b in settings.batches):
     progress(f'compiling and timing a batch of {n} designs ...')
-    batch = batch_of(n, seed)
+    batch = bench.batch_of(n, bench.seed)
     start = time.perf_counter()
     compiled = batched.lower(batch).compile()
     compile_s[str(n)] = time.perf_counter() - start
@@ -171,42 +216,38 @@ def run(
     flops[str(n)] = float(cost.get('flops', float('nan'))) / n
     sec = _time(compiled, batch, min_time_s=settings.min_time_s)
     evals_per_s[str(n)] = n / sec
+  return evals_per_s, compile_s, flops
 
+
+def _gradient_rate(bench: _Bench, settings: Settings, progress):
+  """(grads_per_s, compile_s) of the jitted, vmapped value and gradient
+  of the log throughput over `grad_batch` designs."""
+  batched_grad = jax.jit(jax.vmap(jax.value_and_grad(bench.log_throughput)))
   n = int(settings.grad_batch)
   progress(f'compiling and timing value and gradient of {n} designs ...')
-  batch = batch_of(n, seed + 1)
+  batch = bench.batch_of(n, bench.seed + 1)
   start = time.perf_counter()
   compiled_grad = batched_grad.lower(batch).compile()
   grad_compile_s = time.perf_counter() - start
   sec = _time(compiled_grad, batch, min_time_s=settings.min_time_s)
-  grads_per_s = n / sec
+  return n / sec, grad_compile_s
 
+
+def _eager_rate(bench: _Bench, settings: Settings, progress) -> float:
+  """Evaluations per second of `eager_designs` designs one at a time
+  without jit (op caches warmed first)."""
   m = int(settings.eager_designs)
   progress(f'evaluating {m} designs one at a time without jit ...')
-  singles = designs(base, m, seed + 2)
+  singles = designs(bench.base, m, bench.seed + 2)
   one = [
-    jax.tree.map(lambda x, i=i: x[i].astype(dtype), singles) for i in range(m)
+    jax.tree.map(lambda x, i=i: x[i].astype(bench.dtype), singles)
+    for i in range(m)
   ]
-  jax.block_until_ready(evaluate(one[0]))  # warm op caches
+  jax.block_until_ready(bench.evaluate(one[0]))  # warm op caches
   start = time.perf_counter()
   for hw in one:
-    jax.block_until_ready(evaluate(hw))
-  eager = m / (time.perf_counter() - start)
-  best = max(evals_per_s.values())
-  result = {
-    'workload': w.name,
-    'platform': p.name,
-    'dtype': str(jnp.dtype(dtype)),
-    'evals_per_s': evals_per_s,
-    'grads_per_s': grads_per_s,
-    'grad_batch': n,
-    'eager_evals_per_s': eager,
-    'speedup_vs_eager': best / eager,
-    'compile_s': compile_s,
-    'grad_compile_s': grad_compile_s,
-    'flops_per_eval': flops,
-  }
-  return result, []
+    jax.block_until_ready(bench.evaluate(hw))
+  return m / (time.perf_counter() - start)
 
 
 def table(result: dict) -> str:

@@ -140,9 +140,46 @@ def run(
     InputError: a bad setting or input.
   """
   progress = progress or (lambda line: None)
+  request = _request(settings)  # settings checked, workloads grown
+  found = _search(request, progress)  # one compiled loop, every search
+  scores = _scores(request, found, progress)  # every design, every factor
+  designs, reasons = _designs(request, found, scores)
+  not_converged = _not_converged(request, designs, scores)
+  result = _result(request, found, scores, designs, reasons, not_converged)
+  metrics = multi_search.history_rows(
+    found['history'], request.names, 'best_feasible_geomean_throughput'
+  )
+  return result, metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+  """The settings read and checked: what every phase of `run` starts from.
+
+  Attributes:
+    settings: the settings.
+    factors: the growth factors (floats).
+    budget: the capex limit, USD.
+    w0: today's workload; grown: it grown by each factor.
+    space: the design space (auto plans, sized for today's workload).
+    tasks: the searches' tasks (the space, the grown workloads, the stack).
+    names: `tuned_x<factor>` per factor, then `horizon`.
+  """
+
+  settings: Settings
+  factors: list[float]
+  budget: float
+  w0: wl.Workload
+  grown: tuple[wl.Workload, ...]
+  space: ds.DesignSpace
+  tasks: multi_search.Tasks
+  names: list[str]
+
+
+def _request(settings: Settings) -> _Request:
+  """The `_Request` of `settings`; raises `InputError` for a bad one."""
   check(settings)
   factors = [float(x) for x in settings.factors]
-  budget = float(settings.budget_usd)
   w0 = shared.load_workload(settings.workload)
   grown = tuple(sweeps.grow(w0, f) for f in factors)
   space = ds.make_space(
@@ -152,11 +189,24 @@ def run(
     sharding=settings.sharding,
   )
   stack = shared.load_stack(settings.stack)
-  tasks = multi_search.Tasks(space, grown, stack)
-  n = len(factors)
+  return _Request(
+    settings,
+    factors,
+    float(settings.budget_usd),
+    w0,
+    grown,
+    space,
+    multi_search.Tasks(space, grown, stack),
+    [f'tuned_x{f:g}' for f in factors] + ['horizon'],
+  )
+
+
+def _search(request: _Request, progress) -> dict:
+  """`multi_search.search_tasks` of one search per factor (that factor
+  alone) and the horizon (the mean over factors), under the budget."""
+  settings, n = request.settings, len(request.factors)
   # Tasks 0..n-1: one factor alone (0 is today); task n: the horizon.
   weights = np.concatenate([np.eye(n), np.full((1, n), 1.0 / n)])
-  names = [f'tuned_x{f:g}' for f in factors] + ['horizon']
   config = gradient.Config(
     starts=settings.starts, steps=settings.steps, seed=settings.seed
   )
@@ -165,22 +215,50 @@ def run(
     f'{settings.starts} starts x {settings.steps} Adam steps in one '
     f'compiled loop, each design costed on {n} grown workloads'
   )
-  found = multi_search.search_tasks(
-    tasks,
+  return multi_search.search_tasks(
+    request.tasks,
     weights,
-    np.full(n + 1, budget),
+    np.full(n + 1, request.budget),
     np.zeros(n + 1, dtype=np.int32),
     starts=settings.starts,
     config=config,
     snap_top=settings.snap_top,
   )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scores:
+  """Every found design on every grown workload.
+
+  Attributes:
+    ev: `multi_search.evaluate_buildable`'s dict (g, logs, capex, power).
+    in_budget: (designs,) within the budget.
+    holds: (designs, factors) whether it holds that factor's workload.
+    ok: (designs, factors) both.
+    logs: (designs, factors) log throughput, -inf where not ok.
+    best: (factors,) the best found log throughput.
+    regret: (designs, factors) best minus its log throughput, inf where
+      not ok.
+  """
+
+  ev: dict
+  in_budget: np.ndarray
+  holds: np.ndarray
+  ok: np.ndarray
+  logs: np.ndarray
+  best: np.ndarray
+  regret: np.ndarray
+
+
+def _scores(request: _Request, found: dict, progress) -> _Scores:
+  """The `_Scores` of every found design (all workloads active)."""
+  n = len(request.factors)
   progress('growth: evaluating every design on every grown workload')
-  # Every found design on every grown workload (all workloads active).
   ev = multi_search.evaluate_buildable(
-    tasks,
+    request.tasks,
     found['index'],
     np.ones((n + 1, n)),
-    np.full(n + 1, budget),
+    np.full(n + 1, request.budget),
     np.zeros(n + 1, dtype=np.int32),
   )
   g = ev['g']
@@ -193,22 +271,32 @@ def run(
   logs = np.where(ok, ev['logs'], -np.inf)
   best = logs.max(axis=0)  # best found log throughput per factor
   regret = np.where(ok, best[None, :] - ev['logs'], np.inf)
+  return _Scores(ev, in_budget, holds, ok, logs, best, regret)
 
+
+def _designs(request: _Request, found: dict, scores: _Scores):
+  """(designs, reasons): result.json's `designs` by name, and per design
+  and factor why it cannot train there ('' where it can)."""
+  factors, n, ev = request.factors, len(request.factors), scores.ev
   designs, reasons = {}, {}
-  for d, name in enumerate(names):
-    finite = np.isfinite(regret[d])
+  for d, name in enumerate(request.names):
+    finite = np.isfinite(scores.regret[d])
     designs[name] = {
-      'design': ds.describe_index(space, found['index'][d]),
+      'design': ds.describe_index(request.space, found['index'][d]),
       'capex_usd': ev['capex'][d],
       'power_w': ev['power'][d],
-      'within_budget': bool(in_budget[d]),
-      'holds_factor': [bool(x) for x in holds[d]],
+      'within_budget': bool(scores.in_budget[d]),
+      'holds_factor': [bool(x) for x in scores.holds[d]],
       'throughput_samples_per_s': [
         float(np.exp(x)) if o else None
-        for x, o in zip(ev['logs'][d], ok[d], strict=True)
+        for x, o in zip(ev['logs'][d], scores.ok[d], strict=True)
       ],
-      'regret_log': [float(r) if np.isfinite(r) else None for r in regret[d]],
-      'mean_regret_log': float(np.mean(regret[d])) if finite.all() else None,
+      'regret_log': [
+        float(r) if np.isfinite(r) else None for r in scores.regret[d]
+      ],
+      'mean_regret_log': (
+        float(np.mean(scores.regret[d])) if finite.all() else None
+      ),
       'factors_it_cannot_train': [
         factors[j] for j in range(n) if not finite[j]
       ],
@@ -216,15 +304,20 @@ def run(
     # Per factor: the budget row and that factor's memory and CPU rows.
     reasons[name] = [
       shared.why_not_rows(
-        np.concatenate([g[d, :1], g[d, _rows(j)]]),
+        np.concatenate([ev['g'][d, :1], ev['g'][d, _rows(j)]]),
         'capex',
-        budget,
+        request.budget,
         ev['capex'][d],
         ev['power'][d],
       )
       for j in range(n)
     ]
-  today, horizon = designs[names[0]], designs['horizon']
+  return designs, reasons
+
+
+def _horizon_summary(today: dict, horizon: dict) -> list[str]:
+  """The summary's sentences on the design tuned for today against the
+  horizon design."""
   summary = [
     _describe('design tuned for today', today),
     _describe('horizon design', horizon),
@@ -242,18 +335,29 @@ def run(
       f'Designing for the horizon lowers the mean regret by {gap:.3f} '
       f'({"better" if gap > 0 else "not better"} than tuning for today).'
     )
-  # A search tuned for one factor must not be beaten on that factor by a
-  # design another search of this run found: that is a search that did
-  # not converge, reported as such rather than as a finding.
-  not_converged = []
-  for j in range(n):
-    if np.isfinite(regret[j, j]) and regret[j, j] <= CONVERGED_LOG:
+  return summary
+
+
+def _not_converged(request: _Request, designs: dict, scores: _Scores):
+  """(rows, sentences): each tuned design that another design of the run
+  beats on its own factor, with the winner, and the summary's sentence
+  for each.
+
+  A search tuned for one factor must not be beaten on that factor by a
+  design another search of this run found: that is a search that did not
+  converge, reported as such rather than as a finding."""
+  factors, names, logs = request.factors, request.names, scores.logs
+  rows, sentences = [], []
+  for j in range(len(factors)):
+    if (
+      np.isfinite(scores.regret[j, j]) and scores.regret[j, j] <= CONVERGED_LOG
+    ):
       continue
     winner = int(np.argmax(logs[:, j]))
     if not np.isfinite(logs[winner, j]):
       continue  # nothing found trains this factor
     own = designs[names[j]]['throughput_samples_per_s'][j]
-    not_converged.append(
+    rows.append(
       {
         'design': names[j],
         'factor': factors[j],
@@ -263,18 +367,25 @@ def run(
       }
     )
     own_text = 'cannot train it' if own is None else f'{own:,.0f} samples/s'
-    summary.append(
+    sentences.append(
       f'The search tuned for x{factors[j]:g} did not converge: '
       f'{names[winner]}, found in the same run, trains x{factors[j]:g} at '
       f'{np.exp(logs[winner, j]):,.0f} samples/s where it {own_text}; '
       'read its regrets as upper bounds of what tuning for that factor '
       'loses.'
     )
-  result = {
-    'workload': w0.name,
-    'factors': factors,
-    'not_converged': not_converged,
-    'budget_usd': budget,
+  return rows, sentences
+
+
+def _result(request, found, scores, designs, reasons, not_converged) -> dict:
+  """`run`'s result: the keys of result.json and `display`."""
+  rows, sentences = not_converged
+  today, horizon = designs[request.names[0]], designs['horizon']
+  return {
+    'workload': request.w0.name,
+    'factors': request.factors,
+    'not_converged': rows,
+    'budget_usd': request.budget,
     'grown_workloads': [
       {
         'name': gw.name,
@@ -283,14 +394,14 @@ def run(
         'bottom_mlp': list(gw.bottom_mlp),
         'top_mlp': list(gw.top_mlp),
       }
-      for gw in grown
+      for gw in request.grown
     ],
     'designs': designs,
     'best_found_throughput_samples_per_s': [
-      float(np.exp(b)) if np.isfinite(b) else None for b in best
+      float(np.exp(b)) if np.isfinite(b) else None for b in scores.best
     ],
     'evaluations': found['evaluations'],
-    'summary': summary,
+    'summary': _horizon_summary(today, horizon) + sentences,
     'display': {
       'design_names': {
         k: shared.design_name(v['design']) for k, v in designs.items()
@@ -298,10 +409,6 @@ def run(
       'reasons': reasons,
     },
   }
-  metrics = multi_search.history_rows(
-    found['history'], names, 'best_feasible_geomean_throughput'
-  )
-  return result, metrics
 
 
 def table(result: dict) -> str:

@@ -33,6 +33,7 @@ from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
 from codesign.search import design_space, gradient, part_tables, plan_space
 from codesign.spec import catalog, hardware, schema
+from codesign.spec import plan as plan_lib
 from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
@@ -208,6 +209,64 @@ def run(
   """
   progress = progress or (lambda line: None)
   t_start = time.perf_counter()
+  request = _request(settings, on_step)  # inputs loaded, limits checked
+  found = _search(request, progress)  # raises the one-sentence NO
+  t_search = time.perf_counter() - t_start
+  found, trims = _trim(found, request)  # no spending for nothing
+  proposal = _proposal(request, found, progress)  # auto plan kept where it wins
+  continuous = _continuous(request, found)
+  presets = _presets(request, progress)
+  ranking = _ranking(request, found, proposal, presets, progress)
+  t_total = time.perf_counter() - t_start
+  result = _result(request, found, proposal, continuous, presets, ranking)
+  result = {**result, **trims}
+  timing = {'search_wall_s': t_search, 'total_wall_s': t_total}
+  return {**result, 'timing': timing}, found.result.history
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+  """The settings read and checked: what every phase of `run` starts from.
+
+  Attributes:
+    settings: the settings.
+    w: the workload loaded.
+    stacks: trainer -> the stack that trains it (`--stack`, `--cpu_stack`).
+    preset_names: the presets evaluated beside the proposal (each known).
+    max_nodes: largest number of nodes.
+    prices: the prices set by --price (`part_tables.Prices`).
+    parts: the search's part selection (`accelerators`, `cpus`), or {}.
+    config: the gradient search's configuration, checked.
+    on_step: the caller's per-chunk callback, or None.
+  """
+
+  settings: Settings
+  w: wl.Workload
+  stacks: dict[str, stack_lib.Stack]
+  preset_names: tuple[str, ...]
+  max_nodes: int
+  prices: part_tables.Prices
+  parts: dict
+  config: gradient.Config
+  on_step: Callable[[int, dict], None] | None
+
+  def on_step_of(self, objective: str):
+    """The search's per-chunk callback that reports `objective` as the
+    one being searched, or None when the caller gave none."""
+    if self.on_step is None:
+      return None
+    on_step = self.on_step
+
+    def report_step(step, m):
+      on_step(step, {**m, 'searching': objective})
+
+    return report_step
+
+
+def _request(settings: Settings, on_step) -> _Request:
+  """The `_Request` of `settings`; raises `InputError` for an unknown
+  preset, a negative limit or a bad search configuration, before any
+  search."""
   w = shared.load_workload(settings.workload)
   stacks = proposal_search.trainer_stacks(
     shared.load_stack(settings.stack), shared.load_stack(settings.cpu_stack)
@@ -219,7 +278,6 @@ def run(
     value = getattr(settings, key)
     if value is not None and value < 0:
       raise InputError(f'{key} must not be negative')
-  max_nodes = int(settings.max_nodes)
   if not 0.0 <= settings.tolerance < 1.0:
     raise InputError(f'tolerance must lie in [0, 1), got {settings.tolerance}')
   prices = part_tables.parse_prices(tuple(settings.price))
@@ -238,19 +296,46 @@ def run(
       seed=int(settings.seed),
     )
   )
-
-  def on_step_of(objective):
-    if on_step is None:
-      return None
-
-    def report_step(step, m):
-      on_step(step, {**m, 'searching': objective})
-
-    return report_step
-
-  found = proposal_search.search_trainers(
+  return _Request(
+    settings,
     w,
     stacks,
+    preset_names,
+    int(settings.max_nodes),
+    prices,
+    parts,
+    config,
+    on_step,
+  )
+
+
+def _stack(request: _Request, found) -> stack_lib.Stack:
+  """The stack of the proposal's trainer."""
+  return request.stacks[found.problem.space.trainer]
+
+
+def _trim(found, request: _Request) -> tuple:
+  """(found with its best design trimmed, result keys `tolerance` and
+  `ddr`): for throughput objectives the cheapest design within the
+  tolerance of the best found, then only the DDR its plan keeps there (up
+  to a legal DIMM population)."""
+  problem = found.problem
+  res, trim = proposal_search.cheapest_within(
+    problem, found.result, request.settings.tolerance
+  )
+  res, ddr_trim = proposal_search.least_ddr(problem, res)
+  found = dataclasses.replace(found, result=res)
+  return found, {'tolerance': trim, 'ddr': ddr_trim}
+
+
+def _search(request: _Request, progress) -> proposal_search.Found:
+  """Every trainer's search (`proposal_search.search_trainers`); raises
+  `InputError` naming the constraint and by how much when nothing
+  buildable meets the limits."""
+  settings = request.settings
+  found = proposal_search.search_trainers(
+    request.w,
+    request.stacks,
     {
       'objective': settings.objective,
       'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
@@ -258,44 +343,74 @@ def run(
       'samples': float(settings.samples),
     },
     {
-      'max_nodes': max_nodes,
+      'max_nodes': request.max_nodes,
       'sharding': settings.sharding,
-      'prices': prices,
-      **parts,
+      'prices': request.prices,
+      **request.parts,
     },
     tuple(settings.trainers),
-    config,
+    request.config,
     progress,
-    on_step_of,
+    request.on_step_of,
   )
-  problem, res, space = found.problem, found.result, found.problem.space
-  stack = stacks[space.trainer]
-  t_search = time.perf_counter() - t_start
-  if not res.best_feasible:
+  if not found.result.best_feasible:
     raise InputError(
       proposal_search.explain_infeasible(
-        found, config, max_nodes, on_step_of, progress
+        found, request.config, request.max_nodes, request.on_step_of, progress
       )
     )
+  return found
 
-  # Throughput objectives: the cheapest design about as fast as the best.
-  res, trim = proposal_search.cheapest_within(problem, res, settings.tolerance)
-  # Only the DDR the plan keeps there (up to a legal DIMM population).
-  res, ddr_trim = proposal_search.least_ddr(problem, res)
-  limits = _limits(problem, max_nodes)
 
-  def objective(fig):
-    return objective_of(fig, problem.objective, problem.samples)
+@dataclasses.dataclass(frozen=True)
+class _Proposal:
+  """The best buildable design as the evaluate CLI reads it back, and the
+  continuous optimum.
 
+  Attributes:
+    limits: the result's `limits`.
+    p, plan: the proposed platform and searched plan, read back from JSON.
+    pj, plj: their JSON (plj: the auto plan's where it wins).
+    fig, auto_fig: figures with the kept plan and with the auto plan.
+    plan_source: `search` or `auto`.
+    g_best: the kept design's constraint values.
+  """
+
+  limits: dict
+  p: hardware.Platform
+  plan: plan_lib.Plan
+  pj: dict
+  plj: dict
+  fig: dict
+  auto_fig: dict
+  plan_source: str
+  g_best: np.ndarray
+
+
+def _objective(problem, fig: dict) -> float:
+  """The problem's objective value of figures `fig`."""
+  return objective_of(fig, problem.objective, problem.samples)
+
+
+def _score(problem, limits: dict, fig: dict) -> float | None:
+  """The objective value of `fig`, or None outside `limits`."""
+  return _objective(problem, fig) if within_limits(fig, limits) else None
+
+
+def _proposal(request: _Request, found, progress) -> _Proposal:
+  """The `_Proposal` of the search: its best design through JSON and back,
+  the auto plan kept where it beats the searched one, the constraint
+  values recomputed op by op."""
+  w, stack = request.w, _stack(request, found)
+  problem, res = found.problem, found.result
+  limits = _limits(problem, request.max_nodes)
   progress(
     f'evaluating the proposal, the continuous optimum and '
-    f'{len(preset_names)} presets'
+    f'{len(request.preset_names)} presets'
   )
   # The proposal as the evaluate CLI would read it back.
   p, plan = gradient.buildable(problem, res.best_index, res.best_plan_z)
-  pj = schema.platform_to_json(p)
-  plj = schema.plan_to_json(plan)
-  wj = schema.workload_to_json(w)
+  pj, plj = schema.platform_to_json(p), schema.plan_to_json(plan)
   p_back = schema.platform_from_json(pj)
   plan_back = schema.plan_from_json(plj, w)
   fig = _figures(p_back, w, plan_back, stack)
@@ -309,50 +424,69 @@ def run(
     plan_source = 'auto'
     plj = schema.plan_to_json(auto_plan)
     fig = _figures(p_back, w, schema.plan_from_json(plj, w), stack)
-    plan_z = plan_space.vector_of(space, auto_plan)
+    plan_z = plan_space.vector_of(problem.space, auto_plan)
   # Recomputed op by op here, so the result does not depend on the devices
   # the batched search ran on.
   _, g_best, _ = gradient.assess_index(
     problem, jnp.asarray(res.best_index), jnp.asarray(plan_z)
   )
-  g_best = np.asarray(g_best)
-  pc, planc = gradient.relaxed(problem, res.continuous_z)
-  cfig = _figures(pc, w, planc, stack)
-  cj = schema.platform_to_json(pc)
+  return _Proposal(
+    limits,
+    p_back,
+    plan_back,
+    pj,
+    plj,
+    fig,
+    auto_fig,
+    plan_source,
+    np.asarray(g_best),
+  )
 
-  def score(f):
-    return objective(f) if within_limits(f, limits) else None
 
-  preset_rows = []
-  candidates = [
-    robustness.Candidate('proposal', 'proposal', p_back, plan_back, fig),
-    *robustness.found_designs(problem, res, score),
-  ]
+def _continuous(request: _Request, found) -> tuple:
+  """(platform, plan, figures) of the search's continuous optimum."""
+  pc, planc = gradient.relaxed(found.problem, found.result.continuous_z)
+  return pc, planc, _figures(pc, request.w, planc, _stack(request, found))
+
+
+def _presets(request: _Request, progress) -> list:
+  """(name, platform, auto plan, figures) of every preset, priced as the
+  proposal, in the presets' order."""
+  w = request.w
 
   def preset(name):
-    pp = part_tables.priced(presets_lib.get(name), prices)
-    pplan = planner.make(w, pp, stacks[pp.trainer])
+    pp = part_tables.priced(presets_lib.get(name), request.prices)
+    pplan = planner.make(w, pp, request.stacks[pp.trainer])
     progress(f'evaluated preset {name}')
-    return pp, pplan, _figures(pp, w, pplan, stacks[pp.trainer])
+    return name, pp, pplan, _figures(pp, w, pplan, request.stacks[pp.trainer])
 
   # Two threads: most of a preset's evaluation is XLA compiling (outside
   # Python's lock); each is deterministic, so the order of work does not
   # change the rows, which keep the presets' order.
-  evaluated = interrupts.thread_map(preset, preset_names, workers=2)
-  for name, (pp, pplan, f) in zip(preset_names, evaluated, strict=True):
+  return interrupts.thread_map(preset, request.preset_names, workers=2)
+
+
+def _ranking(request, found, proposal: _Proposal, presets, progress) -> dict:
+  """`robustness.check` of the proposal, the search's other designs and
+  the presets within the limits, under perturbed prices and skew, with
+  the candidates it left out (`left_out`)."""
+  problem = found.problem
+
+  def score(f):
+    return _score(problem, proposal.limits, f)
+
+  candidates = [
+    robustness.Candidate(
+      'proposal', 'proposal', proposal.p, proposal.plan, proposal.fig
+    ),
+    *robustness.found_designs(problem, found.result, score),
+  ]
+  for name, pp, pplan, f in presets:
     if score(f) is not None:
       candidates.append(robustness.Candidate(name, 'preset', pp, pplan, f))
-    preset_rows.append(
-      {
-        'name': name,
-        'plan': 'auto',
-        'objective_value': objective(f),
-        'within_limits': within_limits(f, limits),
-        **f,
-      }
-    )
-
-  perts, left_out = robustness.perturbations(candidates, w, prices)
+  perts, left_out = robustness.perturbations(
+    candidates, request.w, request.prices
+  )
   progress(
     f'checking the ranking of {len(candidates)} candidates under '
     f'{len(perts)} perturbations of uncertain prices and popularity_skew'
@@ -360,79 +494,117 @@ def run(
   rob = robustness.check(
     candidates,
     perts,
-    w,
-    stacks,
+    request.w,
+    request.stacks,
     score,
     gradient.maximized(problem.objective),
-    prices,
+    request.prices,
   )
-  t_total = time.perf_counter() - t_start
-  sj = schema.stack_to_json(stack)
-  result = {
+  return {**rob, 'left_out': left_out}
+
+
+def _result(request, found, proposal, continuous, presets, ranking) -> dict:
+  """`run`'s result without `timing`: the keys of result.json and
+  `proposal_json`."""
+  w, stack, pj = request.w, _stack(request, found), proposal.pj
+  problem, limits = found.problem, proposal.limits
+  wj, sj = schema.workload_to_json(w), schema.stack_to_json(stack)
+  return {
     'workload': w.name,
     'stack': stack.name,
     # The stack each trainer was searched (and its presets evaluated) with.
-    'stacks': {t: stacks[t].name for t in found.per_trainer},
+    'stacks': {t: request.stacks[t].name for t in found.per_trainer},
     'objective': problem.objective,
     'objective_unit': OBJECTIVE_UNITS[problem.objective],
     'limits': limits,
-    'proposal': {
-      'platform': pj,
-      'plan': plj,
-      'objective_value': objective(fig),
-      'within_limits': within_limits(fig, limits),
-      'plan_source': plan_source,
-      'constraint_violations': dict(
-        zip(gradient.CONSTRAINTS, g_best.tolist(), strict=True)
-      ),
-      'with_auto_plan': auto_fig,
-      **fig,
-    },
-    'continuous_optimum': {
-      'platform': cj,
-      'plan': schema.plan_to_json(planc),
-      'relaxed_axes': design_space.describe_relaxed(
-        space, res.continuous_z[: space.num_hw_coords]
-      ),
-      'objective_value': objective(cfig),
-      'constraint_violations': dict(
-        zip(gradient.CONSTRAINTS, res.continuous_g.tolist(), strict=True)
-      ),
-      **cfig,
-    },
-    'presets': preset_rows,
-    'tolerance': trim,
-    'ddr': ddr_trim,
+    'proposal': _proposal_section(problem, proposal),
+    'continuous_optimum': _continuous_section(found, continuous),
+    'presets': [
+      {
+        'name': name,
+        'plan': 'auto',
+        'objective_value': _objective(problem, f),
+        'within_limits': within_limits(f, limits),
+        **f,
+      }
+      for name, _, _, f in presets
+    ],
     'prices': {
-      'set_by_flag_usd': dict(prices),
+      'set_by_flag_usd': dict(request.prices),
       'proposal_parts': [
-        part_tables.price_info(n, prices)
+        part_tables.price_info(n, request.prices)
         for n in (pj['accelerator']['name'], pj['cpu']['name'])
       ],
     },
-    'assumptions': robustness.assumptions(w, p_back, plan_back),
-    'robustness': {**rob, 'left_out': left_out},
-    'search': {
-      'method': 'augmented-Lagrangian Adam over the relaxation, snapping '
-      'to 2^H neighbouring roundings of the best starts, plan polish',
-      'starts': config.starts,
-      'steps': config.steps,
-      'snap_top': config.snap_top,
-      'evaluations': res.evaluations,
-      # Snapped designs the concrete buildability check rejected, per rule.
-      'rejected_unbuildable': dict(sorted(res.rejected.items())),
-      'design_space_size': space.size,
-      'trainer': space.trainer,
-      # Each trainer's own search: its best objective value (None when
-      # nothing was feasible), evaluations and design space size.
-      'per_trainer': found.per_trainer,
-      'seed': config.seed,
-      'wall_s': 'in timing.json (kept out so result.json is reproducible)',
+    'assumptions': robustness.assumptions(w, proposal.p, proposal.plan),
+    'robustness': ranking,
+    'search': _search_section(request, found),
+    'proposal_json': {
+      'workload': wj,
+      'platform': pj,
+      'plan': proposal.plj,
+      'stack': sj,
     },
-    'proposal_json': {'workload': wj, 'platform': pj, 'plan': plj, 'stack': sj},
-    'timing': {'search_wall_s': t_search, 'total_wall_s': t_total},
   }
-  return result, res.history
+
+
+def _proposal_section(problem, proposal: _Proposal) -> dict:
+  """result.json's `proposal`: platform and plan JSON, objective, limits,
+  plan source, constraint values, figures with the auto plan, figures."""
+  return {
+    'platform': proposal.pj,
+    'plan': proposal.plj,
+    'objective_value': _objective(problem, proposal.fig),
+    'within_limits': within_limits(proposal.fig, proposal.limits),
+    'plan_source': proposal.plan_source,
+    'constraint_violations': dict(
+      zip(gradient.CONSTRAINTS, proposal.g_best.tolist(), strict=True)
+    ),
+    'with_auto_plan': proposal.auto_fig,
+    **proposal.fig,
+  }
+
+
+def _continuous_section(found, continuous: tuple) -> dict:
+  """result.json's `continuous_optimum`: the relaxed design's platform and
+  plan JSON, its relaxed axes, objective, constraint values and figures."""
+  problem, res, space = found.problem, found.result, found.problem.space
+  pc, planc, cfig = continuous
+  return {
+    'platform': schema.platform_to_json(pc),
+    'plan': schema.plan_to_json(planc),
+    'relaxed_axes': design_space.describe_relaxed(
+      space, res.continuous_z[: space.num_hw_coords]
+    ),
+    'objective_value': _objective(problem, cfig),
+    'constraint_violations': dict(
+      zip(gradient.CONSTRAINTS, res.continuous_g.tolist(), strict=True)
+    ),
+    **cfig,
+  }
+
+
+def _search_section(request: _Request, found) -> dict:
+  """result.json's `search`: the method, its configuration, evaluations,
+  rejections, the design space and each trainer's own search."""
+  config, res, space = request.config, found.result, found.problem.space
+  return {
+    'method': 'augmented-Lagrangian Adam over the relaxation, snapping '
+    'to 2^H neighbouring roundings of the best starts, plan polish',
+    'starts': config.starts,
+    'steps': config.steps,
+    'snap_top': config.snap_top,
+    'evaluations': res.evaluations,
+    # Snapped designs the concrete buildability check rejected, per rule.
+    'rejected_unbuildable': dict(sorted(res.rejected.items())),
+    'design_space_size': space.size,
+    'trainer': space.trainer,
+    # Each trainer's own search: its best objective value (None when
+    # nothing was feasible), evaluations and design space size.
+    'per_trainer': found.per_trainer,
+    'seed': config.seed,
+    'wall_s': 'in timing.json (kept out so result.json is reproducible)',
+  }
 
 
 def _hw(pj: dict) -> str:

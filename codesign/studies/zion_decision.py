@@ -410,30 +410,14 @@ def run(
   """
   progress = progress or (lambda line: None)
   t_start = time.perf_counter()
-  workloads = {
-    era: shared.load_workload(getattr(settings, f'workload_{era}'))
-    for era in ERAS
-  }
-  stacks = {era: era_stack(settings, era) for era in ERAS}
-  for name in settings.presets:
-    presets_lib.get(name)  # an unknown name fails before the searches
+  workloads, stacks = _eras_inputs(settings)
   proposals, comparisons, metrics, timing = [], [], [], {}
   for era in ERAS:
-    w, s = workloads[era], stacks[era]
-    try:
-      res, history = _era_run(settings, era, w, s, progress)
-    except InputError as e:
-      raise InputError(f'era {era} ({w.name}): {e}') from None
-    progress(f'{era}: elasticities of the proposal (one reverse pass)')
-    t = time.perf_counter()
-    prop = res['proposal']
-    el = elasticities(prop['platform'], prop['plan'], w, s, settings.top_fields)
-    timing[era] = {
-      **res['timing'],
-      'elasticities_wall_s': time.perf_counter() - t,
-    }
-    proposals.append(_proposal_entry(era, w, s, res, settings, el))
-    comparisons += _compare(era, res, settings)
+    proposal, compared, history, timing[era] = _era(
+      settings, era, workloads[era], stacks[era], progress
+    )
+    proposals.append(proposal)
+    comparisons += compared
     for row in history:
       r = dict(row)
       r['era_step'] = r.pop('step')
@@ -446,20 +430,65 @@ def run(
     'workloads': {era: _workload_entry(workloads[era]) for era in ERAS},
     'proposals': proposals,
     'comparisons': comparisons,
-    'search': {
-      'starts': settings.starts,
-      'steps': settings.steps,
-      'seed': settings.seed,
-      'sharding': settings.sharding,
-      'max_nodes': settings.max_nodes,
-      'wall_s': 'in timing.json (kept out so result.json is reproducible)',
-    },
+    'search': _search_section(settings),
   }
   result['verdict'] = verdict(result)
   result['summary'] = summary(result)
   timing['total_wall_s'] = time.perf_counter() - t_start
   result['timing'] = timing
-  result['inputs'] = {
+  result['inputs'] = _inputs_json(workloads, stacks)
+  return result, metrics
+
+
+def _eras_inputs(settings: Settings) -> tuple[dict, dict]:
+  """(workloads, stacks): each era's workload and stack; raises
+  `InputError` for an unknown preset before any search."""
+  workloads = {
+    era: shared.load_workload(getattr(settings, f'workload_{era}'))
+    for era in ERAS
+  }
+  stacks = {era: era_stack(settings, era) for era in ERAS}
+  for name in settings.presets:
+    presets_lib.get(name)  # an unknown name fails before the searches
+  return workloads, stacks
+
+
+def _era(settings: Settings, era: str, w, s, progress):
+  """(proposal, comparisons, history, timing) of one era: its proposal
+  entry with the elasticities, the proposal beside each preset, the
+  search's history rows and wall seconds; an era whose limits no
+  buildable platform meets raises `InputError` naming it."""
+  try:
+    res, history = _era_run(settings, era, w, s, progress)
+  except InputError as e:
+    raise InputError(f'era {era} ({w.name}): {e}') from None
+  progress(f'{era}: elasticities of the proposal (one reverse pass)')
+  start = time.perf_counter()
+  prop = res['proposal']
+  el = elasticities(prop['platform'], prop['plan'], w, s, settings.top_fields)
+  timing = {
+    **res['timing'],
+    'elasticities_wall_s': time.perf_counter() - start,
+  }
+  proposal = _proposal_entry(era, w, s, res, settings, el)
+  return proposal, _compare(era, res, settings), history, timing
+
+
+def _search_section(settings: Settings) -> dict:
+  """result.json's `search`: the searches' settings."""
+  return {
+    'starts': settings.starts,
+    'steps': settings.steps,
+    'seed': settings.seed,
+    'sharding': settings.sharding,
+    'max_nodes': settings.max_nodes,
+    'wall_s': 'in timing.json (kept out so result.json is reproducible)',
+  }
+
+
+def _inputs_json(workloads: dict, stacks: dict) -> dict:
+  """Each era's workload and stack JSON (for config.json)."""
+  return {
     f'{section}_{era}': to_json(x[era])
     for section, to_json, x in (
       ('workload', schema.workload_to_json, workloads),
@@ -467,7 +496,6 @@ def run(
     )
     for era in ERAS
   }
-  return result, metrics
 
 
 def _column(p: dict, w: dict, top: int) -> list[str]:
