@@ -354,8 +354,11 @@ def propose(
 def _input(value, cls, what: str):
   """A propose input: a validated hand-built object, or a name or path
   (loaded by the study)."""
-  if isinstance(value, cls):
-    return {wl.Workload: _workload, stack_lib.Stack: _stack}[cls](value)
+  if isinstance(value, wl.Workload):
+    return _workload(value)
+  if isinstance(value, stack_lib.Stack):  # the study checks its trainer
+    _typed(value, stack_lib.Stack, what)
+    return stack_lib.validate(value)
   if isinstance(value, os.PathLike):
     return os.fspath(value)
   if not isinstance(value, str):
@@ -387,6 +390,7 @@ def _proposal_settings(proposal, **kw):
     ),
     presets=t.names('presets', kw['presets']),
     stack=_input(kw['stack'], stack_lib.Stack, 'stack'),
+    cpu_stack=_input(kw['cpu_stack'], stack_lib.Stack, 'cpu_stack'),
     trainers=t.names('trainers', kw['trainers']),
     price=t.names('price', kw['price']),
   )

@@ -1,6 +1,10 @@
 """The experiment scripts (absl apps); see WORKSPACE.md."""
 
+import sys as _sys
+
+from experiments import early as _early
 from experiments import signals as _signals
 
 if _signals.is_script():
   _signals.install()
+  _early.refuse_if_in_use(_sys.argv[1:])

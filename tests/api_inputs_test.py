@@ -108,6 +108,7 @@ def test_evaluate_arguments_are_checked(call, words):
     ({'workload': 5}, 'workload must be a Workload'),
     ({'x64': 'no'}, 'x64 must be True or False'),
     ({'progress': 5}, 'progress must be callable'),
+    ({'cpu_stack': 5}, 'cpu_stack must be a Stack'),
   ],
 )
 def test_propose_arguments_are_checked_before_any_work(
@@ -119,3 +120,18 @@ def test_propose_arguments_are_checked_before_any_work(
   monkeypatch.setattr(proposal, 'run', no_search)
   args = {'workload': 'criteo_kaggle', 'starts': 1, 'steps': 1, **change}
   _refused(lambda: codesign.propose(**args), words)
+
+
+def test_propose_passes_its_stacks_on(monkeypatch):
+  seen = {}
+
+  def capture(settings, **kw):
+    seen['settings'] = settings
+    raise codesign.InputError('captured')
+
+  monkeypatch.setattr(proposal, 'run', capture)
+  cpu = codesign.load_stack('ipex_cpu')
+  with pytest.raises(codesign.InputError, match='captured'):
+    codesign.propose('criteo_kaggle', stack=S, cpu_stack=cpu)
+  assert seen['settings'].stack == S
+  assert seen['settings'].cpu_stack == cpu

@@ -80,7 +80,7 @@ def cases():
       yield (f'Stack.{name}={k}',
              lambda n=name, v=BAD[k]: codesign.evaluate(W, P, rep(S, **{n: v})))
   yield ('evaluate(workload=5)', lambda: codesign.evaluate(5, P))
-  yield ('evaluate(stack=None)', lambda: codesign.evaluate(W, P, None))
+  yield ('evaluate(stack=5)', lambda: codesign.evaluate(W, P, 5))
   yield ('evaluate(plan=5)', lambda: codesign.evaluate(W, P, S, 5))
   yield ('evaluate(x64="no")', lambda: codesign.evaluate(W, P, x64='no'))
   yield ('load_workload([])', lambda: codesign.load_workload([]))
@@ -92,8 +92,8 @@ def cases():
                ('starts', 2.5), ('steps', None), ('seed', -1), ('seed', 1.5),
                ('trainers', 'cpu'), ('presets', 'zion'), ('price', 'H100=1'),
                ('objective', 5), ('samples', math.nan), ('power_w', -5),
-               ('workload', 5), ('stack', None), ('x64', 'no'),
-               ('sharding', 7), ('progress', 5)]:
+               ('workload', 5), ('stack', None), ('cpu_stack', 5),
+               ('x64', 'no'), ('sharding', 7), ('progress', 5)]:
     yield (f'propose({k}={v!r})',
            lambda k=k, v=v: codesign.propose(**{**base, k: v}))
 

@@ -14,6 +14,7 @@ import pytest
 
 from codesign.core import locks, results
 from codesign.core.errors import InputError
+from experiments import early
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -129,6 +130,11 @@ def test_a_workdir_in_use_is_refused_naming_the_process(tmp_path):
         results.reserve_workdir('x', str(final), overwrite=overwrite)
       assert f'process {proc.pid}' in str(e.value)
       assert 'in use by another run' in str(e.value)
+    # The scripts ask before jax loads (experiments.early), the same lock.
+    assert early.lock_path(str(final)) == str(locks.lock_path(final))
+    with pytest.raises(SystemExit) as exit_:
+      early.refuse_if_in_use(['--workdir', str(final)])
+    assert exit_.value.code == 2
   finally:
     proc.kill()
     proc.wait()
