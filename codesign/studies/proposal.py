@@ -31,7 +31,13 @@ import numpy as np
 from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
-from codesign.search import design_space, gradient, part_tables, plan_space
+from codesign.search import (
+  buildability,
+  design_space,
+  gradient,
+  part_tables,
+  plan_space,
+)
 from codesign.spec import catalog, hardware, schema
 from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
@@ -365,6 +371,7 @@ def run(
     score,
     gradient.maximized(problem.objective),
     prices,
+    settings.tolerance if problem.objective == 'throughput' else None,
   )
   t_total = time.perf_counter() - t_start
   sj = schema.stack_to_json(stack)
@@ -403,6 +410,12 @@ def run(
     'presets': preset_rows,
     'tolerance': trim,
     'ddr': ddr_trim,
+    # Boards no vendor sells (rules the search does not enforce yet).
+    'board_violations': [
+      sentence
+      for rule, sentence in buildability.violations(p_back, proposal=True)
+      if rule in buildability.CONCRETE_ONLY
+    ],
     'prices': {
       'set_by_flag_usd': dict(prices),
       'proposal_parts': [
@@ -584,6 +597,8 @@ def _honesty_lines(result: dict) -> list[str]:
       f' samples/s for ${trim["best_found_capex_usd"]:,.0f}): '
       f'{100 * share:.1f}% of it for ${prop["capex_usd"]:,.0f}'
     )
+  for sentence in result.get('board_violations', []):
+    out.append(f'NOT SOLD: {sentence} (the search does not enforce boards yet)')
   ddr = result['proposal'].get('memory', {}).get('ddr')
   if ddr and result.get('ddr'):
     out.append(
