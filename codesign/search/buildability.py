@@ -303,8 +303,9 @@ TRACED = (
   'fabric_domain',
   'pcie_lanes',
 )
-# Rules the relaxation does not see: checked on snapped designs only (the
-# search's roundings that break them are rejected, `snapping.buildable`).
+# Rules the relaxation does not see: the concrete check names them, the
+# search does not enforce them yet (`snapping.buildable`; a proposal that
+# breaks one says so, `studies.proposal`).
 CONCRETE_ONLY = ('board',)
 TRACED_WHAT = {
   'sockets': "the CPU's maximum sockets",

@@ -31,7 +31,13 @@ import numpy as np
 from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
-from codesign.search import design_space, gradient, part_tables, plan_space
+from codesign.search import (
+  buildability,
+  design_space,
+  gradient,
+  part_tables,
+  plan_space,
+)
 from codesign.spec import catalog, hardware, schema
 from codesign.spec import plan as plan_lib
 from codesign.spec import platform_presets as presets_lib
@@ -219,7 +225,7 @@ def run(
   ranking = _ranking(request, found, proposal, presets, progress)
   t_total = time.perf_counter() - t_start
   result = _result(request, found, proposal, continuous, presets, ranking)
-  result = {**result, **trims}
+  result = {**result, **trims, 'board_violations': _boards(proposal)}
   timing = {'search_wall_s': t_search, 'total_wall_s': t_total}
   return {**result, 'timing': timing}, found.result.history
 
@@ -312,6 +318,16 @@ def _request(settings: Settings, on_step) -> _Request:
 def _stack(request: _Request, found) -> stack_lib.Stack:
   """The stack of the proposal's trainer."""
   return request.stacks[found.problem.space.trainer]
+
+
+def _boards(proposal) -> list[str]:
+  """Boards no vendor sells: the proposal's breaks of the rules the
+  search does not enforce yet (`buildability.CONCRETE_ONLY`)."""
+  return [
+    sentence
+    for rule, sentence in buildability.violations(proposal.p, proposal=True)
+    if rule in buildability.CONCRETE_ONLY
+  ]
 
 
 def _trim(found, request: _Request) -> tuple:
@@ -499,6 +515,7 @@ def _ranking(request, found, proposal: _Proposal, presets, progress) -> dict:
     score,
     gradient.maximized(problem.objective),
     request.prices,
+    request.settings.tolerance if problem.objective == 'throughput' else None,
   )
   return {**rob, 'left_out': left_out}
 
@@ -756,6 +773,8 @@ def _honesty_lines(result: dict) -> list[str]:
       f' samples/s for ${trim["best_found_capex_usd"]:,.0f}): '
       f'{100 * share:.1f}% of it for ${prop["capex_usd"]:,.0f}'
     )
+  for sentence in result.get('board_violations', []):
+    out.append(f'NOT SOLD: {sentence} (the search does not enforce boards yet)')
   ddr = result['proposal'].get('memory', {}).get('ddr')
   if ddr and result.get('ddr'):
     out.append(

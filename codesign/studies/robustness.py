@@ -245,11 +245,20 @@ def _figures_under(pert, candidates, w, stack, prices) -> list[dict]:
   return [_reskewed(c, w2, stack) for c in candidates]
 
 
-def _ranking(values, maximize: bool) -> list[int]:
+def _ranking(values, maximize: bool, capex=None, tolerance=None) -> list[int]:
   """Positions of the candidates within the limits (value not None), best
-  first; ties keep the candidates' order (the proposal first)."""
+  first; ties keep the candidates' order (the proposal first). With a
+  `tolerance` (throughput objectives, maximized), the candidates within
+  it of the best come first, cheapest (`capex`) first, as the proposal
+  is chosen (`proposal_search.cheapest_within`)."""
   ok = [i for i, v in enumerate(values) if v is not None]
-  return sorted(ok, key=lambda i: -values[i] if maximize else values[i])
+  order = sorted(ok, key=lambda i: -values[i] if maximize else values[i])
+  if tolerance is None or not order:
+    return order
+  top = values[order[0]]
+  near = [i for i in order if values[i] >= (1.0 - tolerance) * top]
+  near = sorted(near, key=lambda i: capex[i])
+  return near + [i for i in order if i not in near]
 
 
 def check(
@@ -260,6 +269,7 @@ def check(
   score: Callable[[dict], float | None],
   maximize: bool,
   prices=(),
+  tolerance: float | None = None,
 ) -> dict:
   """Whether candidates[0] (the proposal) stays the best under each
   perturbation (a `perturbations` dict).
@@ -272,6 +282,8 @@ def check(
     score: figures -> objective value, None when not within the limits.
     maximize: whether a larger objective is better.
     prices: the part prices the user set (`part_tables.Prices`).
+    tolerance: for throughput objectives, the best is the cheapest
+      candidate within this share of the fastest (None: the fastest).
 
   Returns:
     The `robustness` dict of result.json: `method`, `candidates` (name,
@@ -282,13 +294,17 @@ def check(
   """
   names = [c.name for c in candidates]
   nominal = [score(c.figures) for c in candidates]
-  order = _ranking(nominal, maximize)
+
+  def capex(figs):
+    return [f['capex_usd'] for f in figs]
+
+  figs0 = [c.figures for c in candidates]
+  order = _ranking(nominal, maximize, capex(figs0), tolerance)
   rows = []
   for pert in perturbations_:
-    values = [
-      score(f) for f in _figures_under(pert, candidates, w, stack, prices)
-    ]
-    rank = _ranking(values, maximize)
+    figs = _figures_under(pert, candidates, w, stack, prices)
+    values = [score(f) for f in figs]
+    rank = _ranking(values, maximize, capex(figs), tolerance)
     rows.append(
       {
         **pert,

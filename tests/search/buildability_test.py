@@ -333,7 +333,9 @@ def test_search_output_is_buildable():
     problem, dataclasses.replace(config, polish=False)
   )
   p, plan = gradient.buildable(problem, res.best_index, res.best_plan_z)
-  assert bd.violations(p, proposal=True) == []
+  # The board rule is reported, not enforced, by the search (CONCRETE_ONLY).
+  found = bd.violations(p, proposal=True)
+  assert [r for r, _ in found if r not in bd.CONCRETE_ONLY] == []
   assert set(res.rejected) <= set(bd.RULES)
   r = cost_model.evaluate(hardware.as_arrays(p), w, plan, STACK)
   np.testing.assert_allclose(float(r.throughput), res.best_value, rtol=1e-9)
