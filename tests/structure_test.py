@@ -34,7 +34,6 @@ LONG_FUNCTIONS = frozenset(
     'search/gradient:gradient_search',
     'studies/calibration:run',
     'studies/compare_platforms:run',
-    'studies/search_quality:run',
     'calibration/public_cases:_fit_parameters',
   }
 )

@@ -319,21 +319,9 @@ def run(
     )
   )
   stack = shared.load_stack(settings.stack)
-  small_per, large_per, metrics = {}, {}, []
-  timing = {'small_space': {}, 'large_space': {}}
-  for w in workloads:
-    optimum = None
-    if 'small' in settings.spaces:
-      small_per[w.name], hist, t, optimum = _run_small(
-        settings, w, stack, config, progress
-      )
-      timing['small_space'][w.name] = t
-      metrics += [{'workload': w.name, 'space': 'small', **r} for r in hist]
-    if 'large' in settings.spaces:
-      large_per[w.name], hist, timing['large_space'][w.name] = _run_large(
-        settings, w, stack, config, progress, optimum
-      )
-      metrics += [{'workload': w.name, 'space': 'large', **r} for r in hist]
+  small_per, large_per, metrics, timing = _compare(
+    settings, workloads, stack, config, progress
+  )
   result = {
     'stack': stack.name,
     'objective': settings.objective,
@@ -342,33 +330,68 @@ def run(
       'power_w': settings.power_w or None,
       'max_nodes': settings.max_nodes,
     },
-    'search': {
-      'starts': config.starts,
-      'steps': config.steps,
-      'snap_top': config.snap_top,
-      'cma_es_population': settings.population,
-      'seed': settings.seed,
-      'spaces': [s for s in SPACES if s in settings.spaces],
-      'wall_s': 'in timing.json (kept out so result.json is reproducible)',
-    },
+    'search': _search_section(settings, config),
   }
   if small_per:
     result['per_workload'] = small_per
     result['summary'] = _small_summary(small_per)
   if large_per:
-    result['large_space'] = {
-      'sharding_choices': list(plan_space.CHOICES),
-      'reference': 'the best design any method found in the large space, '
-      + (
-        "or the small space's exhaustive optimum evaluated there"
-        if small_per
-        else '(the small space was not run)'
-      ),
-      'per_workload': large_per,
-      'summary': sq_large.summary(large_per),
-    }
+    result['large_space'] = _large_section(large_per, bool(small_per))
   result['timing'] = {**timing, 'total_s': time.perf_counter() - start}
   return result, metrics
+
+
+def _compare(settings, workloads, stack, config, progress):
+  """(small_per, large_per, metrics, timing): every workload's results
+  in each space of `settings.spaces` (the small space's optimum carried
+  to the large one), the gradient searches' per-step rows and the wall
+  seconds per space and workload."""
+  small_per, large_per, metrics = {}, {}, []
+  timing = {'small_space': {}, 'large_space': {}}
+  for w in workloads:
+    optimum = None
+    if 'small' in settings.spaces:
+      small_per[w.name], hist, wall_s, optimum = _run_small(
+        settings, w, stack, config, progress
+      )
+      timing['small_space'][w.name] = wall_s
+      metrics += [{'workload': w.name, 'space': 'small', **r} for r in hist]
+    if 'large' in settings.spaces:
+      large_per[w.name], hist, timing['large_space'][w.name] = _run_large(
+        settings, w, stack, config, progress, optimum
+      )
+      metrics += [{'workload': w.name, 'space': 'large', **r} for r in hist]
+  return small_per, large_per, metrics, timing
+
+
+def _search_section(settings, config) -> dict:
+  """result.json's `search`: the gradient search's and CMA-ES's settings,
+  the seed and the spaces run."""
+  return {
+    'starts': config.starts,
+    'steps': config.steps,
+    'snap_top': config.snap_top,
+    'cma_es_population': settings.population,
+    'seed': settings.seed,
+    'spaces': [s for s in SPACES if s in settings.spaces],
+    'wall_s': 'in timing.json (kept out so result.json is reproducible)',
+  }
+
+
+def _large_section(large_per: dict, small_run: bool) -> dict:
+  """result.json's `large_space`: the sharding choices, what the
+  reference is, the per-workload results and their summary."""
+  return {
+    'sharding_choices': list(plan_space.CHOICES),
+    'reference': 'the best design any method found in the large space, '
+    + (
+      "or the small space's exhaustive optimum evaluated there"
+      if small_run
+      else '(the small space was not run)'
+    ),
+    'per_workload': large_per,
+    'summary': sq_large.summary(large_per),
+  }
 
 
 def _small_table(result: dict) -> list[str]:
