@@ -33,7 +33,6 @@ LONG_FUNCTIONS = frozenset(
     'studies/calibration:local_configs',
     'search/gradient:gradient_search',
     'studies/calibration:run',
-    'studies/compare_platforms:run',
     'calibration/public_cases:_fit_parameters',
   }
 )

@@ -348,46 +348,53 @@ def run(
   )
   summary = _summary(names, thresholds, crossings, story)
 
-  per_platform = {}
-  for n in names:
-    d = data[n]
-    per_platform[n] = {
-      'throughput_samples_per_s': d['throughput'],
-      'perf_per_usd': d['perf_per_usd'],
-      'perf_per_watt': d['perf_per_watt'],
-      'step_time_s': d['step_time'],
-      'feasible': d['feasible'],
-      'spilling': d['spilling'],
-      'hbm_fraction': d['hbm_fraction'],
-      'bottleneck': [cost_model.COMPONENTS[i] for i in d['bottleneck_index']],
-      'capex_usd': float(d['capex'][0]),
-      'power_w': float(d['power'][0]),
-      'hbm_required_bytes': d['hbm_required'],
-      'ddr_required_bytes': d['ddr_required'],
-      'spill_onset_bracket_gb': _gb(thresholds[n]['spill_onset']),
-      'infeasible_bracket_gb': _gb(thresholds[n]['infeasible_from']),
-    }
   result = {
     'workload': base.name,
     'base_embedding_gb': wl.embedding_bytes(base) / 1e9,
     'sizes_gb': sizes / 1e9,
-    'platforms': per_platform,
+    'platforms': {n: _platform_row(data[n], thresholds[n]) for n in names},
     'leaders': leaders,
     'crossovers': crossings,
     'story': story,
     'summary': summary,
     'why_infeasible': {n: _why_infeasible(data[n]) for n in names},
   }
+  return result, _metrics(names, sizes, data)
+
+
+def _platform_row(d: dict, thresholds: dict) -> dict:
+  """result.json's entry of one platform: its sweep `d` per size, capex,
+  power and the spill and capacity brackets in GB."""
+  return {
+    'throughput_samples_per_s': d['throughput'],
+    'perf_per_usd': d['perf_per_usd'],
+    'perf_per_watt': d['perf_per_watt'],
+    'step_time_s': d['step_time'],
+    'feasible': d['feasible'],
+    'spilling': d['spilling'],
+    'hbm_fraction': d['hbm_fraction'],
+    'bottleneck': [cost_model.COMPONENTS[i] for i in d['bottleneck_index']],
+    'capex_usd': float(d['capex'][0]),
+    'power_w': float(d['power'][0]),
+    'hbm_required_bytes': d['hbm_required'],
+    'ddr_required_bytes': d['ddr_required'],
+    'spill_onset_bracket_gb': _gb(thresholds['spill_onset']),
+    'infeasible_bracket_gb': _gb(thresholds['infeasible_from']),
+  }
+
+
+def _metrics(names: list[str], sizes, data: dict) -> list[dict]:
+  """metrics.jsonl: one dict per size (step, size_gb, `<platform>/<metric>`)."""
   metrics = []
-  for j, s in enumerate(sizes):
-    row = {'step': j, 'size_gb': s / 1e9}
+  for j, size in enumerate(sizes):
+    row = {'step': j, 'size_gb': size / 1e9}
     for n in names:
       for key, out_key, _ in METRICS:
         row[f'{n}/{out_key}'] = data[n][key][j]
       row[f'{n}/feasible'] = data[n]['feasible'][j]
       row[f'{n}/hbm_fraction'] = data[n]['hbm_fraction'][j]
     metrics.append(row)
-  return result, metrics
+  return metrics
 
 
 def table(result: dict) -> str:
