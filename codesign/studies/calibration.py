@@ -84,99 +84,53 @@ class Settings:
   seed: int = 0
 
 
+# The validation configurations, never used in the fit: name, global
+# batch, one table's (rows, dim, pooling), tables, dense features, bottom
+# and top MLP widths, other Workload fields. The first 6 are the quick
+# set; the smoke set is L1 and L5.
+LOCAL_CONFIGS = (
+  ('L1_b512_t8_d32_p1', 512, (100_000, 32, 1), 8, 13, (128, 32),
+   (256, 128, 1), {}),
+  ('L2_b2048_t4_d16_p8', 2048, (50_000, 16, 8), 4, 13, (64, 16),
+   (128, 64, 1), {}),
+  ('L3_b256_t16_d64_p2', 256, (20_000, 64, 2), 16, 32, (256, 64),
+   (512, 256, 1), {}),
+  ('L4_b1024_t6_d128_p1', 1024, (200_000, 128, 1), 6, 13, (256, 128),
+   (512, 1), {}),
+  ('L5_b1024_t10_d32_p20_cat', 1024, (100_000, 32, 20), 10, 16, (64, 32),
+   (128, 64, 1), {'interaction': 'cat'}),
+  ('L6_b4096_t26_d16_p1', 4096, (50_000, 16, 1), 26, 13, (256, 64, 16),
+   (256, 128, 1), {}),
+  ('L7_b512_t8_d32_p3_dcnv2', 512, (100_000, 32, 3), 8, 13, (128, 32),
+   (256, 1), {'interaction': 'dcnv2', 'dcn_layers': 2, 'dcn_rank': 64}),
+  ('L8_b8192_t3_d64_p4', 8192, (300_000, 64, 4), 3, 8, (64, 64),
+   (64, 32, 1), {}),
+)  # fmt: skip
+QUICK_CONFIGS = 6
+
+
+def _local_workload(row: tuple) -> wl.Workload:
+  """The Workload of a `LOCAL_CONFIGS` row."""
+  name, batch, table, n_tables, dense, bottom, top, kw = row
+  return wl.Workload(
+    name=name,
+    tables=(wl.Table(*table),) * n_tables,
+    num_dense=dense,
+    bottom_mlp=bottom,
+    top_mlp=top,
+    global_batch=batch,
+    source='experiments.calibrate local configuration',
+    **kw,
+  )
+
+
 def local_configs(quick: bool, smoke: bool = False) -> list[wl.Workload]:
   """The validation configurations (never used in the fit): 8, 6 when
   `quick`, 2 when `smoke`."""
-  Table = wl.Table
-
-  def w(name, batch, tables, dense, bottom, top, **kw):
-    return wl.Workload(
-      name=name,
-      tables=tuple(tables),
-      num_dense=dense,
-      bottom_mlp=bottom,
-      top_mlp=top,
-      global_batch=batch,
-      source='experiments.calibrate local configuration',
-      **kw,
-    )
-
-  out = [
-    w(
-      'L1_b512_t8_d32_p1',
-      512,
-      [Table(100_000, 32, 1)] * 8,
-      13,
-      (128, 32),
-      (256, 128, 1),
-    ),
-    w(
-      'L2_b2048_t4_d16_p8',
-      2048,
-      [Table(50_000, 16, 8)] * 4,
-      13,
-      (64, 16),
-      (128, 64, 1),
-    ),
-    w(
-      'L3_b256_t16_d64_p2',
-      256,
-      [Table(20_000, 64, 2)] * 16,
-      32,
-      (256, 64),
-      (512, 256, 1),
-    ),
-    w(
-      'L4_b1024_t6_d128_p1',
-      1024,
-      [Table(200_000, 128, 1)] * 6,
-      13,
-      (256, 128),
-      (512, 1),
-    ),
-    w(
-      'L5_b1024_t10_d32_p20_cat',
-      1024,
-      [Table(100_000, 32, 20)] * 10,
-      16,
-      (64, 32),
-      (128, 64, 1),
-      interaction='cat',
-    ),
-    w(
-      'L6_b4096_t26_d16_p1',
-      4096,
-      [Table(50_000, 16, 1)] * 26,
-      13,
-      (256, 64, 16),
-      (256, 128, 1),
-    ),
-  ]
+  out = [_local_workload(row) for row in LOCAL_CONFIGS]
   if smoke:
     return [out[0], out[4]]
-  if not quick:
-    out += [
-      w(
-        'L7_b512_t8_d32_p3_dcnv2',
-        512,
-        [Table(100_000, 32, 3)] * 8,
-        13,
-        (128, 32),
-        (256, 1),
-        interaction='dcnv2',
-        dcn_layers=2,
-        dcn_rank=64,
-      ),
-      w(
-        'L8_b8192_t3_d64_p4',
-        8192,
-        [Table(300_000, 64, 4)] * 3,
-        8,
-        (64, 64),
-        (64, 32, 1),
-      ),
-    ]
-  return out
+  return out[:QUICK_CONFIGS] if quick else out
 
 
 def check_configs(quick: bool, smoke: bool = False) -> list[wl.Workload]:
@@ -419,44 +373,20 @@ def run(
   given = None
   if settings.device_profile:  # bad input fails before any measurement
     given = _given_profile(settings.device_profile)
-  held = microbenchmarks.hold_freed_memory()
-  sweep = microbenchmarks.QUICK_SWEEP if quick else microbenchmarks.Sweep()
-  configs = local_configs(quick, settings.smoke)
-  progress(
-    f'compiling {len(configs)} train steps'
-    + ('' if given else ' and the microbenchmarks')
-    + ' ...'
-  )
-  records, step_times = measure(
-    sweep, configs, settings.seed, given is None, progress
-  )
-  if given is not None:
-    profile, fit_report = given, None
-  else:
-    progress(f'fitting the profile to {len(records)} microbenchmarks ...')
-    profile, fit_report = profile_fit.fit(records, steps=settings.fit_steps)
-    profile = {
-      **profile,
-      **device_profile.device_description(),
-      'source': 'measured by experiments.calibrate (codesign.microbenchmarks, '
-      'fitted through the cost model by codesign.profile_fit)',
-    }
+  measured = _measure_local(settings, given is None, progress)
+  records = measured['records']
+  profile, fit_report = _profile(settings, given, records, progress)
   progress('parameter and FLOP checks (compiling dense steps) ...')
   param_check, flops_check = count_checks.check(
     check_configs(quick, settings.smoke), settings.seed
   )
-  local = local_cases(profile, configs, step_times)
+  local = local_cases(profile, measured['configs'], measured['step_times'])
   progress(
     'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out) ...'
   )
   public, public_fit, stack_fit = public_cases()
-  local_err, public_err = _abs_errors(local), _abs_errors(public)
   result = {
-    'backend': jax.default_backend(),
-    'device_kind': jax.devices()[0].device_kind,
-    'clock': microbenchmarks.default_clock().__name__,
-    'freed_memory_held': held,
-    'protocol': {**PROTOCOL, 'rounds': sweep.rounds},
+    **_environment(measured),
     'device_profile': profile,
     'fit': fit_report,
     'microbenchmarks': records,
@@ -468,6 +398,70 @@ def run(
     'local_cases': local,
     'public_cases': public,
     'public_fit': public_fit,
+    **_error_summary(local, public),
+    'stack_fit': stack_fit,
+  }
+  return result, []
+
+
+def _measure_local(settings: Settings, microbench: bool, progress) -> dict:
+  """The local timings: `held` (freed memory held), `rounds`, `configs`
+  (the validation configurations), `records` (the microbenchmarks, when
+  `microbench`) and `step_times` (their measured train steps)."""
+  quick = settings.quick or settings.smoke
+  held = microbenchmarks.hold_freed_memory()
+  sweep = microbenchmarks.QUICK_SWEEP if quick else microbenchmarks.Sweep()
+  configs = local_configs(quick, settings.smoke)
+  progress(
+    f'compiling {len(configs)} train steps'
+    + (' and the microbenchmarks' if microbench else '')
+    + ' ...'
+  )
+  records, step_times = measure(
+    sweep, configs, settings.seed, microbench, progress
+  )
+  return {
+    'held': held,
+    'rounds': sweep.rounds,
+    'configs': configs,
+    'records': records,
+    'step_times': step_times,
+  }
+
+
+def _profile(settings: Settings, given, records, progress):
+  """(profile, fit report): the given profile (no report), or the one
+  fitted to the microbenchmark `records` with the device's description."""
+  if given is not None:
+    return given, None
+  progress(f'fitting the profile to {len(records)} microbenchmarks ...')
+  profile, fit_report = profile_fit.fit(records, steps=settings.fit_steps)
+  profile = {
+    **profile,
+    **device_profile.device_description(),
+    'source': 'measured by experiments.calibrate (codesign.microbenchmarks, '
+    'fitted through the cost model by codesign.profile_fit)',
+  }
+  return profile, fit_report
+
+
+def _environment(measured: dict) -> dict:
+  """result.json's backend, device kind, clock, freed memory held and
+  timing protocol."""
+  return {
+    'backend': jax.default_backend(),
+    'device_kind': jax.devices()[0].device_kind,
+    'clock': microbenchmarks.default_clock().__name__,
+    'freed_memory_held': measured['held'],
+    'protocol': {**PROTOCOL, 'rounds': measured['rounds']},
+  }
+
+
+def _error_summary(local: list[dict], public: list[dict]) -> dict:
+  """Median and maximum |relative error| of the local and public cases,
+  and the public cases' median with the priors."""
+  local_err, public_err = _abs_errors(local), _abs_errors(public)
+  return {
     'median_abs_rel_error_local': float(np.median(local_err)),
     'max_abs_rel_error_local': float(np.max(local_err)),
     'median_abs_rel_error_public': float(np.median(public_err)),
@@ -475,9 +469,7 @@ def run(
     'median_abs_rel_error_public_prior': float(
       np.median(_abs_errors(public, 'rel_error_prior'))
     ),
-    'stack_fit': stack_fit,
   }
-  return result, []
 
 
 def table(result: dict) -> str:
