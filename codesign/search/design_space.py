@@ -305,7 +305,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     float(w['nic_bandwidth']) / (1e9 / 8),
     'socket' if cpu_trainer else 'accelerator',
     gen,
-    'amd' if cpu_name.startswith('EPYC') else 'intel',
+    catalog.host_vendor(cpu_name),
   )
   topology = 'pcie_only' if cpu_trainer else bd.DESIGN_TOPOLOGY
   fab = platform_presets.accel_fabric(acc_name, topology)
@@ -382,6 +382,7 @@ def _assemble(space, template, acc, cpu, numbers):
   cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = (
     cpu[nc + i] for i in range(7)
   )
+  post = cpu[nc + 7]  # the host's NIC post overhead (its maker's)
   w = bd.wiring(nodes, sockets, accels, nics, nic_bw, lanes, multi)
   ddr = channels * ddr_ch
   acc_part = replace(
@@ -408,7 +409,12 @@ def _assemble(space, template, acc, cpu, numbers):
       bandwidth=jnp.minimum(acc_pcie, cpu_pcie) * w['host_share'],
     ),
     nic=replace(
-      template.nic, count=w['nic_count'], bandwidth=w['nic_bandwidth']
+      template.nic,
+      count=w['nic_count'],
+      bandwidth=w['nic_bandwidth'],
+      # A x16 slot of the generation both parts run (as `build` does).
+      slot_bandwidth=jnp.minimum(acc_pcie, cpu_pcie),
+      post_overhead=post,
     ),
     node_price=_node_price(accels, sockets, w['switches']),
     node_power=_node_power(accels, sockets, w['switches']),

@@ -33,7 +33,7 @@ from codesign.core.errors import InputError
 from codesign.core.pytree import replace
 from codesign.core.units import GB
 from codesign.search import buildability
-from codesign.spec import catalog, hardware
+from codesign.spec import catalog, hardware, platform_presets
 
 # (catalog part name, USD of one part), sorted by name; hashable, so a
 # design space can carry it.
@@ -59,6 +59,7 @@ CPU_AUX = (
   'ddr_channels',
   'pcie_lanes',
   'pcie_lanes_multi',
+  'nic_post_overhead',
 )
 
 
@@ -90,6 +91,7 @@ def cpu_row(name: str, prices: Prices = ()) -> list[float]:
     float(f['ddr_channels']),
     float(f['pcie_lanes']),
     float(f['pcie_lanes_multi']),
+    platform_presets.POST_OVERHEAD_S[catalog.host_vendor(name)],
   ]
   return [float(getattr(c, f)) for f in CPU_FIELDS] + aux
 

@@ -309,6 +309,12 @@ _CPU_BF16_SPEEDUP = {
 _PCIE_X16_GBPS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 128.0}
 
 
+def host_vendor(cpu_name: str) -> str:
+  """'amd' for an EPYC host, else 'intel' (the NIC post overheads of
+  `platform_presets.POST_OVERHEAD_S`)."""
+  return 'amd' if cpu_name.startswith('EPYC') else 'intel'
+
+
 def pcie_x16_bandwidth(gen: int) -> float:
   """One direction of a PCIe x16 link of generation `gen`, B/s (catalog
   links.pcie)."""
