@@ -415,6 +415,7 @@ def _assemble(space, template, acc, cpu, numbers):
       # A x16 slot of the generation both parts run (as `build` does).
       slot_bandwidth=jnp.minimum(acc_pcie, cpu_pcie),
       post_overhead=post,
+      switch_radix=_switch_radix(w['nic_bandwidth']),
     ),
     node_price=_node_price(accels, sockets, w['switches']),
     node_power=_node_power(accels, sockets, w['switches']),
@@ -426,6 +427,18 @@ def _assemble(space, template, acc, cpu, numbers):
     'devices': w['devices'],
     'ports': w['ports'],
   }
+
+
+def _switch_radix(nic_bandwidth):
+  """Ports of the switch a NIC of this bandwidth (B/s) plugs into
+  (`platform_presets.SWITCH_RADIX` at its line rates, as `build` reads it;
+  linear between them, so the relaxed search sees a continuous number)."""
+  rates = sorted(platform_presets.SWITCH_RADIX)
+  return jnp.interp(
+    nic_bandwidth,
+    jnp.array([catalog.nic_bandwidth(r) for r in rates]),
+    jnp.array([platform_presets.SWITCH_RADIX[r] for r in rates]),
+  )
 
 
 def _interp_number(grid, z):

@@ -1,12 +1,15 @@
 """The persistent compilation cache: where it goes, off, and what a run
 records."""
 
+import json
 import os
-
-import jax
-import jax.numpy as jnp
+import pathlib
+import subprocess
+import sys
 
 from codesign.core import compile_cache
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_off_by_flag_or_environment(monkeypatch):
@@ -25,22 +28,41 @@ def test_default_is_per_user(monkeypatch, tmp_path):
   assert compile_cache.resolve() == tmp_path / 'codesign' / 'jax'
 
 
+_RUN = (
+  'import json, jax, jax.numpy as jnp\n'
+  'from codesign.core import compile_cache\n'
+  'status = compile_cache.enable()\n'
+  'jax.jit(lambda x: jnp.sin(x) * 3.25 + 0.5)(jnp.arange(7.0))'
+  '.block_until_ready()\n'
+  'print(json.dumps(status))\n'
+)
+
+
+def _fresh_process(cache) -> dict:
+  """compile_cache.status() of a new process that compiles one function
+  with the cache at `cache` (JAX opens its cache once per process)."""
+  env = dict(os.environ, **{compile_cache.ENV_VAR: str(cache)})
+  proc = subprocess.run(
+    [sys.executable, '-c', _RUN],
+    env=env,
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
+  assert proc.returncode == 0, proc.stderr[-1000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def test_a_compile_is_kept_and_the_second_run_is_warm(tmp_path):
-  suite_cache = os.environ[compile_cache.ENV_VAR]
-  try:
-    cold = compile_cache.enable(str(tmp_path / 'c'))
-    assert cold == {
-      'dir': str(tmp_path / 'c'),
-      'warm': False,
-      'entries_before': 0,
-    }
-    jax.jit(lambda x: jnp.sin(x) * 3.25 + 0.5)(
-      jnp.arange(7.0)
-    ).block_until_ready()
-    warm = compile_cache.enable(str(tmp_path / 'c'))
-    assert warm['warm'] and warm['entries_before'] >= 1
-  finally:
-    compile_cache.enable(suite_cache)
+  cold = _fresh_process(tmp_path / 'c')
+  assert cold == {
+    'dir': str(tmp_path / 'c'),
+    'warm': False,
+    'entries_before': 0,
+  }
+  warm = _fresh_process(tmp_path / 'c')
+  assert warm['warm'] and warm['entries_before'] >= 1
 
 
 def test_an_unwritable_place_leaves_the_cache_off(tmp_path):

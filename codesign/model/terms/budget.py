@@ -14,6 +14,11 @@ from codesign.spec.hardware import Platform
 # storage_usage). The split at "wholly" is smoothed over this share of a
 # table: a table below 1 - HOST_COPY_KNEE in HBM keeps its whole copy.
 HOST_COPY_KNEE = 1e-3
+# Floor of the share outside HBM in `host_copy`: at a table wholly in HBM
+# the smooth minimum's reciprocal would have a derivative of -1/0^2, inf
+# in float32, and inf x 0 is NaN; 1e-9 of a table is below a byte for
+# tables under 1 GB and changes no decision.
+HOST_COPY_FLOOR = 1e-9
 # shard_estimators.py _calculate_cache_aux_state_sizes: a cached shard
 # holds 4 B per row of the table and 16 B per cache slot of auxiliary
 # state in HBM (besides the cached rows themselves).
@@ -32,7 +37,8 @@ def host_copy(s, frac):
   UVM caching the split is static: the rows outside HBM, 1 - frac."""
   if not s.uvm_caching:
     return 1.0 - frac
-  return smooth_min(jnp.ones_like(frac), (1.0 - frac) / HOST_COPY_KNEE)
+  outside = jnp.maximum(1.0 - frac, HOST_COPY_FLOOR)
+  return smooth_min(jnp.ones_like(frac), outside / HOST_COPY_KNEE)
 
 
 def stack_hbm_reserved(w, s, t, st: Setup, frac, row_scale=1.0):
