@@ -2,7 +2,7 @@
 
 import jax.numpy as jnp
 
-from codesign.core.smooth import smooth_min
+from codesign.core.smooth import smooth_max
 from codesign.model.terms.embedding import Lookups
 from codesign.model.terms.shared import Setup
 from codesign.spec.hardware import Platform
@@ -14,11 +14,6 @@ from codesign.spec.hardware import Platform
 # storage_usage). The split at "wholly" is smoothed over this share of a
 # table: a table below 1 - HOST_COPY_KNEE in HBM keeps its whole copy.
 HOST_COPY_KNEE = 1e-3
-# Floor of the share outside HBM in `host_copy`: at a table wholly in HBM
-# the smooth minimum's reciprocal would have a derivative of -1/0^2, inf
-# in float32, and inf x 0 is NaN; 1e-9 of a table is below a byte for
-# tables under 1 GB and changes no decision.
-HOST_COPY_FLOOR = 1e-9
 # shard_estimators.py _calculate_cache_aux_state_sizes: a cached shard
 # holds 4 B per row of the table and 16 B per cache slot of auxiliary
 # state in HBM (besides the cached rows themselves).
@@ -37,8 +32,11 @@ def host_copy(s, frac):
   UVM caching the split is static: the rows outside HBM, 1 - frac."""
   if not s.uvm_caching:
     return 1.0 - frac
-  outside = jnp.maximum(1.0 - frac, HOST_COPY_FLOOR)
-  return smooth_min(jnp.ones_like(frac), outside / HOST_COPY_KNEE)
+  # smin(1, x) written as x / smax(1, x): equal for x > 0, and exactly 0
+  # with a finite gradient at x = 0, a table wholly in HBM (the
+  # reciprocal form's derivative is inf x 0 = NaN there in float32).
+  share = (1.0 - frac) / HOST_COPY_KNEE
+  return share / smooth_max(jnp.ones_like(frac), share)
 
 
 def stack_hbm_reserved(w, s, t, st: Setup, frac, row_scale=1.0):
