@@ -310,9 +310,9 @@ _PCIE_X16_GBPS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 128.0}
 
 
 def host_vendor(cpu_name: str) -> str:
-  """'amd' for an EPYC host, else 'intel' (the NIC post overheads of
-  `platform_presets.POST_OVERHEAD_S`)."""
-  return 'amd' if cpu_name.startswith('EPYC') else 'intel'
+  """'amd' for an AMD host (`vendor`), else 'intel': the two makers whose
+  NIC post overheads `platform_presets.POST_OVERHEAD_S` holds."""
+  return 'amd' if vendor(cpu_name) == 'amd' else 'intel'
 
 
 def pcie_x16_bandwidth(gen: int) -> float:
