@@ -13,8 +13,16 @@ process (pytest's controller, before it starts the xdist workers), then
 used by the workers and every subprocess a test launches through the
 environment variable. A fresh one each run, so no test depends on what
 an earlier run left.
+
+Work is split between the xdist workers a module at a time (`--dist
+loadscope` in pyproject.toml's addopts): a module's module-scoped
+fixture (a whole study, run once for its tests) then runs once, not on
+both workers. The modules holding a test marked `heavy` (a study or a
+script end to end, tens of seconds) are handed out first, so that no
+long module starts last while the other worker idles.
 """
 
+import collections
 import os
 import shutil
 import tempfile
@@ -37,6 +45,17 @@ _OWN_CACHE = compile_cache.ENV_VAR not in os.environ
 if _OWN_CACHE:
   os.environ[compile_cache.ENV_VAR] = tempfile.mkdtemp(prefix='codesign-jax-')
 compile_cache.enable()
+
+
+def pytest_collection_modifyitems(config, items):
+  """The modules with the most `heavy` test functions first (the longest
+  work first, roughly), then the rest; a stable sort, so each module
+  keeps its own order."""
+  heavy = collections.defaultdict(set)
+  for item in items:
+    if item.get_closest_marker('heavy'):
+      heavy[item.module.__name__].add(item.originalname)
+  items.sort(key=lambda item: -len(heavy[item.module.__name__]))
 
 
 def pytest_unconfigure(config):

@@ -128,6 +128,7 @@ def runs(tmp_path_factory):
   return out
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize('name', sorted(TINY))
 def test_writes_the_run_directory(runs, name):
   workdir = runs[name]

@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 import codesign
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -50,6 +52,7 @@ def _run(args, cwd, env):
   return out.stdout
 
 
+@pytest.mark.heavy
 def test_installed_package_runs_readme_example(tmp_path):
   """pip installs the checkout into a new venv; the README example then
   runs from a directory outside the checkout and prints a positive

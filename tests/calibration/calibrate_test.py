@@ -269,6 +269,7 @@ def test_calibrate_bad_profile_exits_with_one_line(tmp_path):
   assert not workdir.exists()
 
 
+@pytest.mark.heavy
 def test_calibration_study_smoke_measures_and_fits(monkeypatch):
   # The smoke run with the tiny sweep in place of the quick one: the
   # measuring path end to end (a given profile: the launcher test).
@@ -348,6 +349,7 @@ def test_calibration_study_rejects_an_unmeasured_profile(tmp_path):
     calibration.run(calibration.Settings(smoke=True, device_profile=path))
 
 
+@pytest.mark.heavy
 def test_calibrate_smoke_writes_every_file(tmp_path):
   workdir = tmp_path / 'run'
   out = _run('--smoke', f'--device_profile={LOCAL}', f'--workdir={workdir}')

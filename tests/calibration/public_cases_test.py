@@ -121,6 +121,7 @@ def test_every_fit_parameter_reaches_a_case_and_stays_in_range(cases):
   assert pc.at_bound('op_host_time', pc.FIT_PARAMETERS[0].prior) is None
 
 
+@pytest.mark.heavy
 def test_fit_recovers_planted_values_and_folds_stay_apart(cases):
   # "Measurements" made by the model itself with known values: the fit on
   # all cases reproduces them, moves every number from its prior towards

@@ -159,6 +159,7 @@ def nonfinite_counts(name, dtype, seed=0):
   }
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize('group', F32_GROUPS, ids=lambda g: '+'.join(g))
 def test_finite_values_and_gradients_float32(group):
   # Lower LLVM optimization: a third less compile time; these checks are
@@ -326,6 +327,7 @@ def finite_difference_mismatches(name):
 
 # One test per configuration, so that both checks share one compile (under
 # pytest-xdist, separate tests may land in separate processes).
+@pytest.mark.heavy
 @pytest.mark.parametrize('name', list(CONFIGS))
 def test_float64_finite_and_equal_to_finite_differences(name):
   counts = nonfinite_counts(name, jnp.float64)

@@ -265,6 +265,7 @@ def test_more_capacity_never_hurts_feasibility(name, data):
     assert m >= -1e-12 if f else m < 0.01 * np.log(2.0), (f, m)
 
 
+@pytest.mark.heavy
 @settings(max_examples=25, deadline=None, database=None, derandomize=True)
 @given(
   wname=st.sampled_from(['criteo_kaggle', 'zion_scale', 'mlperf_dlrm_dcnv2']),

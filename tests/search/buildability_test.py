@@ -324,6 +324,7 @@ def test_traced_rules_agree_with_the_concrete_check_at_grid_points():
   assert not ok.all() and ok.any()
 
 
+@pytest.mark.heavy
 def test_search_output_is_buildable():
   w = wp.get('criteo_kaggle')
   space = ds.make_space(w, max_nodes=2)

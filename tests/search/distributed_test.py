@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKER = ROOT / 'tests' / 'search' / 'distributed_worker.py'
 TIMEOUT_S = 150  # all three workers; about 35 CPU seconds in all
@@ -87,6 +89,7 @@ def _wait_all(tmp_path, procs):
   return records
 
 
+@pytest.mark.heavy
 def test_search_on_two_processes_equals_one_process(tmp_path):
   port = _free_port()
   procs = [

@@ -14,6 +14,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from codesign.boundary import inputs
 from codesign.model import cost_model, report
@@ -129,6 +130,7 @@ def test_part_relaxation_ties_flops_to_price():
   assert min(acc[0, j], acc[1, j]) < row[j] < max(acc[0, j], acc[1, j])
 
 
+@pytest.mark.heavy
 def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
   """On a small space where enumeration is cheap: the budget binds (the
   exhaustive optimum spends most of it), every constraint of the proposal
@@ -185,6 +187,7 @@ def _propose(tmp_path, name, *flags, devices=1):
   )
 
 
+@pytest.mark.heavy
 def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
   """The same flags give byte-identical result.json and metrics.jsonl; 1
   and 4 devices (6 starts, padded on 4) give the identical proposal and a
@@ -227,6 +230,7 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
   assert {'objective', 'violation_min'} <= set(json.loads(rows[0]))
 
 
+@pytest.mark.heavy
 def test_propose_infeasible_budget_is_one_sentence(tmp_path):
   out = _propose(tmp_path, 'poor', '--budget_usd=5000', '--max_nodes=2')
   assert out.returncode == 2

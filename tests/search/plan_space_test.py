@@ -9,6 +9,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from codesign.model import cost_model, planner, terms
 from codesign.search import design_space as ds
@@ -98,6 +99,7 @@ def test_plan_vector_snaps_to_one_sharding_per_table():
   )
 
 
+@pytest.mark.heavy
 def test_sharding_search_is_no_worse_than_uniform_sharding_on_its_platform():
   """The search over per-table sharding judges every platform it reaches
   with each uniform sharding too: its buildable result is at least as good

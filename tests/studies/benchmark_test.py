@@ -37,6 +37,7 @@ def test_designs_are_reproducible_and_within_bounds():
     assert np.all(x >= min(0.5 * float(centre), hi) * (1 - 1e-6)), path
 
 
+@pytest.mark.heavy
 def test_benchmark_study_smallest_run():
   progress = []
   settings = benchmark.Settings(
@@ -76,6 +77,7 @@ def test_benchmark_study_bad_settings_are_one_sentence(change, fragment):
   assert '\n' not in str(e.value)
 
 
+@pytest.mark.heavy
 def test_job_benchmark_smallest_run():
   from codesign.studies import job_benchmark
 

@@ -152,6 +152,7 @@ def priced_run():
   return result
 
 
+@pytest.mark.heavy
 def test_the_proposal_and_presets_see_the_set_price(priced_run):
   result = priced_run
   prop = result['proposal']

@@ -86,6 +86,7 @@ def pareto_run():
   return result, metrics, lines
 
 
+@pytest.mark.heavy
 def test_pareto_frontier_is_monotone_and_feasible(pareto_run):
   result, metrics, lines = pareto_run
   assert len(result['searches']) == 4  # 2 capex + 2 power limits
@@ -225,6 +226,7 @@ def test_growth_regrets_and_figures(growth_run):
       assert reg is not None and reg <= growth.CONVERGED_LOG
 
 
+@pytest.mark.heavy
 def test_growth_summary_and_table_say_what_the_percentage_is(growth_run):
   result = growth_run[0]
   text = growth.table(result)
@@ -289,6 +291,7 @@ def quality():
   return settings, result, metrics, lines
 
 
+@pytest.mark.heavy
 def test_search_quality_gaps_are_to_the_exhaustive_optimum(quality):
   settings, result, metrics, lines = quality
   # A line per method and space and per chunk of gradient steps: small
@@ -381,6 +384,7 @@ def test_search_quality_refuses_bad_spaces():
 # ---- proposal --------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_proposal_names_why_a_preset_is_not_within_the_limits():
   settings = proposal.Settings(
     workload='rm1',

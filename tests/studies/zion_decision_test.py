@@ -78,6 +78,7 @@ def runs(tmp_path_factory):
   return tmp, out
 
 
+@pytest.mark.heavy
 def test_unknown_workload_is_one_sentence_and_no_files(runs):
   tmp, out = runs
   rc, _, stderr = out['bad']
