@@ -42,11 +42,6 @@ from codesign.model.terms.budget import (
   nodes_capex_and_power,
   stack_hbm_reserved,
 )
-from codesign.model.terms.switching import (
-  fat_tree,
-  network_bill,
-  tiers_listing,
-)
 from codesign.model.terms.collectives import (
   Fabric,
   allreduce_algorithms,
@@ -121,6 +116,11 @@ from codesign.model.terms.shared import (
   peak_flops,
   ranks_per_node,
   setup,
+)
+from codesign.model.terms.switching import (
+  fat_tree,
+  network_bill,
+  tiers_listing,
 )
 
 __all__ = [

@@ -4,8 +4,8 @@ import jax.numpy as jnp
 
 from codesign.core.smooth import smooth_max
 from codesign.model.terms.embedding import Lookups
-from codesign.model.terms.switching import network_bill
 from codesign.model.terms.shared import Setup
+from codesign.model.terms.switching import network_bill
 from codesign.spec.hardware import Platform
 
 # TorchRec's planner (pytorch/torchrec@a48cef7 torchrec/distributed/
