@@ -30,6 +30,7 @@ count (a leaf reaches k/2 nodes): it sets hops, not the bill.
 """
 
 import jax.numpy as jnp
+import numpy as np
 
 from codesign.spec.hardware import Platform
 
@@ -38,16 +39,23 @@ from codesign.spec.hardware import Platform
 MAX_EXTRA_TIERS = 16
 
 
+def _xp(*xs):
+  """numpy for concrete numbers (float64: the report's counts and USD
+  exact), jax.numpy when any is traced or a JAX array."""
+  concrete = all(isinstance(x, (int, float, np.number, np.ndarray)) for x in xs)
+  return np if concrete else jnp
+
+
 def step(x):
   """0 at x <= 0, 1 at x >= 1, linear between (a whole-number test that
   is continuous in x)."""
-  return jnp.clip(x, 0.0, 1.0)
+  return _xp(x).clip(x, 0.0, 1.0)
 
 
 def ceil_div(a, b):
   """ceil(a / b) at whole a >= 0 and b >= 1; continuous in a (a ramp over
   the first unit past each multiple of b); gradients finite."""
-  f = jnp.floor(a / b)
+  f = _xp(a, b).floor(a / b)
   return f + step(a - b * f)
 
 
@@ -66,12 +74,13 @@ def fat_tree(nodes, rails, radix, oversubscription):
     the top tier; 0 for a single switch), switches, links; all 0 at one
     node.
   """
+  xp = _xp(nodes, rails, radix, oversubscription)
   k = radix
   endpoints = nodes * rails
   down = k * oversubscription / (1.0 + oversubscription)
   leaves = rails * ceil_div(nodes, down)
-  reach = k * (0.5 * k) ** jnp.arange(MAX_EXTRA_TIERS)
-  middle_tiers = jnp.sum(step(leaves[..., None] - reach), axis=-1)
+  reach = k * (0.5 * k) ** xp.arange(MAX_EXTRA_TIERS)
+  middle_tiers = xp.sum(step(xp.asarray(leaves)[..., None] - reach), axis=-1)
   uplinks = leaves * (k - down)
   middle = ceil_div(uplinks, 0.5 * k)
   any_middle = step(middle_tiers)
@@ -101,12 +110,7 @@ def network_bill(p: Platform) -> dict:
     nic_w, switch_w, link_w (whole cluster), usd and w (their sums).
   """
   nic = p.nic
-  tree = fat_tree(
-    p.nodes,
-    jnp.asarray(nic.count),
-    jnp.asarray(nic.switch_radix),
-    nic.oversubscription,
-  )
+  tree = fat_tree(p.nodes, nic.count, nic.switch_radix, nic.oversubscription)
   ports = tree['switches'] * nic.switch_radix * nic.bandwidth
   rate = tree['links'] * nic.bandwidth
   nic_bw = p.nodes * nic.count * nic.bandwidth
