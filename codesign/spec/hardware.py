@@ -16,6 +16,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from codesign.core.pytree import dataclass, field, replace
+from codesign.core.units import to_si
 
 TOPOLOGIES = (
   'switch',
@@ -172,25 +173,25 @@ class Nic:
   )
   switch_port_price: float = field(
     unit='usd_per_gbit_per_s',
-    default=36000.0 / (64 * 400e9 / 8),
+    default=to_si(36000.0 / (64 * 400), 'usd_per_gbit_per_s'),
     doc='network switch price per B/s of its ports (Quantum-2 QM9700: '
     'about 36,000 USD for 64 x 400 Gb/s; terms.network_bill)',
   )
   switch_port_power: float = field(
     unit='w_per_gbit_per_s',
-    default=750.0 / (64 * 400e9 / 8),
+    default=to_si(750.0 / (64 * 400), 'w_per_gbit_per_s'),
     doc='network switch power per B/s of its ports (about 750 W for 64 x '
     '400 Gb/s)',
   )
   link_price: float = field(
     unit='usd_per_gbit_per_s',
-    default=1000.0 / (400e9 / 8),
+    default=to_si(1000.0 / 400, 'usd_per_gbit_per_s'),
     doc='one network link (a transceiver at each end and the fiber) per '
     'B/s of its rate (about 1,000 USD at 400 Gb/s)',
   )
   link_power: float = field(
     unit='w_per_gbit_per_s',
-    default=17.0 / (400e9 / 8),
+    default=to_si(2 * 8.5 / 400, 'w_per_gbit_per_s'),
     doc='one network link (its two transceivers) per B/s of its rate '
     '(2 x 8.5 W at 400 Gb/s)',
   )

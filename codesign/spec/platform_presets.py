@@ -8,7 +8,7 @@ every dumped platform JSON.
 
 from codesign.core.errors import InputError
 from codesign.core.pytree import replace
-from codesign.core.units import GB
+from codesign.core.units import GB, to_si
 from codesign.spec import catalog
 from codesign.spec.hardware import Accelerator, Fabric, HostLink, Nic, Platform
 
@@ -164,10 +164,11 @@ def nic(
     switch_radix=radix,
     oversubscription=1.0,
     in_network_reduction=sharp,
-    switch_port_price=SWITCH_USD_PER_GBITPS / (1e9 / 8),
-    switch_port_power=SWITCH_W_PER_GBITPS / (1e9 / 8),
-    link_price=LINK_USD_PER_GBITPS / (1e9 / 8),
-    link_power=LINK_W_PER_GBITPS / (1e9 / 8),
+    # to_si: the JSON's boundary value reads back to the same bits.
+    switch_port_price=to_si(SWITCH_USD_PER_GBITPS, 'usd_per_gbit_per_s'),
+    switch_port_power=to_si(SWITCH_W_PER_GBITPS, 'w_per_gbit_per_s'),
+    link_price=to_si(LINK_USD_PER_GBITPS, 'usd_per_gbit_per_s'),
+    link_power=to_si(LINK_W_PER_GBITPS, 'w_per_gbit_per_s'),
     sources=(
       ('count', 'platform preset choice'),
       ('bandwidth', 'catalog: links.network_nic'),
