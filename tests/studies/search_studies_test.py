@@ -419,6 +419,14 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
   )
   assert fig['capex_usd'] == row['capex_usd']
   assert prop['within_limits'] and len(lines) >= 2
+  # The bill lists the network apart from the nodes; its sum is capex.
+  bill = prop['capex_breakdown']
+  assert bill['total_usd'] == pytest.approx(prop['capex_usd'], rel=1e-5)
+  assert bill['nodes_usd'] + bill['network']['usd'] == bill['total_usd']
+  assert report.capex_line(bill) in text.splitlines()
+  assert ('no scale-out switches' in report.capex_line(bill)) == (
+    prop['platform']['nodes'] == 1
+  )
   assert len(history) == 2 * settings.steps
   # on_step (codesign.api.propose's progress) sees the chunks of steps.
   assert steps and steps[-1] == (settings.steps, 'throughput_per_usd')
