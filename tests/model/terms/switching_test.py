@@ -154,3 +154,35 @@ def test_the_bill_at_the_preset_prices():
   assert float(w) == pytest.approx(b['total_w'], rel=1e-12)
   line = report.capex_line(b)
   assert '8 leaf + 4 top' in line and '384 links' in line
+
+
+def test_capex_gradient_matches_central_differences():
+  """jax.grad of the cost model's capex with respect to the network's new
+  leaves (and the node count between whole counts, on a ramp) equals
+  central differences (float64)."""
+  p = replace(platform_presets.get('dgx_h100'), nodes=16.0)
+  paths = (
+    'nic.switch_port_price',
+    'nic.switch_port_power',
+    'nic.link_price',
+    'nic.link_power',
+    'nodes',
+  )
+  with jax.enable_x64(True):
+    base = hardware.as_arrays(p, jnp.float64)
+    x0 = jnp.array([float(hardware.get_value(p, k)) for k in paths])
+    x0 = x0.at[-1].set(16.5)  # halfway up the ramp to 17 nodes
+
+    def capex_w(x):
+      q = base
+      for k, v in zip(paths, x, strict=True):
+        q = hardware.with_value(q, k, v)
+      usd, w = terms.capex_and_power(q)
+      return usd + w
+
+    g = jax.grad(capex_w)(x0)
+    for i in range(len(paths)):
+      h = 1e-3 * x0[i]
+      e = jnp.zeros_like(x0).at[i].set(h)
+      fd = (capex_w(x0 + e) - capex_w(x0 - e)) / (2 * h)
+      assert float(g[i]) == pytest.approx(float(fd), rel=1e-6), paths[i]
