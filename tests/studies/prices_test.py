@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import pytest
 
 from codesign.core.errors import InputError
-from codesign.model import cost_model, planner, report
+from codesign.model import cost_model, planner, report, terms
 from codesign.search import design_space as ds
 from codesign.search import part_tables
 from codesign.spec import hardware, platform_presets, schema, stack_presets
@@ -287,7 +287,14 @@ def test_network_prices_are_perturbed_where_there_is_a_network():
   and x1.3 move zionex's capex by 0.3 x its network bill (NICs,
   switches, links) and dgx_h100's by 0.3 x its NICs only."""
   w = wp.get('rm1')
-  cands = [_preset('zionex', w, label='proposal'), _preset('dgx_h100', w)]
+
+  def candidate(name):
+    p = platform_presets.get(name)
+    usd = float(terms.capex_and_power(p)[0])
+    fig = {'capex_usd': usd, 'throughput_samples_per_s': 1.0}
+    return robustness.Candidate(name, 'preset', p, None, fig)
+
+  cands = [candidate('zionex'), candidate('dgx_h100')]
   perts, _ = robustness.perturbations(cands, w)
   net = [x for x in perts if x['kind'] == 'network_price']
   assert [x['factor'] for x in net] == list(robustness.PRICE_FACTORS)
