@@ -16,8 +16,8 @@ import pytest
 
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
+from codesign.search import buildability, gradient
 from codesign.search import design_space as ds
-from codesign.search import gradient
 from codesign.spec import (
   hardware,
   platform_presets,
@@ -460,11 +460,13 @@ def test_why_not_names_memory_and_power():
   assert shared.why_not(fig, budget_usd=20.0, power_w=1500.0) == (
     'over the power limit by 500 W; tables do not fit in HBM'
   )
-  g = np.array([0.5, -1.0, 0.2, -1.0, -1.0, -1.0, -1.0, -1.0])
+  # The limit, HBM, DDR, then the traced buildability rows.
+  g = np.full(3 + len(buildability.TRACED), -1.0)
+  g[0], g[2] = 0.5, 0.2
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0) == (
     'over the capex budget by $50; tables do not fit in DDR'
   )
-  g[-1] = 0.5  # PCIe devices beyond the switches
+  g[3 + buildability.TRACED.index('pcie_lanes')] = 0.5  # beyond switches
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0).endswith(
     "not buildable: beyond the sockets' PCIe lanes with one level of switches"
   )
