@@ -32,7 +32,12 @@ Technology couplings of real parts (the rules: `codesign.search.buildability`):
   search constraints);
 - NICs come in catalog line rates (100 to 800 Gb/s), and only where there
   is more than one node: a single node has one front-end NIC at the lowest
-  rate, whatever the NIC axes say (`buildability.canonical_index`);
+  rate, whatever the NIC axes say (`buildability.canonical_index`); a NIC
+  no faster than its x16 slot, and with GPUDirect no more NIC bandwidth
+  per accelerator than its x16 link (`nic_slot`, `nic_per_accelerator`
+  constraints); the network they plug into (a fat tree of switches of the
+  NIC rate's radix, its links) is priced by the cost model
+  (`codesign.model.terms.switching`);
 - a node's chassis price and power grow with its accelerator and socket
   slots (`NODE_*` below; assumptions), so slots are never free.
 
