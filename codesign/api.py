@@ -244,6 +244,7 @@ def evaluate(
     pl = _plan(plan, w, p, s)
     r = cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
     result = report.to_result(r)
+    result['capex_breakdown'] = report.capex_breakdown(p)
   result['workload'] = w.name
   result['platform'] = p.name
   result['stack'] = s.name

@@ -2,7 +2,9 @@
 
 import numpy as np
 
+from codesign.model import terms
 from codesign.model.cost_model import COMPONENTS, TIERS, CostReport
+from codesign.spec.hardware import Platform
 
 
 def _f(x) -> float:
@@ -109,6 +111,8 @@ def table(result: dict, title: str = '') -> str:
   )
   lines.append(f'feasible: {feas}')
   lines.append(ceiling_sentence(result['ceiling']))
+  if 'capex_breakdown' in result:
+    lines.append(capex_line(result['capex_breakdown']))
   lines.append(
     f'capex ${result["capex_usd"]:,.0f}; power {result["power_w"]:,.0f} W; '
     f'{result["perf_per_usd"]:.3f} samples/s/$; '
@@ -126,3 +130,58 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
   return ['component', 'seconds', 'share_of_step'], [
     [k, v, v / step] for k, v in rows
   ]
+
+
+def capex_breakdown(p: Platform) -> dict:
+  """The bill of a concrete platform, the network apart from the nodes
+  (result.json's `capex_breakdown`): the nodes (chassis, CPUs and DDR,
+  accelerators and HBM, their fabric) and the scale-out network (NICs,
+  the fat tree's switches per tier, its links: optics and cables;
+  `terms.switching`), USD and W each; their sums are the model's capex
+  and power."""
+  nodes_usd, nodes_w = terms.nodes_capex_and_power(p)
+  net = terms.network_bill(p)
+  tiers = terms.tiers_listing(net)
+  network = {
+    'nic_count': _f(p.nodes * p.nic.count),
+    'nic_bandwidth_gbit_per_s': _f(p.nic.bandwidth) * 8 / 1e9,
+    'switch_radix': _f(p.nic.switch_radix),
+    'oversubscription': _f(p.nic.oversubscription),
+    'tiers': len(tiers),
+    'switches_by_tier': dict(tiers),
+    'switches': int(round(_f(net['switches']))),
+    'links': int(round(_f(net['links']))),
+    **{k: _f(net[k]) for k in ('nic_usd', 'switch_usd', 'link_usd')},
+    **{k: _f(net[k]) for k in ('nic_w', 'switch_w', 'link_w')},
+    'usd': _f(net['usd']),
+    'w': _f(net['w']),
+  }
+  return {
+    'nodes_usd': _f(nodes_usd),
+    'nodes_w': _f(nodes_w),
+    'network': network,
+    'total_usd': _f(nodes_usd) + network['usd'],
+    'total_w': _f(nodes_w) + network['w'],
+  }
+
+
+def capex_line(b: dict) -> str:
+  """One line of a `capex_breakdown`: the nodes, then the network's NICs,
+  switches per tier and links."""
+  n = b['network']
+  if n['switches']:
+    tiers = ' + '.join(f'{c:,} {t}' for t, c in n['switches_by_tier'].items())
+    switches = (
+      f'switches ${n["switch_usd"]:,.0f} ({tiers}; {n["tiers"]} tier'
+      f'{"s" if n["tiers"] > 1 else ""} of {n["switch_radix"]:.0f}-port '
+      f'{n["nic_bandwidth_gbit_per_s"]:.0f} Gb/s switches); optics and '
+      f'cables ${n["link_usd"]:,.0f} ({n["links"]:,} links)'
+    )
+  else:
+    switches = 'no scale-out switches (one node)'
+  return (
+    f'capex ${b["total_usd"]:,.0f}: nodes ${b["nodes_usd"]:,.0f}; network '
+    f'${n["usd"]:,.0f} = NICs ${n["nic_usd"]:,.0f} '
+    f'({n["nic_count"]:,.0f} x {n["nic_bandwidth_gbit_per_s"]:.0f} Gb/s); '
+    f'{switches}'
+  )

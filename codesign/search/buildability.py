@@ -29,6 +29,15 @@ Rules (`RULES`), with their sources:
   carry nothing. Products evaluated as one node (DGX, Big Basin) carry
   NICs for the clusters they are sold for, so the check of a preset
   leaves this rule out. NICs per node count against PCIe (`pcie_lanes`).
+- `nic_slot`: a NIC's line rate is at most the x16 rate of its PCIe slot
+  (the generation both ends run: the lower of the CPU's and, with
+  GPUDirect, the accelerator's; the CPU's for NICs on the sockets and
+  for CPU trainers): an 800 Gb/s NIC (100 GB/s) needs Gen6 x16 (128
+  GB/s), a Gen5 x16 slot carries 63 GB/s, 504 Gb/s; with GPUDirect the
+  NIC bandwidth per accelerator is at most its own x16 link (16 NICs of
+  400 Gb/s for 8 GPUs on Gen5 are 100 GB/s a GPU: refused). The cost
+  model caps the same rates (`collectives.nic_rate`); the rule keeps a
+  design from paying for what its slots cannot carry.
 - `board`: accelerators per node, host sockets and host CPU as one of the
   boards the accelerator is sold on (`BOARDS`: HGX 4/8, HGX B200 8, the
   8-OAM MI300X board, 4-OAM MI250X nodes, SXM2 4/8 and HGX-2 16 with two
@@ -45,6 +54,8 @@ The presets pass (`platform_presets`) but three, for real reasons:
 zionex and p4d run their A100s' host links at Gen4 while their CPUs
 (Cooper Lake, Cascade Lake) are Gen3, so host DDR is reached at Gen3
 (`pcie_generation`; their Gen4 PCIe switches carry GPU-NIC traffic);
+zionex's 200 Gb/s NICs likewise exceed a Gen3 x16 slot (`nic_slot`
+takes the generation both ends run, as the design space builds it);
 dgx1_v100's CPU is a proxy (Skylake 8180, 6 channels) for the E5-2698 v4
 (4 channels), and 256 GB per socket populates no 6 channels alike
 (`dimm`). The presets' host links are not reduced by shared switch
@@ -69,6 +80,8 @@ RULES = {
   'pcie_generation': 'catalog links.pcie x16 at the lower generation',
   'dimm': 'catalog mem_channels, max_mem_per_socket_TB; DIMM_GB',
   'nics': 'a single node needs one front-end NIC (proposals only)',
+  'nic_slot': 'catalog links.pcie x16 of the NIC slot and the accelerator '
+  'link (lower generation of the two ends)',
   'board': 'BOARDS: the baseboards each accelerator is sold on, their GPU '
   'counts, host sockets and qualified CPUs',
 }
@@ -302,6 +315,8 @@ TRACED = (
   'min_sockets',
   'fabric_domain',
   'pcie_lanes',
+  'nic_slot',
+  'nic_per_accelerator',
 )
 # Rules the relaxation does not see: the concrete check names them, the
 # search does not enforce them yet (`snapping.buildable`; a proposal that
@@ -313,12 +328,18 @@ TRACED_WHAT = {
   'min_sockets': "the CPU's minimum sockets",
   'fabric_domain': "the accelerator's largest fabric domain",
   'pcie_lanes': "the sockets' PCIe lanes with one level of switches",
+  'nic_slot': "the NIC's PCIe x16 slot",
+  'nic_per_accelerator': "the accelerators' own x16 links (GPUDirect)",
 }
 
 
 def relative_violations(p: hardware.Platform, aux: dict):
   """g (len(TRACED),) of a decoded design; aux from the design space:
-  max_sockets, max_ddr, min_sockets, fabric_domain, devices, ports."""
+  max_sockets, max_ddr, min_sockets, fabric_domain, devices, ports, x16
+  (B/s of the NIC slot and accelerator link), gpudirect (1.0 where the
+  NICs ride the accelerators' links, else 0.0)."""
+  nic = p.nic
+  per_acc = nic.count * nic.bandwidth * aux['gpudirect']
   return jnp.stack(
     [
       p.sockets_per_node / aux['max_sockets'] - 1.0,
@@ -326,6 +347,8 @@ def relative_violations(p: hardware.Platform, aux: dict):
       aux['min_sockets'] / p.sockets_per_node - 1.0,
       p.accelerators_per_node / aux['fabric_domain'] - 1.0,
       aux['devices'] / (aux['ports'] * SWITCH_DEVICES) - 1.0,
+      nic.bandwidth / aux['x16'] - 1.0,
+      per_acc / (aux['x16'] * jnp.maximum(p.accelerators_per_node, 1.0)) - 1.0,
     ]
   )
 
@@ -387,9 +410,57 @@ def violations(
             'generation of its two ends',
           )
         )
+  out += nic_slot_rule(platform, cpu, acc)
   if proposal:
     out += _nic_rule(platform)
   return out
+
+
+def nic_slot_generation(platform, cpu, acc) -> int | None:
+  """The PCIe generation of the NIC slots (and, with GPUDirect, of the
+  accelerators' links): the lower of the CPU's and the accelerator's for
+  NICs on the accelerators of an accelerator trainer, the CPU's
+  otherwise; None without the facts."""
+  gpudirect = platform.trainer == 'accelerator' and (
+    platform.nic.attach == 'accelerator'
+  )
+  if gpudirect:
+    return min(cpu['pcie_gen'], acc['pcie_gen']) if cpu and acc else None
+  return cpu['pcie_gen'] if cpu else None
+
+
+def nic_slot_rule(platform, cpu, acc) -> list[tuple[str, str]]:
+  """`nic_slot`: each NIC's line rate within its x16 slot and, with
+  GPUDirect, the NIC bandwidth per accelerator within its x16 link."""
+  gen = nic_slot_generation(platform, cpu, acc)
+  if gen is None:
+    return []
+  x16 = _x16(gen)
+  bw, count = float(platform.nic.bandwidth), float(platform.nic.count)
+  gbit = bw * 8 / 1e9
+  if bw > x16 * (1.0 + 1e-9):
+    return [
+      (
+        'nic_slot',
+        f'a {gbit:g} Gb/s NIC exceeds its PCIe gen {gen} x16 slot '
+        f'({x16 / GB:g} GB/s, {x16 * 8 / 1e9:g} Gb/s)',
+      )
+    ]
+  accels = float(platform.accelerators_per_node)
+  gpudirect = platform.trainer == 'accelerator' and (
+    platform.nic.attach == 'accelerator'
+  )
+  per_acc = count * bw / max(accels, 1.0)
+  if gpudirect and per_acc > x16 * (1.0 + 1e-9):
+    return [
+      (
+        'nic_slot',
+        f'{count:g} NICs of {gbit:g} Gb/s on {accels:g} accelerators are '
+        f'{per_acc / GB:g} GB/s per accelerator, more than its PCIe gen '
+        f'{gen} x16 link carries ({x16 / GB:g} GB/s)',
+      )
+    ]
+  return []
 
 
 def _socket_rules(p, cpu):

@@ -32,7 +32,12 @@ Technology couplings of real parts (the rules: `codesign.search.buildability`):
   search constraints);
 - NICs come in catalog line rates (100 to 800 Gb/s), and only where there
   is more than one node: a single node has one front-end NIC at the lowest
-  rate, whatever the NIC axes say (`buildability.canonical_index`);
+  rate, whatever the NIC axes say (`buildability.canonical_index`); a NIC
+  no faster than its x16 slot, and with GPUDirect no more NIC bandwidth
+  per accelerator than its x16 link (`nic_slot`, `nic_per_accelerator`
+  constraints); the network they plug into (a fat tree of switches of the
+  NIC rate's radix, its links) is priced by the cost model
+  (`codesign.model.terms.switching`);
 - a node's chassis price and power grow with its accelerator and socket
   slots (`NODE_*` below; assumptions), so slots are never free.
 
@@ -295,7 +300,10 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   accels = 0.0 if cpu_trainer else accels
   raw = catalog.raw()
   d = raw['accelerators'][acc_name]
-  gen = min(d['pcie_gen'], raw['cpus'][cpu_name]['pcie_gen'])
+  cpu_gen = raw['cpus'][cpu_name]['pcie_gen']
+  # The NICs' slots: the generation both ends run (a CPU trainer's NICs
+  # sit on the sockets: the CPU's; `buildability.nic_slot_generation`).
+  gen = cpu_gen if cpu_trainer else min(d['pcie_gen'], cpu_gen)
   f = bd.catalog_facts()[cpu_name]
   w = bd.wiring(
     nodes, sockets, accels, nics, nic_bw, f['pcie_lanes'], f['pcie_lanes_multi']
@@ -383,6 +391,8 @@ def _assemble(space, template, acc, cpu, numbers):
     cpu[nc + i] for i in range(7)
   )
   post = cpu[nc + 7]  # the host's NIC post overhead (its maker's)
+  cpu_trainer = space.trainer == 'cpu'
+  slot = cpu_pcie if cpu_trainer else jnp.minimum(acc_pcie, cpu_pcie)
   w = bd.wiring(nodes, sockets, accels, nics, nic_bw, lanes, multi)
   ddr = channels * ddr_ch
   acc_part = replace(
@@ -406,14 +416,14 @@ def _assemble(space, template, acc, cpu, numbers):
     ),
     host_link=replace(
       template.host_link,
-      bandwidth=jnp.minimum(acc_pcie, cpu_pcie) * w['host_share'],
+      bandwidth=slot * w['host_share'],
     ),
     nic=replace(
       template.nic,
       count=w['nic_count'],
       bandwidth=w['nic_bandwidth'],
       # A x16 slot of the generation both parts run (as `build` does).
-      slot_bandwidth=jnp.minimum(acc_pcie, cpu_pcie),
+      slot_bandwidth=slot,
       post_overhead=post,
       switch_radix=_switch_radix(w['nic_bandwidth']),
     ),
@@ -426,6 +436,8 @@ def _assemble(space, template, acc, cpu, numbers):
     'fabric_domain': domain,
     'devices': w['devices'],
     'ports': w['ports'],
+    'x16': slot,
+    'gpudirect': 0.0 if cpu_trainer else 1.0,
   }
 
 

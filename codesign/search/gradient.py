@@ -10,7 +10,9 @@ feasible when g <= 0): capex budget, power budget, HBM and DDR capacity
 (the cost model's memory required over available), and the buildability
 rules that are inequalities on the number axes (`buildability.TRACED`:
 the CPU's maximum sockets and DDR per socket, its minimum sockets, the
-accelerator's fabric domain, PCIe devices per root port with switches).
+accelerator's fabric domain, PCIe devices per root port with switches,
+the NIC's line rate within its x16 slot and the NIC bandwidth per
+accelerator within its x16 link).
 The node limit is the upper end of the nodes axis (an exact box bound).
 Technology couplings are built into the design space (parts carry their
 numbers and prices).

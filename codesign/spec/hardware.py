@@ -16,6 +16,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from codesign.core.pytree import dataclass, field, replace
+from codesign.core.units import to_si
 
 TOPOLOGIES = (
   'switch',
@@ -135,10 +136,10 @@ class Nic:
   latency: float = field(unit='us', doc='per-message latency (alpha), s')
   efficiency: float = field(doc='achievable fraction of line rate')
   bandwidth_price: float = field(
-    unit='usd_per_gbit_per_s', doc='NIC + switch port, USD per B/s'
+    unit='usd_per_gbit_per_s', doc='the NIC alone, USD per B/s'
   )
   bandwidth_power: float = field(
-    unit='w_per_gbit_per_s', doc='NIC + switch port, W per B/s'
+    unit='w_per_gbit_per_s', doc='the NIC alone, W per B/s'
   )
   sources: Sources = field(static=True, doc='field -> source')
   slot_bandwidth: float = field(
@@ -169,6 +170,30 @@ class Nic:
     static=True,
     default=False,
     doc='the switches reduce allreduce data (InfiniBand SHARP, NCCL CollNet)',
+  )
+  switch_port_price: float = field(
+    unit='usd_per_gbit_per_s',
+    default=to_si(36000.0 / (64 * 400), 'usd_per_gbit_per_s'),
+    doc='network switch price per B/s of its ports (Quantum-2 QM9700: '
+    'about 36,000 USD for 64 x 400 Gb/s; terms.network_bill)',
+  )
+  switch_port_power: float = field(
+    unit='w_per_gbit_per_s',
+    default=to_si(750.0 / (64 * 400), 'w_per_gbit_per_s'),
+    doc='network switch power per B/s of its ports (about 750 W for 64 x '
+    '400 Gb/s)',
+  )
+  link_price: float = field(
+    unit='usd_per_gbit_per_s',
+    default=to_si(1000.0 / 400, 'usd_per_gbit_per_s'),
+    doc='one network link (a transceiver at each end and the fiber) per '
+    'B/s of its rate (about 1,000 USD at 400 Gb/s)',
+  )
+  link_power: float = field(
+    unit='w_per_gbit_per_s',
+    default=to_si(2 * 8.5 / 400, 'w_per_gbit_per_s'),
+    doc='one network link (its two transceivers) per B/s of its rate '
+    '(2 x 8.5 W at 400 Gb/s)',
   )
 
 
@@ -262,6 +287,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'nic.switch_latency': (1e-8, 1e-5),
   'nic.switch_radix': (4.0, 512.0),
   'nic.oversubscription': (1.0, 16.0),
+  'nic.switch_port_price': (0.0, 1e-5),
+  'nic.switch_port_power': (0.0, 1e-6),
+  'nic.link_price': (0.0, 1e-5),
+  'nic.link_power': (0.0, 1e-6),
   'node_price': (0.0, 1e6),
   'node_power': (0.0, 1e5),
 }

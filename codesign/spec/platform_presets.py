@@ -8,7 +8,7 @@ every dumped platform JSON.
 
 from codesign.core.errors import InputError
 from codesign.core.pytree import replace
-from codesign.core.units import GB
+from codesign.core.units import GB, to_si
 from codesign.spec import catalog
 from codesign.spec.hardware import Accelerator, Fabric, HostLink, Nic, Platform
 
@@ -24,8 +24,38 @@ _TREC_SRC = (
 # Assumptions shared by the presets (no public number in the catalog).
 FABRIC_USD_PER_GBPS = 5.0  # NVLink/NVSwitch or IF share, USD per GB/s
 FABRIC_W_PER_GBPS = 0.05  # link PHYs plus switch share, W per GB/s
-NIC_USD_PER_GBITPS = 12.5  # NIC plus switch port, USD per Gb/s
-NIC_W_PER_GBITPS = 0.125  # NIC plus switch port, W per Gb/s
+# The NIC alone (its switch port, optics and cable are billed with the
+# network: `terms.network_bill`). Assumption (L): no NIC list price was
+# found in the sources we hold; about 2,000 USD and 25 W for a 400 Gb/s
+# ConnectX-7 class card.
+NIC_USD_PER_GBITPS = 5.0  # USD per Gb/s
+NIC_W_PER_GBITPS = 0.0625  # W per Gb/s
+# The scale-out network, per Gb/s of a port or link, at every rate (the
+# sources price 400 Gb/s parts; other rates scale with Gb/s: assumption).
+# Switch (M): a 64 x 400 Gb/s Quantum-2 class switch at 36,000 USD
+# (docs.google.com/spreadsheets/d/1Ft3RbeZ-w43kYSiLfYc1vxO41mK5lmJpcPC9GOYHAWc,
+# Aug 2024: the FS.com variant, fs.com product 206473; NVIDIA's own about
+# 50,000 USD; infra-economics.com: QM9700 at 35,000 USD on average).
+# Conflict: yobitel.com/knowledge-base/infiniband-ndr puts 48 switches of a
+# 1,024-GPU fat tree at 0.55-0.75 MUSD, 11,500-15,600 USD each.
+SWITCH_USD_PER_GBITPS = 36000.0 / (64 * 400)
+# Switch power (L): about 750 W for 64 x 400 Gb/s with passive cables
+# (NVIDIA's QM9700 datasheet figure as we recall it: not in the sources we
+# hold).
+SWITCH_W_PER_GBITPS = 750.0 / (64 * 400)
+# A link (L): a transceiver at each end and its fiber, 1,000 USD at 400
+# Gb/s. infra-economics.com: OSFP transceivers 500-1,000 USD each;
+# yobitel.com: 1.2-1.6 MUSD of optics for a 1,024-GPU NDR fat tree (about
+# 2,048 links: 600-800 USD per link); ascentoptics.com: over 1.5 MUSD of
+# transceivers at NVIDIA list for 128 DGX H100 (over 730 USD per link);
+# the spreadsheet above: 2.6 MUSD of connectors and cables for 128 nodes
+# (1,280 USD per link). They disagree by 2x; 1,000 USD sits between.
+LINK_USD_PER_GBITPS = 1000.0 / 400
+# Link power (H): 17 W per twin-port OSFP, 2 x 400 Gb/s
+# (docs.nvidia.com/networking/display/mms4x00nm800g500m): 8.5 W per 400
+# Gb/s end, two ends per link.
+LINK_W_PER_GBITPS = 2 * 8.5 / 400
+_NET_SRC = 'codesign.spec.platform_presets SWITCH_*, LINK_* (sources there)'
 _ASSUMED_SRC = 'assumption: no public number; see codesign.platform_presets'
 
 
@@ -134,13 +164,22 @@ def nic(
     switch_radix=radix,
     oversubscription=1.0,
     in_network_reduction=sharp,
+    # to_si: the JSON's boundary value reads back to the same bits.
+    switch_port_price=to_si(SWITCH_USD_PER_GBITPS, 'usd_per_gbit_per_s'),
+    switch_port_power=to_si(SWITCH_W_PER_GBITPS, 'w_per_gbit_per_s'),
+    link_price=to_si(LINK_USD_PER_GBITPS, 'usd_per_gbit_per_s'),
+    link_power=to_si(LINK_W_PER_GBITPS, 'w_per_gbit_per_s'),
     sources=(
       ('count', 'platform preset choice'),
       ('bandwidth', 'catalog: links.network_nic'),
       ('latency', _NIC_LAT_SRC),
       ('efficiency', _CALC_SRC + ' net_eff'),
-      ('bandwidth_price', _ASSUMED_SRC),
-      ('bandwidth_power', _ASSUMED_SRC),
+      ('bandwidth_price', 'assumption (L): NIC_USD_PER_GBITPS'),
+      ('bandwidth_power', 'assumption (L): NIC_W_PER_GBITPS'),
+      ('switch_port_price', _NET_SRC + ' (M)'),
+      ('switch_port_power', _NET_SRC + ' (L)'),
+      ('link_price', _NET_SRC + ' (L)'),
+      ('link_power', _NET_SRC + ' (H)'),
       ('slot_bandwidth', f'catalog: links.pcie gen{pcie_gen}_x16'),
       ('post_overhead', f'{_POST_SRC} ({host} host)'),
       (

@@ -579,6 +579,8 @@ def _proposal_section(problem, proposal: _Proposal) -> dict:
     ),
     'with_auto_plan': proposal.auto_fig,
     **proposal.fig,
+    # The bill, the network apart from the nodes (model.report).
+    'capex_breakdown': report.capex_breakdown(proposal.p),
   }
 
 
@@ -736,6 +738,8 @@ def table(result: dict) -> str:
     f'{pj["cpu"]["ddr_capacity_gb"]:.0f} GB/socket, {pj["nic"]["count"]:.0f}'
     f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
   )
+  if 'capex_breakdown' in result['proposal']:
+    lines.append(report.capex_line(result['proposal']['capex_breakdown']))
   prices = result.get('prices', {}).get('set_by_flag_usd', {})
   lines.append(parts_line(pj, tuple(sorted(prices.items()))))
   lines.extend(_honesty_lines(result))

@@ -154,7 +154,9 @@ def perturbations(
 ) -> tuple[list[dict], list[str]]:
   """(perturbations, left out): the uncertain prices of the candidates'
   parts (not those `prices` sets) x each of PRICE_FACTORS, one at a time
-  and (with several parts) all at once; the popularity skew x each of
+  and (with several parts) all at once; where a candidate has several
+  nodes, the network's prices (NICs, switches, links) x each of
+  PRICE_FACTORS; the popularity skew x each of
   SKEW_FACTORS. Left out: one sentence per skew outside the model's
   bounds."""
   given = dict(prices)
@@ -176,6 +178,15 @@ def perturbations(
           'name': f'every uncertain price {100 * (f - 1):+.0f}%',
           'kind': 'price',
           'parts': list(parts),
+          'factor': f,
+        }
+      )
+  if any(float(c.platform.nodes) > 1.0 for c in candidates):
+    for f in PRICE_FACTORS:
+      out.append(
+        {
+          'name': f'network price {100 * (f - 1):+.0f}%',
+          'kind': 'network_price',
           'factor': f,
         }
       )
@@ -235,7 +246,30 @@ def _reskewed(c: Candidate, w: wl.Workload, stack: Stack | dict) -> dict:
   return report.to_result(r)
 
 
-def _figures_under(pert, candidates, w, stack, prices) -> list[dict]:
+def network_repriced(p: hardware.Platform, factor: float):
+  """`p` with its NICs, switches and links (`terms.network_bill`) at
+  `factor` times their prices: assumptions of low and medium confidence
+  (`platform_presets` NIC_*, SWITCH_*, LINK_*)."""
+  nic = dataclasses.replace(
+    p.nic,
+    bandwidth_price=factor * p.nic.bandwidth_price,
+    switch_port_price=factor * p.nic.switch_port_price,
+    link_price=factor * p.nic.link_price,
+  )
+  return dataclasses.replace(p, nic=nic)
+
+
+def figures_under(pert, candidates, w, stack, prices) -> list[dict]:
+  """The candidates' figures under one perturbation (a `perturbations`
+  dict): repriced parts or network, or another popularity skew."""
+  if pert['kind'] == 'network_price':
+    moved = [
+      dataclasses.replace(
+        c, platform=network_repriced(c.platform, pert['factor'])
+      )
+      for c in candidates
+    ]
+    return [_repriced(c, dict(prices)) for c in moved]
   if pert['kind'] == 'price':
     moved = dict(prices)
     for n in pert['parts']:
@@ -302,7 +336,7 @@ def check(
   order = _ranking(nominal, maximize, capex(figs0), tolerance)
   rows = []
   for pert in perturbations_:
-    figs = _figures_under(pert, candidates, w, stack, prices)
+    figs = figures_under(pert, candidates, w, stack, prices)
     values = [score(f) for f in figs]
     rank = _ranking(values, maximize, capex(figs), tolerance)
     rows.append(

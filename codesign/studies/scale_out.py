@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from codesign.core.errors import InputError
-from codesign.model import cost_model, planner
+from codesign.model import cost_model, planner, report
 from codesign.spec import hardware
 from codesign.spec import plan as plan_lib
 from codesign.spec import stack as stack_lib
@@ -255,7 +255,8 @@ def _per_node_count(request: _Request, progress):
       request.hi,
       settings.rounds,
     )
-    rows.append(_row(request, n, w, plan, own, need, single))
+    row = _row(request, n, w, plan, own, need, single)
+    rows.append({**row, 'capex_breakdown': report.capex_breakdown(p)})
     why.append(None if own['feasible'] else _why_infeasible(own))
   return rows, why, single
 
@@ -390,8 +391,31 @@ def table(result: dict) -> str:
     + ''.join(f'{step_time_s(r) * 1e3:>10.3f}' for r in rows)
   )
   lines.append('')
+  lines.extend(network_lines(rows))
+  lines.append('')
   lines.extend(result['summary'])
   return '\n'.join(lines)
+
+
+def network_lines(rows: list[dict]) -> list[str]:
+  """Per node count the bill of the nodes and of the network apart
+  (`report.capex_breakdown`): its tiers, switches per tier and links."""
+  out = [
+    f'{"nodes":>5s} {"capex $":>15s} {"network $":>13s} {"share":>6s}  '
+    'switches per tier (links)'
+  ]
+  for r in rows:
+    b = r.get('capex_breakdown')
+    if b is None:  # a result written before the network was billed
+      continue
+    n = b['network']
+    tiers = ' + '.join(f'{c:,} {t}' for t, c in n['switches_by_tier'].items())
+    out.append(
+      f'{r["nodes"]:>5d} {b["total_usd"]:>15,.0f} {n["usd"]:>13,.0f} '
+      f'{n["usd"] / b["total_usd"]:>6.1%}  {tiers or "none"}'
+      f' ({n["links"]:,} links)'
+    )
+  return out
 
 
 def csv_table(result: dict) -> tuple[list[str], list[list]]:

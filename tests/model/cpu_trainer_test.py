@@ -97,9 +97,13 @@ def test_cpu_trainer():
   dense = DENSE_PARAMS * 8 + b * (ACT_ELEMS * 4 + 3 * 4 * DIM * 4)
   close(r['required']['ddr'], sum(ROWS) * 64 / 2 + 2 * dense)
   close(r['available']['ddr'], 2 * DDR_CAP)
-  # No accelerators or fabric are bought: 5000 + 2 x 1500 + NICs 2500.
-  close(r['capex'], 2 * (5000 + 2 * 1500 + 2500))
-  close(r['power'], 2 * (500 + 2 * 210 + 25))
+  # No accelerators or fabric are bought: 5000 + 2 x 1500 + NICs 2500;
+  # the network as budget_test's: one 64-port switch (64 x 12.5 GB/s x
+  # 100 USD per GB/s, 1 W per GB/s) and 4 links (12.5 GB/s x 200 USD, 2 W
+  # per GB/s each).
+  net_usd, net_w = 64 * 12.5 * 100 + 4 * 12.5 * 200, 64 * 12.5 + 4 * 25
+  close(r['capex'], 2 * (5000 + 2 * 1500 + 2500) + net_usd)
+  close(r['power'], 2 * (500 + 2 * 210 + 25) + net_w)
 
 
 def test_cpu_trainer_replicates_data_parallel_tables_on_every_node():

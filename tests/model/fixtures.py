@@ -255,6 +255,10 @@ def tiny_platform(
     post_overhead=POST,
     switch_latency=SW_LAT,
     switch_radix=RADIX,
+    switch_port_price=1e-7,  # 100 USD per GB/s of switch port
+    switch_port_power=1e-9,  # 1 W per GB/s of switch port
+    link_price=2e-7,  # 200 USD per GB/s of link
+    link_power=2e-9,  # 2 W per GB/s of link
   )
   return hardware.Platform(
     name='tiny',

@@ -82,12 +82,12 @@ ILLEGAL = {
   # devices behind switches), its Gen5 host link on a Gen3 CPU.
   '16 B200 on 1 Skylake socket': (
     _design(part='B200-HGX', accels=16, cpu=SKYLAKE, sockets=1, ddr_gb=768),
-    {'fabric_domain', 'pcie_lanes', 'pcie_generation', 'board'},
+    {'fabric_domain', 'pcie_lanes', 'pcie_generation', 'board', 'nic_slot'},
   ),
   '8 sockets of Xeon 8480+': (_design(sockets=8), {'max_sockets'}),
   '2 sockets of Cooper Lake 8380H': (
     _design('zionex', sockets=2, pcie_gen=3),
-    {'min_sockets'},
+    {'min_sockets', 'nic_slot'},
   ),
   '2 TB DDR on a Skylake 8180 socket': (
     _design('big_basin', ddr_gb=2048),
@@ -115,23 +115,26 @@ ILLEGAL = {
   ),
   'H100 host link at Gen5 on Cascade Lake (Gen3)': (
     _design(cpu=platform_presets.CASCADE, ddr_gb=768),
-    {'pcie_generation', 'board'},
+    {'pcie_generation', 'board', 'nic_slot'},
   ),
   # Boards no vendor sells (issue 21): MI300X ships on the 8-OAM board
   # only; SXM2 on 4-, 8- and 16-GPU boards; HGX-2's 16 V100 with two
   # Xeon sockets; a 2023 MI300X with a 2019 Rome socket.
   '4 MI300X': (
     _design(part='MI300X-OAM', accels=4, cpu=GENOA, ddr_gb=768, sockets=1),
-    {'board'},
+    {'board', 'nic_slot'},
   ),
-  '1 V100-SXM2': (_design('dgx1_v100', accels=1, ddr_gb=384), {'board'}),
+  '1 V100-SXM2': (
+    _design('dgx1_v100', accels=1, ddr_gb=384),
+    {'board', 'nic_slot'},
+  ),
   '16 V100 on 1 socket': (
     _design('dgx2_v100', sockets=1),
     {'board', 'pcie_lanes'},
   ),
   'MI300X (2023) with EPYC Rome (2019)': (
     _design(part='MI300X-OAM', cpu=ROME, ddr_gb=1024, sockets=1),
-    {'board', 'pcie_generation'},
+    {'board', 'pcie_generation', 'nic_slot'},
   ),
 }
 
@@ -162,10 +165,10 @@ def test_legal_boards_pass_the_board_rule():
     assert bd.boards_of(name), name
 
 
-def test_a_single_node_with_16_fast_nics_is_not_a_proposal():
+def test_a_single_node_with_16_nics_is_not_a_proposal():
   """NICs only where there is more than one node: a product as sold (a
   DGX evaluated as one node) passes; a proposal must not buy them."""
-  p = _design(nics=16, nic_gbps=800)
+  p = _design(nics=16, nic_gbps=100)
   assert bd.violations(p) == []  # 8 GPUs + 16 NICs fit 10 ports x 4
   rules = [r for r, _ in bd.violations(p, proposal=True)]
   assert rules == ['nics']
@@ -183,8 +186,10 @@ def test_a_single_node_with_16_fast_nics_is_not_a_proposal():
 # - dgx1_v100: its CPU is a proxy (Skylake 8180, 6 channels) for the
 #   E5-2698 v4 (4 channels): 256 GB per socket is no balanced population
 #   of 6 channels.
+# - zionex: likewise its 200 Gb/s NICs (25 GB/s) on the Gen3 x16 slot
+#   (15.75 GB/s) that the lower generation of the two ends gives.
 KNOWN = {
-  'zionex': {'pcie_generation'},
+  'zionex': {'pcie_generation', 'nic_slot'},
   'p4d': {'pcie_generation'},
   'dgx1_v100': {'dimm'},
 }
@@ -239,11 +244,12 @@ def _index(space, acc, cpu, nodes, sockets, accels, ddr_ch_gb, nics, gbps):
 
 def test_a_design_with_pcie_switches_is_legal_and_pays_for_them():
   """2 Skylake sockets (6 x16 root ports) with 8 V100 (an HGX-1 board)
-  and 8 NICs: 16 devices need ceil(10 / 3) = 4 switches; each costs
+  and 8 NICs of 100 Gb/s (200 would exceed a Gen3 x16 slot): 16 devices
+  need ceil(10 / 3) = 4 switches; each costs
   SWITCH_USD and SWITCH_W, and the GPUs share the 6 uplinks."""
   space = _space()
   v100 = 'V100-SXM2-32GB'
-  idx = _index(space, v100, SKYLAKE, 2, 2, 8, 64, 8, 200)
+  idx = _index(space, v100, SKYLAKE, 2, 2, 8, 64, 8, 100)
   p = ds.build(space, idx)
   assert bd.violations(p, proposal=True) == []
   assert bd.switches_needed(16, 6) == 4
@@ -340,3 +346,78 @@ def test_search_output_is_buildable():
   assert set(res.rejected) <= set(bd.RULES)
   r = cost_model.evaluate(hardware.as_arrays(p), w, plan, STACK)
   np.testing.assert_allclose(float(r.throughput), res.best_value, rtol=1e-9)
+
+
+# ---- NIC bandwidth within its PCIe slot and the accelerator's link ---------
+
+
+def _nic_case(rate_gbps, gen, nics=8, accels=8):
+  """dgx_h100 with `nics` NICs of `rate_gbps` and both ends at Gen `gen`
+  (its catalog facts overridden: the rule reads the parts' generations)."""
+  p = _design(nics=nics, nic_gbps=rate_gbps)
+  p = dataclasses.replace(p, accelerators_per_node=float(accels))
+  facts = bd.catalog_facts()
+  parts = {
+    p.cpu.name: {**facts[p.cpu.name], 'pcie_gen': gen},
+    p.accelerator.name: {**facts[p.accelerator.name], 'pcie_gen': gen},
+  }
+  return p, parts
+
+
+def test_every_catalog_nic_rate_on_every_pcie_generation():
+  """The catalog's NIC rates x PCIe generations: a NIC fits its x16 slot
+  when its line rate is at most the slot's (Gen3 15.75, Gen4 31.5, Gen5
+  63, Gen6 128 GB/s); 800 Gb/s (100 GB/s) needs Gen6, 400 Gb/s Gen5."""
+  rates = catalog.raw()['links']['network_nic']['ethernet_roce_Gbps']
+  gens = sorted(
+    int(k[3]) for k in catalog.raw()['links']['pcie'] if k.startswith('gen')
+  )
+  table = {}
+  for rate in rates:
+    for gen in gens:
+      p, parts = _nic_case(rate, gen)
+      rules = [r for r, _ in bd.violations(p, parts=parts)]
+      fits = rate / 8 * 1e9 <= catalog.pcie_x16_bandwidth(gen)
+      assert ('nic_slot' not in rules) == fits, (rate, gen, rules)
+      table[rate, gen] = fits
+  assert table[800, 5] is False and table[800, 6] is True
+  assert table[400, 4] is False and table[400, 5] is True
+  assert table[200, 3] is False and table[200, 4] is True
+  assert table[100, 3] is True
+
+
+def test_nic_bandwidth_per_accelerator_within_its_link():
+  """16 NICs of 400 Gb/s on 8 H100 (Gen5): 100 GB/s per GPU over a 63
+  GB/s x16 link, refused; 8 of them (50 GB/s per GPU) pass; NICs on the
+  sockets of a CPU trainer have no accelerator link."""
+  p, parts = _nic_case(400, 5, nics=16)
+  found = bd.violations(p, parts=parts)
+  assert [r for r, _ in found] == ['nic_slot']
+  assert 'per accelerator' in found[0][1]
+  p, parts = _nic_case(400, 5, nics=8)
+  assert bd.violations(p, parts=parts) == []
+  cpu = platform_presets.get('cpu_2s')
+  many = dataclasses.replace(cpu, nic=platform_presets.nic(4, 100, 'socket'))
+  assert bd.violations(many) == []
+
+
+def test_traced_nic_rows_agree_with_the_rule_at_grid_points():
+  """Every NIC rate x count of the design space on an H100 + Sapphire
+  Rapids node (Gen5) and a V100 + Skylake node (Gen3) at 2 nodes: the
+  traced rows (`relative_violations`) are <= 0 exactly where the
+  concrete rule passes, and no snapped design can break it."""
+  space = _space()
+  w = wp.get('criteo_kaggle')
+  decode = jax.jit(
+    lambda i: ds.decode_index(space, w, STACK, i, jnp.zeros(space.num_plan))
+  )
+  rows = [bd.TRACED.index('nic_slot'), bd.TRACED.index('nic_per_accelerator')]
+  for acc, cpu in (('H100-SXM5-80GB', SAPPHIRE), ('V100-SXM2-32GB', SKYLAKE)):
+    for nics in ds.NICS_PER_NODE:
+      for rate in (100, 200, 400, 800):
+        idx = _index(space, acc, cpu, 2, 2, 8, 64, nics, rate)
+        p = ds.build(space, idx)
+        bad = any(r == 'nic_slot' for r, _ in bd.violations(p))
+        traced, _, aux = decode(jnp.array(idx))
+        g = np.asarray(bd.relative_violations(traced, aux))[rows]
+        assert bool((g > 1e-9).any()) == bad, (acc, nics, rate, g)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import pytest
 
 from codesign.core.errors import InputError
-from codesign.model import cost_model, planner, report
+from codesign.model import cost_model, planner, report, terms
 from codesign.search import design_space as ds
 from codesign.search import part_tables
 from codesign.spec import hardware, platform_presets, schema, stack_presets
@@ -168,7 +168,7 @@ def test_the_proposal_and_presets_see_the_set_price(priced_run):
   assert fig['capex_usd'] - prop['capex_usd'] == pytest.approx(
     n * 10000, rel=1e-12
   )
-  # dgx_h100 costs 349,335 USD at the catalog's price, over the budget of
+  # dgx_h100 costs 325,335 USD at the catalog's price, over the budget of
   # 300,000; 8 x 10,000 USD less brings it within.
   row = next(r for r in result['presets'] if r['name'] == 'dgx_h100')
   catalog_capex = _capex(platform_presets.get('dgx_h100'))
@@ -281,3 +281,29 @@ def test_pricing_the_winners_accelerator_at_100x_makes_another_win():
   w2 = dataclasses.replace(w, popularity_skew=2.0)
   frac = robustness.refit_hbm(w2, cands[0].platform, STACK, cands[0].plan)
   assert frac.shape == (w.num_tables,) and frac.min() >= 0.0
+
+
+def test_network_prices_are_perturbed_where_there_is_a_network():
+  """zionex (16 nodes) and dgx_h100 (one node): the network's prices x0.7
+  and x1.3 move zionex's capex by 0.3 x its network bill (NICs,
+  switches, links) and dgx_h100's by 0.3 x its NICs only."""
+  w = wp.get('rm1')
+
+  def candidate(name):
+    p = platform_presets.get(name)
+    usd = float(terms.capex_and_power(p)[0])
+    fig = {'capex_usd': usd, 'throughput_samples_per_s': 1.0}
+    return robustness.Candidate(name, 'preset', p, None, fig)
+
+  cands = [candidate('zionex'), candidate('dgx_h100')]
+  perts, _ = robustness.perturbations(cands, w)
+  net = [x for x in perts if x['kind'] == 'network_price']
+  assert [x['factor'] for x in net] == list(robustness.PRICE_FACTORS)
+  up = next(x for x in net if x['factor'] > 1.0)
+  figs = robustness.figures_under(up, cands, w, STACK, ())
+  for c, f in zip(cands, figs, strict=True):
+    bill = report.capex_breakdown(c.platform)['network']
+    moved = f['capex_usd'] - c.figures['capex_usd']
+    assert moved == pytest.approx((up['factor'] - 1.0) * bill['usd'], rel=1e-5)
+  single = robustness.perturbations(cands[1:], w)[0]
+  assert not [x for x in single if x['kind'] == 'network_price']

@@ -16,8 +16,8 @@ import pytest
 
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
+from codesign.search import buildability, gradient
 from codesign.search import design_space as ds
-from codesign.search import gradient
 from codesign.spec import (
   hardware,
   platform_presets,
@@ -423,6 +423,14 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
   )
   assert fig['capex_usd'] == row['capex_usd']
   assert prop['within_limits'] and len(lines) >= 2
+  # The bill lists the network apart from the nodes; its sum is capex.
+  bill = prop['capex_breakdown']
+  assert bill['total_usd'] == pytest.approx(prop['capex_usd'], rel=1e-5)
+  assert bill['nodes_usd'] + bill['network']['usd'] == bill['total_usd']
+  assert report.capex_line(bill) in text.splitlines()
+  assert ('no scale-out switches' in report.capex_line(bill)) == (
+    prop['platform']['nodes'] == 1
+  )
   assert len(history) == 2 * settings.steps
   # on_step (codesign.api.propose's progress) sees the chunks of steps.
   assert steps and steps[-1] == (settings.steps, 'throughput_per_usd')
@@ -456,11 +464,13 @@ def test_why_not_names_memory_and_power():
   assert shared.why_not(fig, budget_usd=20.0, power_w=1500.0) == (
     'over the power limit by 500 W; tables do not fit in HBM'
   )
-  g = np.array([0.5, -1.0, 0.2, -1.0, -1.0, -1.0, -1.0, -1.0])
+  # The limit, HBM, DDR, then the traced buildability rows.
+  g = np.full(3 + len(buildability.TRACED), -1.0)
+  g[0], g[2] = 0.5, 0.2
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0) == (
     'over the capex budget by $50; tables do not fit in DDR'
   )
-  g[-1] = 0.5  # PCIe devices beyond the switches
+  g[3 + buildability.TRACED.index('pcie_lanes')] = 0.5  # beyond switches
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0).endswith(
     "not buildable: beyond the sockets' PCIe lanes with one level of switches"
   )

@@ -125,6 +125,13 @@ def test_scale_out_matches_the_cost_model(scaled):
     rows[1]['throughput_samples_per_s'], r.throughput, rtol=1e-9
   )
   np.testing.assert_allclose(so.step_time_s(rows[1]), r.step_time, rtol=1e-9)
+  # The bill per node count, the network apart: one node none, two nodes
+  # of 8 NICs one switch and 16 links; their sum is the model's capex.
+  bills = [row['capex_breakdown'] for row in rows]
+  assert bills[0]['network']['switches'] == 0
+  assert bills[1]['network']['switches_by_tier'] == {'single': 1}
+  assert bills[1]['network']['links'] == 16
+  np.testing.assert_allclose(bills[1]['total_usd'], r.capex, rtol=1e-6)
   assert rows[1]['global_batch'] == 2 * rows[0]['global_batch']
   assert [m['nodes'] for m in metrics] == [1, 2]
   assert result['why_infeasible'] == [None, None]
@@ -141,6 +148,7 @@ def test_scale_out_csv_and_table(scaled):
   text = so.table(result)
   assert shared.OVERLAP_NOTE in text
   assert 'bottleneck (% of step)' in text and 'step time' in text
+  assert '1 single (16 links)' in text and 'network $' in text
 
 
 def test_scale_out_table_says_why_a_node_count_is_infeasible(scaled):

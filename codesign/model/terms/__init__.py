@@ -30,13 +30,16 @@ Terms, with the physics each one stands for:
 - `kernel_counts`, `host_time`, `compose`: the host side (operators the
   framework dispatches, CUDA graphs), device-side kernel gaps, and how
   host and device time combine.
-- `memory`, `capex_and_power`: feasibility per tier and the bill.
+- `memory`, `capex_and_power`: feasibility per tier and the bill;
+  `network_bill`: the scale-out network as built (a rail-optimized fat
+  tree: switches per tier, links, NICs) and its price and power.
 """
 
 from codesign.model.terms.budget import (
   capex_and_power,
   host_copy,
   memory,
+  nodes_capex_and_power,
   stack_hbm_reserved,
 )
 from codesign.model.terms.collectives import (
@@ -114,6 +117,11 @@ from codesign.model.terms.shared import (
   ranks_per_node,
   setup,
 )
+from codesign.model.terms.switching import (
+  fat_tree,
+  network_bill,
+  tiers_listing,
+)
 
 __all__ = [
   'Counts',
@@ -136,6 +144,10 @@ __all__ = [
   'busiest_loads',
   'busiest_rank',
   'capex_and_power',
+  'nodes_capex_and_power',
+  'fat_tree',
+  'network_bill',
+  'tiers_listing',
   'host_copy',
   'ceiling_step_time',
   'compose',

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 from codesign.core.smooth import smooth_max
 from codesign.model.terms.embedding import Lookups
 from codesign.model.terms.shared import Setup
+from codesign.model.terms.switching import network_bill
 from codesign.spec.hardware import Platform
 
 # TorchRec's planner (pytorch/torchrec@a48cef7 torchrec/distributed/
@@ -97,24 +98,30 @@ def memory(p, w, s, t, lk: Lookups, st: Setup, dense_mem, busiest: dict):
   return {'hbm': hbm_req, 'ddr': ddr_req}, {'hbm': hbm_avail, 'ddr': ddr_avail}
 
 
-def capex_and_power(p: Platform):
-  """(USD, W) of the whole cluster at TDP."""
+def nodes_capex_and_power(p: Platform):
+  """(USD, W) of the nodes alone (chassis, sockets and DDR, accelerators
+  and HBM, their fabric), without the NICs and the network."""
   cpu, acc = p.cpu, p.accelerator
   sockets, accels = p.sockets_per_node, p.accelerators_per_node
   n_acc = 0.0 if p.trainer == 'cpu' else accels
   fab_bw = p.fabric.links_per_accelerator * p.fabric.link_bandwidth
-  nic_bw = p.nic.count * p.nic.bandwidth
   node_usd = (
     p.node_price
     + sockets * (cpu.price + cpu.ddr_capacity * cpu.ddr_price)
     + n_acc * (acc.price + acc.hbm_capacity * acc.hbm_price)
     + n_acc * fab_bw * p.fabric.bandwidth_price
-    + nic_bw * p.nic.bandwidth_price
   )
   node_w = (
     p.node_power
     + sockets * (cpu.power + cpu.ddr_capacity * cpu.ddr_power)
     + n_acc * (acc.power + fab_bw * p.fabric.bandwidth_power)
-    + nic_bw * p.nic.bandwidth_power
   )
   return p.nodes * node_usd, p.nodes * node_w
+
+
+def capex_and_power(p: Platform):
+  """(USD, W) of the whole cluster at TDP: the nodes and the network (the
+  NICs, the fat tree's switches and links: `network_bill`)."""
+  usd, w = nodes_capex_and_power(p)
+  net = network_bill(p)
+  return usd + net['usd'], w + net['w']

@@ -127,13 +127,20 @@ def test_capex_and_power():
   # GB/s.
   node_usd = 5000 + 2 * 1500 + 4 * 10200 + 4 * 100 * 5 + 25 * 100
   assert node_usd == 53300
-  close(r['capex'], 2 * node_usd)
+  # The network (terms.switching): 2 nodes x 2 NICs = 4 endpoints fit one
+  # switch of 64 ports: 64 x 12.5 GB/s x 100 USD per GB/s; 4 links x 12.5
+  # GB/s x 200 USD per GB/s.
+  net_usd = 64 * 12.5 * 100 + 4 * 12.5 * 200
+  assert net_usd == 90000
+  close(r['capex'], 2 * node_usd + net_usd)
   # Per node: 500 W; 2 x (200 + 100 GB x 0.1 W/GB); 4 x (300 + 100 GB/s x
-  # 0.05 W per GB/s); NICs 25 GB/s x 1 W per GB/s.
+  # 0.05 W per GB/s); NICs 25 GB/s x 1 W per GB/s. The network: 64 ports
+  # x 12.5 GB/s x 1 W per GB/s; 4 links x 12.5 GB/s x 2 W per GB/s.
   node_w = 500 + 2 * 210 + 4 * 305 + 25
-  close(r['power'], 2 * node_w)
-  close(r['perf_per_usd'], r['throughput'] / (2 * node_usd))
-  close(r['perf_per_watt'], r['throughput'] / (2 * node_w))
+  net_w = 64 * 12.5 + 4 * 12.5 * 2
+  close(r['power'], 2 * node_w + net_w)
+  close(r['perf_per_usd'], r['throughput'] / (2 * node_usd + net_usd))
+  close(r['perf_per_watt'], r['throughput'] / (2 * node_w + net_w))
 
 
 # ---- memory as the stack keeps it (issue 21) --------------------------------

@@ -1,0 +1,142 @@
+"""The scale-out network as it is built and billed: a rail-optimized fat
+tree (folded Clos) of switches of `Nic.switch_radix` ports, its switches
+per tier, its links, and their price and power.
+
+The tree (the DGX SuperPOD pattern: NVIDIA DGX H100 SuperPOD reference
+architecture, 32 nodes x 8 rails = 8 leaves + 4 spines per scalable
+unit):
+- endpoints: every NIC of every node (nodes x NICs per node, one NIC a
+  rail); one node has no scale-out network (its NIC is a front-end NIC:
+  `buildability` `nics` rule), so the bill is gated by `nodes - 1`;
+- one switch holds the whole cluster when the endpoints fit its ports;
+- else each leaf serves one rail, `down = k o / (1 + o)` of its k ports
+  toward nodes (o: the oversubscription) and the rest up: leaves = rails
+  x ceil(nodes / down);
+- above the leaves, middle tiers of switches with k/2 ports down and k/2
+  up, ceil(uplinks / (k/2)) each, and a top tier with all k ports down,
+  ceil(uplinks / k); tiers are added while the leaves exceed what the
+  tiers above reach (k leaves under 2 tiers, x k/2 per middle tier);
+- links: one per endpoint and one per uplink port;
+- price and power: every switch whole (all k ports, used or not) and
+  every link (a transceiver at each end and the fiber), per B/s of the
+  NIC rate (`Nic.switch_port_price`, `switch_port_power`, `link_price`,
+  `link_power`; their sources in `codesign.spec.platform_presets`).
+
+The same arithmetic serves the traced search and the concrete report:
+every count is whole at whole node and NIC counts (`ceil_div`, `step`),
+continuous between them (a ramp over one unit), with finite gradients.
+The latency model (`collectives.switch_tiers`) keeps its own smooth tier
+count (a leaf reaches k/2 nodes): it sets hops, not the bill.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+
+from codesign.spec.hardware import Platform
+
+# Tiers above the leaves the tree may need: k = 4 ports (the bound's
+# minimum) and 64 NICs x 1,024 nodes need 14; more is a flat sum.
+MAX_EXTRA_TIERS = 16
+
+
+def _xp(*xs):
+  """numpy for concrete numbers (float64: the report's counts and USD
+  exact), jax.numpy when any is traced or a JAX array."""
+  concrete = all(isinstance(x, (int, float, np.number, np.ndarray)) for x in xs)
+  return np if concrete else jnp
+
+
+def step(x):
+  """0 at x <= 0, 1 at x >= 1, linear between (a whole-number test that
+  is continuous in x)."""
+  return _xp(x).clip(x, 0.0, 1.0)
+
+
+def ceil_div(a, b):
+  """ceil(a / b) at whole a >= 0 and b >= 1; continuous in a (a ramp over
+  the first unit past each multiple of b); gradients finite."""
+  f = _xp(a, b).floor(a / b)
+  return f + step(a - b * f)
+
+
+def fat_tree(nodes, rails, radix, oversubscription):
+  """Counts of the fat tree (traced or concrete numbers).
+
+  Args:
+    nodes: nodes in the cluster.
+    rails: NICs per node (one rail each).
+    radix: ports per switch.
+    oversubscription: leaf downlinks over uplinks (1: full bisection).
+
+  Returns:
+    dict of arrays: endpoints, tiers (1 for a single switch), leaves,
+    middle (switches in each middle tier), middle_tiers, top (switches in
+    the top tier; 0 for a single switch), switches, links; all 0 at one
+    node.
+  """
+  xp = _xp(nodes, rails, radix, oversubscription)
+  k = radix
+  endpoints = nodes * rails
+  down = k * oversubscription / (1.0 + oversubscription)
+  leaves = rails * ceil_div(nodes, down)
+  reach = k * (0.5 * k) ** xp.arange(MAX_EXTRA_TIERS)
+  middle_tiers = xp.sum(step(xp.asarray(leaves)[..., None] - reach), axis=-1)
+  uplinks = leaves * (k - down)
+  middle = ceil_div(uplinks, 0.5 * k)
+  any_middle = step(middle_tiers)
+  to_top = uplinks + any_middle * (middle * 0.5 * k - uplinks)
+  top = ceil_div(to_top, k)
+  several = step(endpoints - k)  # 0: one switch holds every endpoint
+  out = step(nodes - 1.0)  # 0: one node, no scale-out network
+  inter = uplinks + middle_tiers * middle * 0.5 * k
+  tree = leaves + middle_tiers * middle + top
+  return {
+    'endpoints': out * endpoints,
+    'tiers': out * (1.0 + several * (1.0 + middle_tiers)),
+    'leaves': out * (1.0 + several * (leaves - 1.0)),
+    'middle': out * several * any_middle * middle,
+    'middle_tiers': out * several * middle_tiers,
+    'top': out * several * top,
+    'switches': out * (1.0 + several * (tree - 1.0)),
+    'links': out * (endpoints + several * inter),
+  }
+
+
+def network_bill(p: Platform) -> dict:
+  """(USD and W) of the scale-out network of `p`, with its counts.
+
+  Returns:
+    dict: the `fat_tree` counts, and nic_usd, switch_usd, link_usd,
+    nic_w, switch_w, link_w (whole cluster), usd and w (their sums).
+  """
+  nic = p.nic
+  tree = fat_tree(p.nodes, nic.count, nic.switch_radix, nic.oversubscription)
+  ports = tree['switches'] * nic.switch_radix * nic.bandwidth
+  rate = tree['links'] * nic.bandwidth
+  nic_bw = p.nodes * nic.count * nic.bandwidth
+  out = {
+    **tree,
+    'nic_usd': nic_bw * nic.bandwidth_price,
+    'switch_usd': ports * nic.switch_port_price,
+    'link_usd': rate * nic.link_price,
+    'nic_w': nic_bw * nic.bandwidth_power,
+    'switch_w': ports * nic.switch_port_power,
+    'link_w': rate * nic.link_power,
+  }
+  out['usd'] = out['nic_usd'] + out['switch_usd'] + out['link_usd']
+  out['w'] = out['nic_w'] + out['switch_w'] + out['link_w']
+  return out
+
+
+def tiers_listing(tree: dict) -> list[tuple[str, int]]:
+  """The concrete switches per tier, bottom up: [('leaf', n), ('middle 1',
+  n), ..., ('top', n)]; [('single', 1)] for one switch; [] for none."""
+  tiers = int(round(float(tree['tiers'])))
+  if float(tree['switches']) < 0.5:
+    return []
+  if tiers == 1:
+    return [('single', 1)]
+  middle = int(round(float(tree['middle'])))
+  out = [('leaf', int(round(float(tree['leaves']))))]
+  out += [(f'middle {i + 1}', middle) for i in range(tiers - 2)]
+  return out + [('top', int(round(float(tree['top']))))]
