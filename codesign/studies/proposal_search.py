@@ -23,7 +23,13 @@ import numpy as np
 from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.model import terms as ct
-from codesign.search import design_space, gradient, part_tables, snapping
+from codesign.search import (
+  design_space,
+  gradient,
+  part_tables,
+  plan_space,
+  snapping,
+)
 from codesign.spec import catalog
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
@@ -253,12 +259,85 @@ def shrunk_designs(problem, res) -> tuple[np.ndarray, np.ndarray]:
   return np.stack(index), np.stack(plan_z)
 
 
+def auto_twin(problem):
+  """`problem` in plan mode `auto`: the HBM fractions follow the planner's
+  rule for each platform (`planner.fit_hbm_traced`), the sharding stays
+  the problem's (fixed, or per table as the plan vector's weights)."""
+  space = dataclasses.replace(problem.space, plan_mode='auto')
+  return dataclasses.replace(problem, space=space)
+
+
+def _sharding_variants(problem, plan_z: np.ndarray) -> np.ndarray:
+  """(N, V, S) the sharding coordinates each design is tried with under
+  the auto HBM rule: its own (searched) sharding and one sharding for
+  every table, each of `plan_space.CHOICES` (V = 1 + K); (N, 1, 0) when
+  the sharding is fixed."""
+  space = problem.space
+  n = len(plan_z)
+  if space.sharding != plan_space.SEARCH:
+    return np.zeros((n, 1, 0))
+  own = np.asarray(plan_z)[:, plan_space.leaf_count(space) :]
+  k = len(plan_space.CHOICES)
+  uniform = np.tile(np.eye(k), (1, space.num_tables))  # (K, T*K)
+  return np.concatenate(
+    [own[:, None], np.broadcast_to(uniform, (n, *uniform.shape))], axis=1
+  )
+
+
+def own_plans(problem, index, plan_z) -> dict:
+  """Every design (N, H) evaluated with its own plan, not one copied from
+  another design: the plan it comes with (`plan_z`) and the planner's HBM
+  rule for its platform (`auto_twin`) under its own sharding and under
+  each uniform sharding (`_sharding_variants`); per design the best of
+  them (feasible first, then the objective's loss).
+
+  Returns:
+    dict of `gradient.evaluate_indices`' keys (N,) for that plan, and
+    `variant` (N,): -1 for the plan it came with, else v, the auto plan
+    with sharding `shardings[:, v]`; `shardings` (N, V, S).
+  """
+  own = gradient.evaluate_indices(problem, index, plan_z)
+  twin = auto_twin(problem)
+  shardings = _sharding_variants(problem, plan_z)
+  n, v = shardings.shape[:2]
+  auto = gradient.evaluate_indices(
+    twin, np.repeat(np.asarray(index), v, axis=0), shardings.reshape(n * v, -1)
+  )
+  keys = ('loss', 'g', 'value', 'feasible')
+  every = {  # (N, 1 + V, ...): the plan it came with first
+    k: np.concatenate(
+      [own[k][:, None], auto[k].reshape(n, v, *auto[k].shape[1:])], axis=1
+    )
+    for k in keys
+  }
+  rank = np.where(every['feasible'], every['loss'], np.inf)
+  pick = np.argmin(rank, axis=1)  # the first when none is feasible
+  out = {k: every[k][np.arange(n), pick] for k in keys}
+  out['variant'] = pick - 1
+  out['shardings'] = shardings
+  return out
+
+
+def _written(problem, index, plan_z, ev, row) -> np.ndarray:
+  """The plan coordinates of design `row` in `problem`'s own space: its
+  plan_z, or its auto plan written out (HBM fractions and shardings)."""
+  v = int(ev['variant'][row])
+  if v < 0:
+    return np.asarray(plan_z[row], dtype=np.float64)
+  _, plan = gradient.buildable(
+    auto_twin(problem), index[row], ev['shardings'][row, v]
+  )
+  return plan_space.vector_of(problem.space, plan)
+
+
 def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   """For a throughput objective (`throughput`, `time_to_train`): the
   cheapest buildable design whose throughput is within `tolerance` of the
   best found, among the search's best designs and their variants with
-  fewer nodes or accelerators per node (every constraint still met).
-  Other objectives already weigh the price: `res` unchanged.
+  fewer nodes or accelerators per node (every constraint still met), each
+  with its own plan (`own_plans`: a design with fewer nodes holds its
+  tables differently). Other objectives already weigh the price: `res`
+  unchanged.
 
   Returns:
     (result with that design as `best_*`, the `tolerance` entry of
@@ -269,7 +348,7 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   if problem.objective not in ('throughput', 'time_to_train'):
     return res, None
   index, plan_z = shrunk_designs(problem, res)
-  ev = gradient.evaluate_indices(problem, index, plan_z)
+  ev = own_plans(problem, index, plan_z)
   ok, _ = snapping.buildable(problem.space, index)
   feasible = ev['feasible'] & ok
   feasible[0] = feasible[0] or res.best_feasible
@@ -283,27 +362,48 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   rows = np.flatnonzero(feasible)
   best = rows[np.argmax(thr[rows])]
   near = rows[thr[rows] >= (1.0 - tolerance) * thr[best]]
-  pick = near[np.lexsort((-thr[near], capex[near]))[0]]
+  pick, pz, check = _first_written(
+    problem, index, plan_z, ev, near[np.lexsort((-thr[near], capex[near]))]
+  )
   out = dataclasses.replace(
     res,
     best_index=index[pick],
-    best_plan_z=plan_z[pick],
-    best_value=float(ev['value'][pick]),
+    best_plan_z=pz,
+    best_value=float(check['value'][0]),
     best_feasible=True,
-    best_g=ev['g'][pick],
+    best_g=check['g'][0],
   )
   return out, {
     'tolerance': tolerance,
     'best_found_samples_per_s': float(thr[best]),
     'best_found_capex_usd': float(capex[best]),
-    'proposal_samples_per_s': float(thr[pick]),
+    'proposal_samples_per_s': float(_throughput(problem, out.best_value)),
     'proposal_capex_usd': float(capex[pick]),
-    'proposal_share_of_best': float(thr[pick] / thr[best]),
+    'proposal_share_of_best': float(
+      _throughput(problem, out.best_value) / thr[best]
+    ),
     'candidates_evaluated': int(len(index)),
     'rule': 'the cheapest design within the tolerance of the best found '
     '(throughput objectives), among the best designs and their variants '
-    'with fewer nodes or accelerators per node',
+    'with fewer nodes or accelerators per node, each with its own plan '
+    '(the plan it was found with, or the auto HBM rule under its own or '
+    'one uniform sharding)',
   }
+
+
+def _first_written(problem, index, plan_z, ev, order):
+  """(row, plan coordinates, its evaluation) of the first design in
+  `order` that stays feasible with its plan written in `problem`'s own
+  space (an auto plan written out is evaluated again there); the first
+  design (the search's best, feasible) with the plan it came with when
+  none does."""
+  for row in order:
+    pz = _written(problem, index, plan_z, ev, row)
+    check = gradient.evaluate_indices(problem, index[row][None], pz[None])
+    if check['feasible'][0]:
+      return int(row), pz, check
+  pz = np.asarray(plan_z[0], dtype=np.float64)
+  return 0, pz, gradient.evaluate_indices(problem, index[:1], pz[None])
 
 
 def least_ddr(problem, res):
