@@ -17,7 +17,7 @@ import pytest
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
 from codesign.search import design_space as ds
-from codesign.search import gradient
+from codesign.search import gradient, snapping
 from codesign.spec import (
   hardware,
   platform_presets,
@@ -105,6 +105,8 @@ def test_pareto_designs_are_the_cost_model(pareto_run):
   result = pareto_run[0]
   space = ds.make_space(W, max_nodes=2, plan_mode='auto')
   for s in result['searches']:
+    # Every reported design is on a board that is sold.
+    assert snapping.board_ok(space, _index(space, s['design'])[None])[0]
     r = _evaluate(space, W, s['design'])
     np.testing.assert_allclose(
       float(r.throughput), s['throughput_samples_per_s'], rtol=1e-9
@@ -198,6 +200,7 @@ def test_growth_regrets_and_figures(growth_run):
   space = ds.make_space(W, max_nodes=2, plan_mode='auto')
   best = result['best_found_throughput_samples_per_s']
   for d in result['designs'].values():
+    assert snapping.board_ok(space, _index(space, d['design'])[None])[0]
     for j, f in enumerate(result['factors']):
       r = _evaluate(space, sweeps.grow(W, f), d['design'])
       thr = d['throughput_samples_per_s'][j]
@@ -297,6 +300,20 @@ def test_search_quality_gaps_are_to_the_exhaustive_optimum(quality):
   v = result['per_workload'][W.name]
   opt = v['exhaustive']['value']
   assert opt is not None and v['exhaustive']['gap_pct'] == 0.0
+  # A100 with Sapphire Rapids is no board that is sold: the space holds
+  # unsold boards, and no method's design is one.
+  space = ds.make_space(
+    W,
+    max_nodes=1,
+    plan_mode='auto',
+    accelerators=('A100-SXM4-80GB', 'H100-SXM5-80GB'),
+    cpus=('EPYC-7763 (Milan)', 'Xeon-Platinum-8480+ (Sapphire Rapids-SP)'),
+  )
+  assert not snapping.board_table(space).all()
+  for m in search_quality.METHODS:
+    if v[m]['value'] is not None:
+      idx = _index(space, v[m]['platform'])
+      assert snapping.board_ok(space, idx[None])[0], m
   for m in search_quality.METHODS:
     if v[m]['value'] is not None:
       assert v[m]['value'] <= opt * (1 + 1e-9)
@@ -515,9 +532,15 @@ def test_throughput_proposal_is_the_cheapest_within_the_tolerance():
   assert info['proposal_capex_usd'] <= info['best_found_capex_usd']
   assert out.best_value == pytest.approx(info['proposal_samples_per_s'])
   # Each shrunk variant that is cheaper is below the tolerance or breaks a
-  # constraint (the rule, re-checked on the candidates).
+  # constraint (the rule, re-checked on the candidates), each with its own
+  # plan: never worse than the plan of the design it was shrunk from.
   index, plan_z = proposal_search.shrunk_designs(problem, res)
-  ev = gradient.evaluate_indices(problem, index, plan_z)
+  ev = proposal_search.own_plans(problem, index, plan_z)
+  copied = gradient.evaluate_indices(problem, index, plan_z)
+  assert (ev['feasible'] | ~copied['feasible']).all()
+  both = ev['feasible'] & copied['feasible']
+  assert (ev['value'][both] >= copied['value'][both] * (1 - 1e-12)).all()
+  assert (ev['variant'] >= -1).all() and ev['shardings'].shape[0] == len(index)
   from codesign.model import terms as ct
 
   for i, row in enumerate(index):
@@ -530,6 +553,4 @@ def test_throughput_proposal_is_the_cheapest_within_the_tolerance():
 
 
 def snapping_ok(space, row) -> bool:
-  from codesign.search import snapping
-
   return bool(snapping.buildable(space, row[None])[0][0])
