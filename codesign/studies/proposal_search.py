@@ -15,6 +15,7 @@ feasible. No I/O.
 """
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 
 import jax
@@ -225,8 +226,11 @@ def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
 # best found (--tolerance): a design that buys 1% more throughput for a
 # third more money is over-spending.
 TOLERANCE = 0.02
-# Axes shrunk to find a cheaper design of about the same throughput.
+# Axes shrunk to find a cheaper design of about the same throughput, and
+# the axis grown with them: fewer nodes may hold their tables with more
+# DDR (the least DDR that holds them is bought afterwards, `least_ddr`).
 _SHRUNK_AXES = ('nodes', 'accelerators_per_node')
+_GROWN_AXES = ('ddr_per_channel',)
 _TRIM_BASES = 4  # the proposal and up to this many other found designs
 
 
@@ -239,23 +243,26 @@ def _throughput(problem, value):
 def shrunk_designs(problem, res) -> tuple[np.ndarray, np.ndarray]:
   """(index, plan_z) of the best found designs (the proposal first) and
   every variant with fewer nodes or accelerators per node (grid values at
-  or below each design's own), distinct."""
+  or below each design's own) and as much DDR per channel or more,
+  distinct."""
   bases = [(res.best_index, res.best_plan_z)]
   if res.top_index is not None:
     ok = np.flatnonzero(res.top_feasible)[:_TRIM_BASES]
     bases += [(res.top_index[k], res.top_plan_z[k]) for k in ok]
-  axes = [design_space.HW_AXES.index(a) for a in _SHRUNK_AXES]
+  axes = [design_space.HW_AXES.index(a) for a in _SHRUNK_AXES + _GROWN_AXES]
+  sizes = problem.space.sizes
   seen, index, plan_z = set(), [], []
   for idx, pz in bases:
-    for n in range(int(idx[axes[0]]) + 1):
-      for a in range(int(idx[axes[1]]) + 1):
-        new = np.array(idx, dtype=np.int32)
-        new[axes[0]], new[axes[1]] = n, a
-        key = (*new.tolist(), *np.round(np.asarray(pz), 12).tolist())
-        if key not in seen:
-          seen.add(key)
-          index.append(new)
-          plan_z.append(np.asarray(pz, dtype=np.float64))
+    ranges = [range(int(idx[a]) + 1) for a in axes[: len(_SHRUNK_AXES)]]
+    ranges += [range(int(idx[a]), sizes[a]) for a in axes[len(_SHRUNK_AXES) :]]
+    for values in itertools.product(*ranges):
+      new = np.array(idx, dtype=np.int32)
+      new[axes] = values
+      key = (*new.tolist(), *np.round(np.asarray(pz), 12).tolist())
+      if key not in seen:
+        seen.add(key)
+        index.append(new)
+        plan_z.append(np.asarray(pz, dtype=np.float64))
   return np.stack(index), np.stack(plan_z)
 
 
@@ -334,10 +341,10 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   """For a throughput objective (`throughput`, `time_to_train`): the
   cheapest buildable design whose throughput is within `tolerance` of the
   best found, among the search's best designs and their variants with
-  fewer nodes or accelerators per node (every constraint still met), each
-  with its own plan (`own_plans`: a design with fewer nodes holds its
-  tables differently). Other objectives already weigh the price: `res`
-  unchanged.
+  fewer nodes or accelerators per node and as much DDR or more (every
+  constraint still met), each with its own plan (`own_plans`: a design
+  with fewer nodes holds its tables differently). Other objectives
+  already weigh the price: `res` unchanged.
 
   Returns:
     (result with that design as `best_*`, the `tolerance` entry of
@@ -385,7 +392,8 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
     'candidates_evaluated': int(len(index)),
     'rule': 'the cheapest design within the tolerance of the best found '
     '(throughput objectives), among the best designs and their variants '
-    'with fewer nodes or accelerators per node, each with its own plan '
+    'with fewer nodes or accelerators per node (and as much DDR or more), '
+    'each with its own plan '
     '(the plan it was found with, or the auto HBM rule under its own or '
     'one uniform sharding)',
   }
