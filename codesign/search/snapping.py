@@ -134,12 +134,34 @@ def _nearest_boards(table_a: np.ndarray, row) -> list[tuple]:
   return [tuple(x) for x in legal[dist == dist.min()]]
 
 
+def _same_total(space: ds.DesignSpace, row, new) -> list[np.ndarray]:
+  """`new` (a board moved from `row`) and, where its accelerators per node
+  changed, the same design on the node counts next to the one that keeps
+  `row`'s accelerators in all (its grid neighbours below and above), so
+  that a board of more accelerators per node need not cost more."""
+  nodes, accels = np.asarray(space.grids[0]), np.asarray(space.grids[2])
+  if new[4] == row[4]:
+    return [new]
+  want = nodes[row[2]] * accels[row[4]] / accels[new[4]]
+  below = np.flatnonzero(nodes <= want)
+  above = np.flatnonzero(nodes >= want)
+  low = int(below[-1]) if len(below) else 0
+  high = int(above[0]) if len(above) else len(nodes) - 1
+  out = [new]
+  for i in sorted({low, high}):
+    other = np.array(new)
+    other[2] = i
+    out.append(other)
+  return list(buildability.canonical_index(space, np.stack(out)))
+
+
 def with_boards(space: ds.DesignSpace, index, group=None):
   """`index` (N, H) followed by, for each row whose board is not sold
   (`board_ok`), the same design on its nearest sold boards
   (`_nearest_boards`: the host CPU, sockets and accelerators per node
-  moved, the rest kept), distinct within each `group` (N,) (default one
-  group) and new there.
+  moved, the rest kept; with the accelerators in all kept too,
+  `_same_total`), distinct within each `group` (N,) (default one group)
+  and new there.
 
   Returns:
     (index (M, H), source (M,)): the rows and the input row each came
@@ -152,13 +174,14 @@ def with_boards(space: ds.DesignSpace, index, group=None):
   rows, source = [], []
   for k in np.flatnonzero(~board_ok(space, index)):
     for fix in _nearest_boards(table[index[k, 0]], index[k]):
-      new = np.array(index[k])
-      new[list(_BOARD_AXES)] = fix
-      key = (int(group[k]), tuple(new.tolist()))
-      if key not in seen:
-        seen.add(key)
-        rows.append(new)
-        source.append(k)
+      moved = np.array(index[k])
+      moved[list(_BOARD_AXES)] = fix
+      for new in _same_total(space, index[k], moved):
+        key = (int(group[k]), tuple(int(x) for x in new))
+        if key not in seen:
+          seen.add(key)
+          rows.append(new)
+          source.append(k)
   if not rows:
     return index, np.arange(len(index))
   out = np.concatenate([index, np.stack(rows).astype(index.dtype)])

@@ -87,6 +87,20 @@ def test_an_unsold_board_moves_to_its_nearest_sold_one():
     assert (moved[:, keep] == row[keep]).all(), name
 
 
+def test_a_moved_board_also_keeps_the_accelerators_in_all():
+  # 2 nodes of 4 MI300X: the 8-OAM board on 2 nodes, and on 1 node (8
+  # MI300X in all, as before the move).
+  space = _space()
+  row = _row(space, 'MI300X-OAM', ROME, 1, 4, nodes=2)
+  out, _ = snapping.with_boards(space, row[None])
+  moved = out[1:]
+  assert snapping.board_ok(space, moved).all()
+  nodes = np.asarray(space.grids[0])[moved[:, 2]]
+  per_node = np.asarray(space.grids[2])[moved[:, 4]]
+  assert set(nodes) == {1.0, 2.0} and (per_node == 8).all()
+  assert 8.0 in set(nodes * per_node)
+
+
 def test_a_sold_board_brings_nothing_and_groups_keep_their_own_moves():
   space = _space()
   sold = _row(space, 'MI300X-OAM', GENOA, 1, 8)
