@@ -121,7 +121,8 @@ flags.DEFINE_string(
 flags.DEFINE_integer(
   'available_by',
   None,
-  'Only parts the catalog dates no later than this year (its `year`).',
+  'Only parts the catalog dates no later than this year (its `year`) and '
+  'NIC line rates that shipped by then (part_tables.NIC_YEARS).',
   lower_bound=1900,
 )
 common.define_input_flags(

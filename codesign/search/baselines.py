@@ -9,7 +9,10 @@ platform). In a space that searches the sharding per table
 uniformly and CMA-ES also moves the sharding weights (each candidate
 takes every table's heaviest sharding); enumeration is then impossible
 (4^T shardings per platform). Every function counts cost-model
-evaluations and returns a `search.Result`.
+evaluations and returns a `search.Result`. As in the gradient search's
+snapping, a design whose board is not sold (`snapping.board_ok`: the
+accelerator count, host sockets and CPU of no board of the part) is not
+feasible.
 """
 
 from collections.abc import Callable
@@ -19,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign.core.errors import InputError
-from codesign.search import batching, gradient, plan_space
+from codesign.search import batching, gradient, plan_space, snapping
 from codesign.search import design_space as ds
 
 
@@ -42,10 +45,20 @@ def random_search(
     k = len(plan_space.CHOICES)
     choice = rng.integers(0, k, size=(n, space.num_tables))
     plan_z = np.eye(k)[choice].reshape(n, -1)
-  ev = gradient.evaluate_indices(
-    problem, index, plan_z, chunk, batching.make_mesh(devices)
+  ev = _sold(
+    problem,
+    index,
+    gradient.evaluate_indices(
+      problem, index, plan_z, chunk, batching.make_mesh(devices)
+    ),
   )
   return _result_from('random', index, ev, evaluations, plan_z)
+
+
+def _sold(problem, index, ev: dict) -> dict:
+  """`ev` with designs whose board is not sold marked infeasible."""
+  ok = snapping.board_ok(problem.space, index)
+  return {**ev, 'feasible': ev['feasible'] & ok}
 
 
 def exhaustive(
@@ -69,7 +82,11 @@ def exhaustive(
   for s in range(0, total, chunk):
     flat = np.arange(s, min(s + chunk, total))
     index = np.stack(np.unravel_index(flat, sizes), axis=1)
-    ev = gradient.evaluate_indices(problem, index, None, chunk, mesh)
+    ev = _sold(
+      problem,
+      index,
+      gradient.evaluate_indices(problem, index, None, chunk, mesh),
+    )
     b = gradient.best_position(ev['loss'], ev['g'], ev['feasible'])
     cand = (bool(ev['feasible'][b]), -float(ev['loss'][b]), index[b], ev, b)
     if best is None or _better(cand, best):
@@ -132,7 +149,11 @@ def cma_es(
     zc = np.clip(np.asarray(pop), 0.0, 1.0)
     index = ds.nearest_index(space, zc[:, :hc])
     plan_z = np.stack([plan_space.snap_sharding(space, x) for x in zc[:, hc:]])
-    ev = gradient.evaluate_indices(problem, index, plan_z, chunk, mesh, block)
+    ev = _sold(
+      problem,
+      index,
+      gradient.evaluate_indices(problem, index, plan_z, chunk, mesh, block),
+    )
     used += population
     viol = np.max(np.maximum(ev['g'], 0.0), axis=1)
     fit = np.where(ev['feasible'], ev['loss'], 1e3 + viol)

@@ -43,7 +43,10 @@ Rules (`RULES`), with their sources:
   8-OAM MI300X board, 4-OAM MI250X nodes, SXM2 4/8 and HGX-2 16 with two
   Xeon sockets, each with the CPU generations it was sold with). Checked
   on snapped designs only (`CONCRETE_ONLY`): the relaxation does not see
-  it, and the roundings that break it are rejected.
+  it; every rounding that breaks it also brings the same design on its
+  nearest sold board (`snapping.with_boards`), and the ones that break it
+  are rejected (`snapping.buildable`; the baselines by
+  `snapping.board_ok`).
 A CPU trainer (`trainer='cpu'`) has no accelerator rules; its NICs still
 need PCIe lanes.
 
@@ -318,9 +321,10 @@ TRACED = (
   'nic_slot',
   'nic_per_accelerator',
 )
-# Rules the relaxation does not see: the concrete check names them, the
-# search does not enforce them yet (`snapping.buildable`; a proposal that
-# breaks one says so, `studies.proposal`).
+# Rules the relaxation does not see: the concrete check names them and
+# the snapping enforces them (`snapping.buildable`, with the nearest sold
+# board of every rounding, `snapping.with_boards`); a proposal that still
+# broke one would say so (`studies.proposal`).
 CONCRETE_ONLY = ('board',)
 TRACED_WHAT = {
   'sockets': "the CPU's maximum sockets",
@@ -577,16 +581,24 @@ def boards_of(name: str) -> tuple:
   return ()
 
 
+def board_allows(accelerator: str, cpu: str, n: float, sockets: float):
+  """Whether `n` `accelerator`s per node on `sockets` `cpu` sockets are one
+  of the boards the accelerator is sold on (`BOARDS`); True for a part
+  outside them (no board rule)."""
+  boards = boards_of(accelerator)
+  return not boards or any(
+    n in counts and (socks is None or sockets in socks) and cpu in cpus
+    for _, counts, socks, cpus in boards
+  )
+
+
 def _board_rule(p):
   """Accelerators per node, host sockets and host CPU as one of the
   boards the accelerator is sold on."""
   boards = boards_of(p.accelerator.name)
-  if not boards:
-    return []
   n, s = float(p.accelerators_per_node), float(p.sockets_per_node)
-  for _, counts, sockets, cpus in boards:
-    if n in counts and (sockets is None or s in sockets) and p.cpu.name in cpus:
-      return []
+  if board_allows(p.accelerator.name, p.cpu.name, n, s):
+    return []
   sold = '; '.join(
     f'{name}: {"/".join(map(str, counts))} GPUs'
     + (f' on {"/".join(map(str, sockets))} sockets' if sockets else '')

@@ -183,6 +183,7 @@ def make_space(
   optimize_overlap: bool = False,
   prices: pt.Prices = (),
   trainer: str = 'accelerator',
+  nic_rates: tuple[int, ...] | None = None,
 ) -> DesignSpace:
   """The default design space for `workload`.
 
@@ -200,6 +201,8 @@ def make_space(
     prices: part prices set by the user (`part_tables.parse_prices`).
     trainer: `accelerator`, or `cpu` (a CPU trainer: one accelerator
       choice kept as a placeholder, none per node).
+    nic_rates: NIC line rates in Gb/s (default: every catalog rate,
+      `part_tables.nic_rates`).
   """
   _check_settings(max_nodes, plan_mode, sharding)
   accelerators, cpus = _parts(accelerators, cpus)
@@ -214,7 +217,7 @@ def make_space(
   return DesignSpace(
     accelerators=tuple(accelerators),
     cpus=tuple(cpus),
-    grids=_grids(max_nodes, node_grid, per_node),
+    grids=_grids(max_nodes, node_grid, per_node, nic_rates),
     num_tables=workload.num_tables,
     plan_mode=plan_mode,
     sharding=sharding,
@@ -262,24 +265,25 @@ def _parts(accelerators, cpus) -> tuple:
   return accelerators, cpus
 
 
-def _grids(max_nodes: int, node_grid, per_node) -> tuple:
+def _grids(max_nodes: int, node_grid, per_node, nic_rates=None) -> tuple:
   """The number axes' buildable values in SI (HW_AXES[2:]): nodes
   (`node_grid`, or every count up to max_nodes; one choice kept as a
   degenerate axis), sockets, accelerators per node `per_node`, DDR per
-  channel, NICs per node and NIC line rates."""
+  channel, NICs per node and NIC line rates (`nic_rates` in Gb/s, or
+  every catalog rate; one kept as a degenerate axis)."""
   nodes = node_grid or tuple(range(1, int(max_nodes) + 1))
   if len(nodes) < 2:
     nodes = (1, 1)  # one choice: a degenerate axis that stays at 1 node
+  rates = tuple(nic_rates or pt.nic_rates())
+  if len(rates) < 2:
+    rates = rates * 2
   return (
     tuple(float(n) for n in nodes),
     tuple(float(s) for s in SOCKETS),
     tuple(float(a) for a in per_node),
     tuple(g * GB for g in bd.DDR_PER_CHANNEL_GB),
     tuple(float(n) for n in NICS_PER_NODE),
-    tuple(
-      float(catalog.nic_bandwidth(r))
-      for r in catalog.raw()['links']['network_nic']['ethernet_roce_Gbps']
-    ),
+    tuple(float(catalog.nic_bandwidth(r)) for r in rates),
   )
 
 

@@ -8,9 +8,10 @@ weights are traced per task and the search's own loop
 every (task, start) pair in one vmapped compile. Designs come from the
 search's design space (`design_space.decode` / `decode_index`) and the
 constraints from `search.violations`; the best starts of each task are
-snapped to buildable platforms as the search does (every rounding,
-evaluated exactly, and only those that pass the concrete buildability
-check, unless none of a task's does).
+snapped to buildable platforms as the search does (every rounding and
+the nearest sold board of one whose board is not sold,
+`snapping.with_boards`, evaluated exactly, and only those that pass the
+concrete buildability check, unless none of a task's does).
 """
 
 import dataclasses
@@ -274,6 +275,7 @@ def _best_starts(tasks: Tasks, z, rows, k: int, starts: int, snap_top: int):
       nb = buildability.canonical_index(
         tasks.space, ds.neighbour_indices(tasks.space, z[i, :hc])
       )
+      nb, _ = snapping.with_boards(tasks.space, nb)
       cand.append(nb)
       owner.append(np.full(len(nb), task))
   return relaxed, np.concatenate(cand), np.concatenate(owner)

@@ -194,6 +194,36 @@ def select_parts(
   return out[0], out[1]
 
 
+# The first year each catalog NIC line rate (Gb/s) shipped in servers
+# (`--available_by` keeps the rates sold by then). Confidence medium: the
+# adapters' launch, not one catalog of dates. 100: Mellanox ConnectX-4
+# (EDR / 100GbE), 2015, the NICs of Big Basin and Zion; 200: ConnectX-6
+# (HDR / 200GbE), HDR clusters deployed in 2019 (Mellanox, "InfiniBand
+# In-Network Computing Technology and Roadmap", 2019-09); 400: ConnectX-7
+# (NDR), first in DGX H100, 2022 (catalog links.network_nic nics); 800:
+# ConnectX-8, first in GB300 NVL72 systems, 2025 (catalog nics).
+NIC_YEARS = {100: 2015, 200: 2019, 400: 2022, 800: 2025}
+
+
+def nic_rates(available_by: int | None = None) -> tuple[int, ...]:
+  """The catalog NIC line rates (Gb/s, `links.network_nic`), those that
+  shipped by `available_by` (`NIC_YEARS`) when given.
+
+  Raises:
+    InputError: no rate shipped by then (the earliest named)."""
+  rates = tuple(catalog.raw()['links']['network_nic']['ethernet_roce_Gbps'])
+  if available_by is None:
+    return rates
+  kept = tuple(r for r in rates if NIC_YEARS[r] <= available_by)
+  if not kept:
+    first = min(rates, key=NIC_YEARS.get)
+    raise InputError(
+      f'no NIC line rate is available by {available_by}: the earliest is '
+      f'{first} Gb/s ({NIC_YEARS[first]})'
+    )
+  return kept
+
+
 def matching_parts(name: str) -> list[str]:
   """The catalog parts a user's name stands for: the name itself, or every
   part it begins (case aside): 'H100', 'EPYC', 'Xeon-Platinum-8480+'.

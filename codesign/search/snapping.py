@@ -4,8 +4,13 @@ platforms to keep, and the plan at the granularity a plan is written in.
 Used by `codesign.search.gradient` after the continuous phase: the best starts
 are rounded to grid neighbours, evaluated, and the distinct best platforms
 polished and snapped; `buildable` keeps only designs that pass the
-concrete buildability check.
+concrete buildability check. The relaxation does not see the board rule
+(`buildability.BOARDS`: a part's accelerator counts, host sockets and
+CPUs as sold), so every rounding whose board is not sold also brings its
+nearest sold board (`with_boards`), and the checks keep only those.
 """
+
+import functools
 
 import numpy as np
 
@@ -66,33 +71,132 @@ def snap_plan(space: ds.DesignSpace, plan_z: np.ndarray) -> np.ndarray:
 def buildable(space: ds.DesignSpace, index) -> tuple[np.ndarray, dict]:
   """Whether each snapped design (N, H) passes the concrete buildability
   check of a proposal (`buildability.violations(..., proposal=True)` on
-  `design_space.build`), and per rule how many distinct designs it
-  rejected."""
+  `design_space.build`, the board rule included), and per rule how many
+  distinct designs it rejected."""
   verdict, rejected = {}, {}
   ok = np.ones(len(index), dtype=bool)
   for k, row in enumerate(np.asarray(index)):
     key = tuple(int(x) for x in row)
     if key not in verdict:
       p = ds.build(space, key)
-      found = buildability.violations(p, proposal=True)
-      # Rules the relaxation does not see yet are reported, not enforced:
-      # the search's roundings rarely reach a legal board by themselves.
-      verdict[key] = {
-        r for r, _ in found if r not in buildability.CONCRETE_ONLY
-      }
+      verdict[key] = {r for r, _ in buildability.violations(p, proposal=True)}
       for rule in sorted(verdict[key]):
         rejected[rule] = rejected.get(rule, 0) + 1
     ok[k] = not verdict[key]
   return ok, rejected
 
 
+# Grid-index axes of a board: host CPU, sockets, accelerators per node.
+_BOARD_AXES = (1, 3, 4)
+
+
+@functools.lru_cache(maxsize=32)
+def board_table(space: ds.DesignSpace) -> np.ndarray:
+  """(A, C, S, N) bools over the space's accelerators, CPUs, sockets and
+  accelerators per node: a board that is sold
+  (`buildability.board_allows`) on sockets the CPU scales to (its
+  `min_sockets` to `max_sockets`). All True for a CPU trainer (no
+  board)."""
+  sockets, accels = space.grids[1], space.grids[2]
+  shape = (len(space.accelerators), len(space.cpus), len(sockets), len(accels))
+  if space.trainer == 'cpu':
+    return np.ones(shape, dtype=bool)
+  facts = buildability.catalog_facts()
+  out = np.zeros(shape, dtype=bool)
+  for a, acc in enumerate(space.accelerators):
+    for c, cpu in enumerate(space.cpus):
+      lo = facts.get(cpu, {}).get('min_sockets', 1)
+      hi = facts.get(cpu, {}).get('max_sockets', max(sockets))
+      for i, s in enumerate(sockets):
+        for j, n in enumerate(accels):
+          out[a, c, i, j] = lo <= s <= hi and buildability.board_allows(
+            acc, cpu, float(n), float(s)
+          )
+  return out
+
+
+def board_ok(space: ds.DesignSpace, index) -> np.ndarray:
+  """(N,) whether each design (N, H)'s board is sold (`board_table`)."""
+  index = np.asarray(index)
+  c, s, n = (index[:, a] for a in _BOARD_AXES)
+  return board_table(space)[index[:, 0], c, s, n]
+
+
+def _nearest_boards(table_a: np.ndarray, row) -> list[tuple]:
+  """The sold (cpu, sockets, accelerators) grid indices nearest to
+  `row`'s: fewest steps on the sockets and accelerator axes (log-spaced
+  grids) plus one for another CPU; every tie."""
+  legal = np.argwhere(table_a)
+  if not len(legal):
+    return []
+  own = np.array([row[a] for a in _BOARD_AXES])
+  dist = (legal[:, 0] != own[0]) + np.abs(legal[:, 1:] - own[1:]).sum(axis=1)
+  return [tuple(x) for x in legal[dist == dist.min()]]
+
+
+def _same_total(space: ds.DesignSpace, row, new) -> list[np.ndarray]:
+  """`new` (a board moved from `row`) and, where its accelerators per node
+  changed, the same design on the node counts next to the one that keeps
+  `row`'s accelerators in all (its grid neighbours below and above), so
+  that a board of more accelerators per node need not cost more."""
+  nodes, accels = np.asarray(space.grids[0]), np.asarray(space.grids[2])
+  if new[4] == row[4]:
+    return [new]
+  want = nodes[row[2]] * accels[row[4]] / accels[new[4]]
+  below = np.flatnonzero(nodes <= want)
+  above = np.flatnonzero(nodes >= want)
+  low = int(below[-1]) if len(below) else 0
+  high = int(above[0]) if len(above) else len(nodes) - 1
+  out = [new]
+  for i in sorted({low, high}):
+    other = np.array(new)
+    other[2] = i
+    out.append(other)
+  return list(buildability.canonical_index(space, np.stack(out)))
+
+
+def with_boards(space: ds.DesignSpace, index, group=None):
+  """`index` (N, H) followed by, for each row whose board is not sold
+  (`board_ok`), the same design on its nearest sold boards
+  (`_nearest_boards`: the host CPU, sockets and accelerators per node
+  moved, the rest kept; with the accelerators in all kept too,
+  `_same_total`), distinct within each `group` (N,) (default one group)
+  and new there.
+
+  Returns:
+    (index (M, H), source (M,)): the rows and the input row each came
+    from (so its plan or owner can follow it).
+  """
+  index = np.asarray(index)
+  group = np.zeros(len(index), int) if group is None else np.asarray(group)
+  table = board_table(space)
+  seen = {(int(g), tuple(r.tolist())) for g, r in zip(group, index)}
+  rows, source = [], []
+  for k in np.flatnonzero(~board_ok(space, index)):
+    for fix in _nearest_boards(table[index[k, 0]], index[k]):
+      moved = np.array(index[k])
+      moved[list(_BOARD_AXES)] = fix
+      for new in _same_total(space, index[k], moved):
+        key = (int(group[k]), tuple(int(x) for x in new))
+        if key not in seen:
+          seen.add(key)
+          rows.append(new)
+          source.append(k)
+  if not rows:
+    return index, np.arange(len(index))
+  out = np.concatenate([index, np.stack(rows).astype(index.dtype)])
+  return out, np.concatenate([np.arange(len(index)), source])
+
+
 def roundings(space: ds.DesignSpace, z: np.ndarray):
   """Every rounding of relaxed designs z (S, D): per start its 2^H grid
   neighbours (`design_space.neighbour_indices`, canonical per
   `buildability.canonical_index`) with the start's plan snapped
-  (`snap_plan`); where the sharding is searched, every rounding also with
-  each uniform sharding, so that a platform the search reaches is never
-  judged by a worse per-table mix than one sharding for every table.
+  (`snap_plan`), and the nearest sold board of each rounding whose board
+  is not sold (`with_boards`); where the sharding is searched, every
+  rounding also with each uniform sharding, so that a platform the
+  search reaches is never judged by a worse per-table mix than one
+  sharding for every table.
 
   Returns:
     (index (N, H), plan_z (N, P)).
@@ -104,6 +208,8 @@ def roundings(space: ds.DesignSpace, z: np.ndarray):
   plan_z = np.concatenate(
     [np.repeat(snap_plan(space, x[hc:])[None], per, axis=0) for x in z]
   )
+  index, source = with_boards(space, index, np.arange(len(index)) // per)
+  plan_z = plan_z[source]
   if space.sharding == plan_space.SEARCH:
     k = len(plan_space.CHOICES)
     uniform = [

@@ -91,7 +91,8 @@ class Settings:
     cpu_stack: the same, of the CPU trainer (and CPU presets).
     exclude_parts, only_parts, available_by: the catalog parts the search
       may use (`part_tables.select_parts`: names or their beginnings; a
-      year). Empty and None: every modelled part.
+      year, which also keeps the NIC line rates sold by then,
+      `part_tables.nic_rates`). Empty and None: every modelled part.
     price: 'PART=USD' strings: the price of one catalog part (a name or
       the beginning of one; an accelerator with its HBM) in place of the
       catalog's (`part_tables.parse_prices`).
@@ -295,6 +296,8 @@ def _request(settings: Settings, on_step) -> _Request:
       settings.available_by,
     )
     parts = {'accelerators': acc, 'cpus': cpu}
+    if settings.available_by:
+      parts['nic_rates'] = part_tables.nic_rates(settings.available_by)
   config = gradient.check_config(
     gradient.Config(
       starts=int(settings.starts),
@@ -322,7 +325,8 @@ def _stack(request: _Request, found) -> stack_lib.Stack:
 
 def _boards(proposal) -> list[str]:
   """Boards no vendor sells: the proposal's breaks of the rules the
-  search does not enforce yet (`buildability.CONCRETE_ONLY`)."""
+  relaxation does not see (`buildability.CONCRETE_ONLY`), which the
+  snapping enforces (`snapping.buildable`); empty unless that failed."""
   return [
     sentence
     for rule, sentence in buildability.violations(proposal.p, proposal=True)
@@ -778,7 +782,7 @@ def _honesty_lines(result: dict) -> list[str]:
       f'{100 * share:.1f}% of it for ${prop["capex_usd"]:,.0f}'
     )
   for sentence in result.get('board_violations', []):
-    out.append(f'NOT SOLD: {sentence} (the search does not enforce boards yet)')
+    out.append(f'NOT SOLD: {sentence}')
   ddr = result['proposal'].get('memory', {}).get('ddr')
   if ddr and result.get('ddr'):
     out.append(

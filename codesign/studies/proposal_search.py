@@ -15,6 +15,7 @@ feasible. No I/O.
 """
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 
 import jax
@@ -23,7 +24,13 @@ import numpy as np
 from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.model import terms as ct
-from codesign.search import design_space, gradient, part_tables, snapping
+from codesign.search import (
+  design_space,
+  gradient,
+  part_tables,
+  plan_space,
+  snapping,
+)
 from codesign.spec import catalog
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
@@ -219,8 +226,11 @@ def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
 # best found (--tolerance): a design that buys 1% more throughput for a
 # third more money is over-spending.
 TOLERANCE = 0.02
-# Axes shrunk to find a cheaper design of about the same throughput.
+# Axes shrunk to find a cheaper design of about the same throughput, and
+# the axis grown with them: fewer nodes may hold their tables with more
+# DDR (the least DDR that holds them is bought afterwards, `least_ddr`).
 _SHRUNK_AXES = ('nodes', 'accelerators_per_node')
+_GROWN_AXES = ('ddr_per_channel',)
 _TRIM_BASES = 4  # the proposal and up to this many other found designs
 
 
@@ -233,32 +243,108 @@ def _throughput(problem, value):
 def shrunk_designs(problem, res) -> tuple[np.ndarray, np.ndarray]:
   """(index, plan_z) of the best found designs (the proposal first) and
   every variant with fewer nodes or accelerators per node (grid values at
-  or below each design's own), distinct."""
+  or below each design's own) and as much DDR per channel or more,
+  distinct."""
   bases = [(res.best_index, res.best_plan_z)]
   if res.top_index is not None:
     ok = np.flatnonzero(res.top_feasible)[:_TRIM_BASES]
     bases += [(res.top_index[k], res.top_plan_z[k]) for k in ok]
-  axes = [design_space.HW_AXES.index(a) for a in _SHRUNK_AXES]
+  axes = [design_space.HW_AXES.index(a) for a in _SHRUNK_AXES + _GROWN_AXES]
+  sizes = problem.space.sizes
   seen, index, plan_z = set(), [], []
   for idx, pz in bases:
-    for n in range(int(idx[axes[0]]) + 1):
-      for a in range(int(idx[axes[1]]) + 1):
-        new = np.array(idx, dtype=np.int32)
-        new[axes[0]], new[axes[1]] = n, a
-        key = (*new.tolist(), *np.round(np.asarray(pz), 12).tolist())
-        if key not in seen:
-          seen.add(key)
-          index.append(new)
-          plan_z.append(np.asarray(pz, dtype=np.float64))
+    ranges = [range(int(idx[a]) + 1) for a in axes[: len(_SHRUNK_AXES)]]
+    ranges += [range(int(idx[a]), sizes[a]) for a in axes[len(_SHRUNK_AXES) :]]
+    for values in itertools.product(*ranges):
+      new = np.array(idx, dtype=np.int32)
+      new[axes] = values
+      key = (*new.tolist(), *np.round(np.asarray(pz), 12).tolist())
+      if key not in seen:
+        seen.add(key)
+        index.append(new)
+        plan_z.append(np.asarray(pz, dtype=np.float64))
   return np.stack(index), np.stack(plan_z)
+
+
+def auto_twin(problem):
+  """`problem` in plan mode `auto`: the HBM fractions follow the planner's
+  rule for each platform (`planner.fit_hbm_traced`), the sharding stays
+  the problem's (fixed, or per table as the plan vector's weights)."""
+  space = dataclasses.replace(problem.space, plan_mode='auto')
+  return dataclasses.replace(problem, space=space)
+
+
+def _sharding_variants(problem, plan_z: np.ndarray) -> np.ndarray:
+  """(N, V, S) the sharding coordinates each design is tried with under
+  the auto HBM rule: its own (searched) sharding and one sharding for
+  every table, each of `plan_space.CHOICES` (V = 1 + K); (N, 1, 0) when
+  the sharding is fixed."""
+  space = problem.space
+  n = len(plan_z)
+  if space.sharding != plan_space.SEARCH:
+    return np.zeros((n, 1, 0))
+  own = np.asarray(plan_z)[:, plan_space.leaf_count(space) :]
+  k = len(plan_space.CHOICES)
+  uniform = np.tile(np.eye(k), (1, space.num_tables))  # (K, T*K)
+  return np.concatenate(
+    [own[:, None], np.broadcast_to(uniform, (n, *uniform.shape))], axis=1
+  )
+
+
+def own_plans(problem, index, plan_z) -> dict:
+  """Every design (N, H) evaluated with its own plan, not one copied from
+  another design: the plan it comes with (`plan_z`) and the planner's HBM
+  rule for its platform (`auto_twin`) under its own sharding and under
+  each uniform sharding (`_sharding_variants`); per design the best of
+  them (feasible first, then the objective's loss).
+
+  Returns:
+    dict of `gradient.evaluate_indices`' keys (N,) for that plan, and
+    `variant` (N,): -1 for the plan it came with, else v, the auto plan
+    with sharding `shardings[:, v]`; `shardings` (N, V, S).
+  """
+  own = gradient.evaluate_indices(problem, index, plan_z)
+  twin = auto_twin(problem)
+  shardings = _sharding_variants(problem, plan_z)
+  n, v = shardings.shape[:2]
+  auto = gradient.evaluate_indices(
+    twin, np.repeat(np.asarray(index), v, axis=0), shardings.reshape(n * v, -1)
+  )
+  keys = ('loss', 'g', 'value', 'feasible')
+  every = {  # (N, 1 + V, ...): the plan it came with first
+    k: np.concatenate(
+      [own[k][:, None], auto[k].reshape(n, v, *auto[k].shape[1:])], axis=1
+    )
+    for k in keys
+  }
+  rank = np.where(every['feasible'], every['loss'], np.inf)
+  pick = np.argmin(rank, axis=1)  # the first when none is feasible
+  out = {k: every[k][np.arange(n), pick] for k in keys}
+  out['variant'] = pick - 1
+  out['shardings'] = shardings
+  return out
+
+
+def _written(problem, index, plan_z, ev, row) -> np.ndarray:
+  """The plan coordinates of design `row` in `problem`'s own space: its
+  plan_z, or its auto plan written out (HBM fractions and shardings)."""
+  v = int(ev['variant'][row])
+  if v < 0:
+    return np.asarray(plan_z[row], dtype=np.float64)
+  _, plan = gradient.buildable(
+    auto_twin(problem), index[row], ev['shardings'][row, v]
+  )
+  return plan_space.vector_of(problem.space, plan)
 
 
 def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   """For a throughput objective (`throughput`, `time_to_train`): the
   cheapest buildable design whose throughput is within `tolerance` of the
   best found, among the search's best designs and their variants with
-  fewer nodes or accelerators per node (every constraint still met).
-  Other objectives already weigh the price: `res` unchanged.
+  fewer nodes or accelerators per node and as much DDR or more (every
+  constraint still met), each with its own plan (`own_plans`: a design
+  with fewer nodes holds its tables differently). Other objectives
+  already weigh the price: `res` unchanged.
 
   Returns:
     (result with that design as `best_*`, the `tolerance` entry of
@@ -269,7 +355,7 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   if problem.objective not in ('throughput', 'time_to_train'):
     return res, None
   index, plan_z = shrunk_designs(problem, res)
-  ev = gradient.evaluate_indices(problem, index, plan_z)
+  ev = own_plans(problem, index, plan_z)
   ok, _ = snapping.buildable(problem.space, index)
   feasible = ev['feasible'] & ok
   feasible[0] = feasible[0] or res.best_feasible
@@ -283,27 +369,49 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   rows = np.flatnonzero(feasible)
   best = rows[np.argmax(thr[rows])]
   near = rows[thr[rows] >= (1.0 - tolerance) * thr[best]]
-  pick = near[np.lexsort((-thr[near], capex[near]))[0]]
+  pick, pz, check = _first_written(
+    problem, index, plan_z, ev, near[np.lexsort((-thr[near], capex[near]))]
+  )
   out = dataclasses.replace(
     res,
     best_index=index[pick],
-    best_plan_z=plan_z[pick],
-    best_value=float(ev['value'][pick]),
+    best_plan_z=pz,
+    best_value=float(check['value'][0]),
     best_feasible=True,
-    best_g=ev['g'][pick],
+    best_g=check['g'][0],
   )
   return out, {
     'tolerance': tolerance,
     'best_found_samples_per_s': float(thr[best]),
     'best_found_capex_usd': float(capex[best]),
-    'proposal_samples_per_s': float(thr[pick]),
+    'proposal_samples_per_s': float(_throughput(problem, out.best_value)),
     'proposal_capex_usd': float(capex[pick]),
-    'proposal_share_of_best': float(thr[pick] / thr[best]),
+    'proposal_share_of_best': float(
+      _throughput(problem, out.best_value) / thr[best]
+    ),
     'candidates_evaluated': int(len(index)),
     'rule': 'the cheapest design within the tolerance of the best found '
     '(throughput objectives), among the best designs and their variants '
-    'with fewer nodes or accelerators per node',
+    'with fewer nodes or accelerators per node (and as much DDR or more), '
+    'each with its own plan '
+    '(the plan it was found with, or the auto HBM rule under its own or '
+    'one uniform sharding)',
   }
+
+
+def _first_written(problem, index, plan_z, ev, order):
+  """(row, plan coordinates, its evaluation) of the first design in
+  `order` that stays feasible with its plan written in `problem`'s own
+  space (an auto plan written out is evaluated again there); the first
+  design (the search's best, feasible) with the plan it came with when
+  none does."""
+  for row in order:
+    pz = _written(problem, index, plan_z, ev, row)
+    check = gradient.evaluate_indices(problem, index[row][None], pz[None])
+    if check['feasible'][0]:
+      return int(row), pz, check
+  pz = np.asarray(plan_z[0], dtype=np.float64)
+  return 0, pz, gradient.evaluate_indices(problem, index[:1], pz[None])
 
 
 def least_ddr(problem, res):

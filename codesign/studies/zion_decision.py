@@ -40,6 +40,7 @@ from collections.abc import Callable
 import numpy as np
 
 from codesign.core.errors import InputError
+from codesign.search import part_tables
 from codesign.spec import catalog, schema
 from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
@@ -115,11 +116,14 @@ class Settings:
 
 
 def newest_part_year() -> int:
-  """The year of the newest catalog part: what 'today' means for parts."""
+  """The year of the newest catalog part, NIC line rates included
+  (`part_tables.NIC_YEARS`): what 'today' means for parts."""
   raw = catalog.raw()
-  return max(
+  parts = (
     int(x['year']) for t in ('accelerators', 'cpus') for x in raw[t].values()
   )
+  nics = (part_tables.NIC_YEARS[r] for r in part_tables.nic_rates())
+  return max(*parts, *nics)
 
 
 def era_stack(settings: Settings, era: str) -> stack_lib.Stack:

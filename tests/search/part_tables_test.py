@@ -35,6 +35,22 @@ def test_available_by_uses_the_catalog_year():
   assert later and not set(later) & set(acc)
 
 
+def test_available_by_keeps_the_nic_rates_sold_by_then():
+  every = part_tables.nic_rates()
+  assert set(every) == set(part_tables.NIC_YEARS)
+  by_2019 = part_tables.nic_rates(2019)
+  assert by_2019 and all(part_tables.NIC_YEARS[r] <= 2019 for r in by_2019)
+  assert 800 in every and 800 not in by_2019
+  with pytest.raises(InputError, match='no NIC line rate is available by 2010'):
+    part_tables.nic_rates(2010)
+  # The design space offers only those rates, one kept as a degenerate axis.
+  w = presets.get('rm1')
+  space = design_space.make_space(w, max_nodes=2, nic_rates=by_2019)
+  assert space.grids[-1] == tuple(catalog.nic_bandwidth(r) for r in by_2019)
+  one = design_space.make_space(w, max_nodes=2, nic_rates=(100,))
+  assert one.grids[-1] == (catalog.nic_bandwidth(100),) * 2
+
+
 def test_one_part_left_is_a_space_of_that_part():
   acc, _ = part_tables.select_parts(only=('H100',))
   assert acc == ('H100-SXM5-80GB', 'H100-SXM5-80GB')

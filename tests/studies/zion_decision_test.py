@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from codesign.search import buildability, part_tables
 from codesign.spec import catalog, schema, workload_presets
 from codesign.spec import workload as wl
 from codesign.studies import zion_decision
@@ -112,6 +113,11 @@ def test_tiny_run_writes_the_result_schema(runs):
       acc, cpu = p['platform']['accelerator'], p['platform']['cpu']
       assert raw['accelerators'][acc['name']]['year'] <= year
       assert raw['cpus'][cpu['name']]['year'] <= year
+      rate = int(p['platform']['nic']['bandwidth_gbit_per_s'])
+      assert part_tables.NIC_YEARS[rate] <= year
+    # A board that is sold (the search's snapping enforces it).
+    built = schema.platform_from_json(p['platform'])
+    assert 'board' not in {r for r, _ in buildability.violations(built)}
     assert set(p['zion_like']['checks']) == {
       'accelerators',
       'sockets',
