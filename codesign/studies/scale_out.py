@@ -449,6 +449,12 @@ def scaling_stop(rows: list[dict], target: float) -> dict:
     'linear_scaling_s': t0[k] * ideal,
     'growth': t1[k] / t0[k] if t0[k] > 0 else None,
     'nic_restores_target': below['required_status'] != 'unreachable',
+    # The next components that grew beyond linear scaling, largest first.
+    'also_grew_s': {
+      j: excess[j]
+      for j in sorted(excess, key=excess.get, reverse=True)[1:3]
+      if excess[j] > 0
+    },
   }
   return {**out, 'sentence': _stop_sentence(out)}
 
@@ -463,13 +469,17 @@ def _stop_sentence(s: dict) -> str:
     if s['nic_restores_target']
     else 'no NIC in the searched range restores it'
   )
+  also = ', '.join(
+    f'{k} +{v * 1e3:,.3f} ms' for k, v in s['also_grew_s'].items()
+  )
+  also = f' Next: {also}.' if also else ''
   return (
     f'Scaling stops at {s["nodes"]:,} nodes (efficiency '
     f'{s["efficiency"]:.0%} < {s["target_efficiency"]:.0%}; {nic}): '
     f'{s["component"]} grows from {s["from_s"] * 1e3:,.3f} ms at '
     f'{s["from_nodes"]:,} node(s) to {s["to_s"] * 1e3:,.3f} ms{growth}'
     f'{linear}, {s["share_of_step"]:.0%} of the '
-    f'{s["step_s"] * 1e3:,.3f} ms step (components before overlap).'
+    f'{s["step_s"] * 1e3:,.3f} ms step (components before overlap).' + also
   )
 
 
