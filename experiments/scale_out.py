@@ -82,6 +82,7 @@ flags.DEFINE_enum(
   'auto',
   [
     'auto',
+    'hybrid',
     'table_wise',
     'row_wise',
     'table_row_wise',
@@ -90,7 +91,8 @@ flags.DEFINE_enum(
   ],
   'Sharding of every table (auto: the plan.make rule, the fastest of '
   'splitting big tables, big and hot tables, or none, table-row-wise on '
-  'several nodes).',
+  "several nodes; hybrid: HugeCTR's hybrid embedding, the tables whose "
+  'lookups are mostly of frequent rows data-parallel, the rest as auto).',
 )
 flags.DEFINE_integer(
   'rounds',

@@ -282,6 +282,8 @@ def _draw_points(ax, points: Points, logx: bool, logy: bool) -> list:
         textcoords='offset points',
         va='top',
         color=points.color,
+        # Readable across a curve: a pale box behind the words.
+        bbox={'fc': 'white', 'ec': 'none', 'alpha': 0.8, 'pad': 1.0},
       )
   return y[good].tolist()
 

@@ -59,7 +59,8 @@ class Settings:
     min_nic_gbit_per_s: lowest per-NIC line rate searched, Gb/s.
     max_nic_gbit_per_s: highest per-NIC line rate searched, Gb/s (both
       within the hardware bounds, 8 to 8000 Gb/s).
-    sharding: `auto` (the `plan.make` rule) or one of `plan.SHARDINGS`,
+    sharding: `auto` (the `plan.make` rule), `hybrid` (HugeCTR's hybrid
+      embedding: `planner.hybrid_shardings`) or one of `plan.SHARDINGS`,
       for every table.
     rounds: rounds of 32-fold multisection in log bandwidth (>= 1).
   """
@@ -87,10 +88,10 @@ class Settings:
       raise InputError(
         f'--scaling must be weak or strong, got {self.scaling!r}'
       )
-    if self.sharding != 'auto' and self.sharding not in plan_lib.SHARDINGS:
+    if self.sharding not in ('auto', 'hybrid', *plan_lib.SHARDINGS):
       raise InputError(
-        f'--sharding must be auto or one of {", ".join(plan_lib.SHARDINGS)},'
-        f' got {self.sharding!r}'
+        '--sharding must be auto, hybrid or one of '
+        f'{", ".join(plan_lib.SHARDINGS)}, got {self.sharding!r}'
       )
     if not 0 < self.target <= 1:
       raise InputError(f'--target must lie in (0, 1], got {self.target}')
