@@ -457,11 +457,36 @@ def scaling_stop(rows: list[dict], target: float) -> dict:
       if excess[j] > 0
     },
   }
+  out['beyond'] = _beyond(below, rows[-1])
   return {**out, 'sentence': _stop_sentence(out)}
 
 
+def _beyond(stop: dict, last: dict) -> dict | None:
+  """From the row where the scaling stopped to the last row: the step
+  component that grew most beyond linear scaling (None when the last row
+  is the stopping one)."""
+  if last['nodes'] == stop['nodes']:
+    return None
+  ideal = (last['global_batch'] / last['nodes']) / (
+    stop['global_batch'] / stop['nodes']
+  )
+  t0 = {k: float(v) for k, v in stop['breakdown_s'].items()}
+  t1 = {k: float(v) for k, v in last['breakdown_s'].items()}
+  k = max(t1, key=lambda j: t1[j] - t0[j] * ideal)
+  return {
+    'from_nodes': stop['nodes'],
+    'to_nodes': last['nodes'],
+    'component': k,
+    'from_s': t0[k],
+    'to_s': t1[k],
+    'efficiency': last['efficiency'],
+    'share_of_step': t1[k] / step_time_s(last),
+  }
+
+
 def _stop_sentence(s: dict) -> str:
-  growth = f' (x{s["growth"]:,.1f})' if s['growth'] is not None else ''
+  """The verdict of `scaling_stop`'s dict `s`, in words."""
+  growth = f', x{s["growth"]:,.1f}' if s['growth'] is not None else ''
   linear = ''
   if abs(s['linear_scaling_s'] - s['from_s']) > 1e-12:
     linear = f'; linear scaling leaves {s["linear_scaling_s"] * 1e3:,.3f} ms'
@@ -474,12 +499,20 @@ def _stop_sentence(s: dict) -> str:
     f'{k} +{v * 1e3:,.3f} ms' for k, v in s['also_grew_s'].items()
   )
   also = f' Next: {also}.' if also else ''
+  b = s['beyond']
+  if b is not None:
+    also += (
+      f' From {b["from_nodes"]:,} to {b["to_nodes"]:,} nodes the most '
+      f'beyond linear scaling: {b["component"]}, {b["from_s"] * 1e3:,.3f}'
+      f' to {b["to_s"] * 1e3:,.3f} ms ({b["share_of_step"]:.0%} of the '
+      f'step; efficiency {b["efficiency"]:.0%} at {b["to_nodes"]:,}).'
+    )
   return (
     f'Scaling stops at {s["nodes"]:,} nodes (efficiency '
-    f'{s["efficiency"]:.0%} < {s["target_efficiency"]:.0%}; {nic}): '
-    f'{s["component"]} grows from {s["from_s"] * 1e3:,.3f} ms at '
-    f'{s["from_nodes"]:,} node(s) to {s["to_s"] * 1e3:,.3f} ms{growth}'
-    f'{linear}, {s["share_of_step"]:.0%} of the '
+    f'{s["efficiency"]:.0%} < {s["target_efficiency"]:.0%}; {nic}), '
+    f'stopped by {s["component"]}: {s["to_s"] * 1e3:,.3f} ms against '
+    f'{s["from_s"] * 1e3:,.3f} ms at {s["from_nodes"]:,} node(s){growth}'
+    f'{linear}; {s["share_of_step"]:.0%} of the '
     f'{s["step_s"] * 1e3:,.3f} ms step (components before overlap).' + also
   )
 

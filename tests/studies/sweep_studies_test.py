@@ -193,6 +193,7 @@ def test_scale_out_names_the_term_that_stops_the_scaling(scaled):
   assert (
     k in stop['sentence'] and 'Scaling stops at 2 nodes' in stop['sentence']
   )
+  assert stop['beyond'] is None  # 2 nodes is the last count
 
 
 def test_scale_out_public_cases_match_by_preset_names():
