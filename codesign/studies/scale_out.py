@@ -353,10 +353,11 @@ def measured_cases(
   `public_cases.predict` makes it with the shipped fit
   (`public_cases.shipped_values`, which has seen every case: an
   in-sample judgement; `experiments.calibrate` judges out of sample) at
-  the case's own batch, plan and platform (not the study's overrides).
-  Nothing is fitted to them. Efficiencies are against the matching
-  one-node case of the same precision, measured and modelled alike
-  (None without one)."""
+  the case's own batch, plan and platform (not the study's overrides),
+  and at the sourced priors (`model_samples_per_s_at_priors`: no fitted
+  number, so no case seen). Nothing is fitted to them. Efficiencies are
+  against the matching one-node case of the same precision, measured and
+  modelled alike (None without one)."""
   keys = {k.case_id: k for k in matching_cases(workload, platform, stack)}
   if not keys:
     return []
@@ -381,6 +382,9 @@ def measured_cases(
         'measured_samples_per_s': measured,
         'model_samples_per_s': model,
         'model_error': model / measured - 1.0,
+        'model_samples_per_s_at_priors': float(
+          public_cases.predict(c).throughput
+        ),
         'model_bottleneck': cost_model.COMPONENTS[int(r.bottleneck_index)],
       }
     )
@@ -527,11 +531,11 @@ def measured_lines(result: dict) -> list[str]:
     ]
   out = [
     'public cases measured on this platform, workload and stack, at their '
-    'own batch (the model: the shipped fit at the case; nothing fitted '
-    'here)',
+    'own batch (model: the shipped fit, data/stack_fit.json, which has '
+    'seen them; at priors: no fitted number; nothing is fitted here)',
     f'{"case":8s} {"nodes":>5s} {"batch/accel":>11s} {"measured/s":>13s} '
-    f'{"model/s":>13s} {"error":>7s} {"meas. eff":>9s} {"model eff":>9s}'
-    '  source',
+    f'{"model/s":>13s} {"error":>7s} {"at priors/s":>13s} '
+    f'{"meas. eff":>9s} {"model eff":>9s}  source',
   ]
   for p in points:
     eff = [
@@ -542,6 +546,7 @@ def measured_lines(result: dict) -> list[str]:
       f'{p["case"]:8s} {p["nodes"]:>5,d} {p["batch_per_accelerator"]:>11,.0f}'
       f' {p["measured_samples_per_s"]:>13,.0f} '
       f'{p["model_samples_per_s"]:>13,.0f} {p["model_error"]:>+7.1%} '
+      f'{p.get("model_samples_per_s_at_priors", np.nan):>13,.0f} '
       f'{eff[0]:>9s} {eff[1]:>9s}  {p["source"]}'
     )
   return out

@@ -237,6 +237,9 @@ def test_scale_out_measured_points_are_the_public_cases():
   assert c11['model_samples_per_s'] == pytest.approx(
     float(model.throughput), rel=1e-5
   )
+  assert c11['model_samples_per_s_at_priors'] == pytest.approx(
+    float(pc.predict(case).throughput), rel=1e-5
+  )
   assert c11['global_batch'] == case.workload.global_batch == 135168
   assert c11['reference_case'] == 'C8_amp'
   assert c11['measured_efficiency'] == pytest.approx(
