@@ -272,17 +272,22 @@ def _draw_points(ax, points: Points, logx: bool, logy: bool) -> list:
     mfc='none' if hollow else points.color,
     label=points.label,
   )
-  for xi, yi, text, ok in zip(x, y, points.texts, good, strict=False):
+  # Labels right of their points, below and above in turn, so that the
+  # labels of neighbouring points (a node count and its double) do not
+  # overlap; over the curves and markers, on a pale box.
+  for i, (xi, yi, text, ok) in enumerate(
+    zip(x, y, points.texts, good, strict=False)
+  ):
     if text and ok:
       ax.annotate(
         text,
         (xi, yi),
         fontsize=7,
-        xytext=(8, -2),
+        xytext=(8, -3 if i % 2 == 0 else 3),
         textcoords='offset points',
-        va='top',
+        va='top' if i % 2 == 0 else 'bottom',
         color=points.color,
-        # Readable across a curve: a pale box behind the words.
+        zorder=5,
         bbox={'fc': 'white', 'ec': 'none', 'alpha': 0.8, 'pad': 1.0},
       )
   return y[good].tolist()
