@@ -17,15 +17,24 @@ goes as nodes grow.
 
 Prints per node count the throughput, efficiency, needed NIC bandwidth,
 the bottleneck's share of the step and feasibility (with the tier that
-overflows), the step components in ms, and the summary. Writes to
---workdir: config.json, env.json, result.json, metrics.jsonl (one line per
-node count), scale_out.csv (one row per node count, components in
-seconds), nic_required.png (needed NIC Gb/s per accelerator against nodes,
-with the platform's own as a dotted line; a missing point means the target
-is out of reach inside the bounds), efficiency.png (efficiency at the
-platform's NIC bandwidth, with the target) and breakdown.png (each step
-component per node count in ms, stacked, and as a share of their sum;
-components are summed before overlap).
+overflows), the step components in ms, the summary, the term that stops
+the scaling (at the first node count below --target: the component that
+grew most beyond linear scaling, with its share of the step) and the
+public cases measured on this platform, workload and stack (measured and
+modelled samples/s at each case's own batch, with the source). Writes to
+--workdir: config.json, env.json, result.json (with `measured_cases` and
+`scaling_stopped_by`), metrics.jsonl (one line per node count),
+scale_out.csv (one row per node count, components in seconds),
+throughput.png (the model's samples/s against nodes, linear scaling of
+one node dashed, and the matching public cases as squares, each beside
+the model's prediction at its own batch as an x), nic_required.png
+(needed NIC Gb/s per accelerator against nodes, with the platform's own
+as a dotted line; a missing point means the target is out of reach
+inside the bounds), efficiency.png (efficiency at the platform's NIC
+bandwidth, with the target, and the multi-node public cases' efficiency
+against their one-node case, measured and modelled) and breakdown.png
+(each step component per node count in ms, stacked, and as a share of
+their sum; components are summed before overlap).
 """
 
 import dataclasses
@@ -73,6 +82,7 @@ flags.DEFINE_enum(
   'auto',
   [
     'auto',
+    'hybrid',
     'table_wise',
     'row_wise',
     'table_row_wise',
@@ -81,7 +91,8 @@ flags.DEFINE_enum(
   ],
   'Sharding of every table (auto: the plan.make rule, the fastest of '
   'splitting big tables, big and hot tables, or none, table-row-wise on '
-  'several nodes).',
+  "several nodes; hybrid: HugeCTR's hybrid embedding, the tables whose "
+  'lookups are mostly of frequent rows data-parallel, the rest as auto).',
 )
 flags.DEFINE_integer(
   'rounds',
@@ -155,21 +166,25 @@ def _plots(workdir, result, study):
     hline_label=f'own NIC: {own:,.0f} Gb/s per accelerator',
     gap_reason='target out of reach in the searched range',
   )
+  cases = [c for c in result['measured_cases'] if c['nodes'] > 1]
   plotting.lines(
     workdir / 'efficiency.png',
     x,
     {
-      f'at the own NIC, {own:,.0f} Gb/s per accelerator': np.array(
+      f'model at the own NIC, {own:,.0f} Gb/s per accelerator': np.array(
         [r['efficiency'] for r in rows]
       )
     },
     title,
     'nodes',
-    'scaling efficiency (throughput / (nodes x 1-node throughput))',
+    'scaling efficiency\n(throughput / (nodes x 1-node throughput))',
     logx=True,
     hline=target,
     hline_label=f'target {target:.0%}',
+    points=_case_points(plotting, result, cases, '_efficiency'),
+    note=_case_note(result, 'each case against the one-node case '),
   )
+  _throughput_plot(workdir, result, title)
   shown = study.shown_components(result)
   plotting.step_breakdown(
     workdir / 'breakdown.png',
@@ -178,6 +193,93 @@ def _plots(workdir, result, study):
     f'Where the step goes: {title}, {own:,.0f} Gb/s per accelerator',
     'nodes',
     step_s=np.array([study.step_time_s(r) for r in rows]),
+  )
+
+
+def _case_text(case, by_case):
+  """A case's label: its name and batch per accelerator, and its
+  reference case's where an efficiency needs one."""
+  text = f'{case["case"]}: {case["batch_per_accelerator"]:,.0f}/accel'
+  ref = by_case.get(case.get('reference_case'))
+  if ref is None or ref is case:
+    return text
+  return f'{text} vs {ref["case"]}: {ref["batch_per_accelerator"]:,.0f}/accel'
+
+
+def _case_points(plotting, result, cases, suffix):
+  """(measured, model) markers of the public cases in `cases` that have
+  `measured{suffix}` (efficiency: a one-node reference), or ()."""
+  cases = [c for c in cases if c[f'measured{suffix}'] is not None]
+  if not cases:
+    return ()
+  x = np.array([c['nodes'] for c in cases])
+  by_case = {c['case']: c for c in result['measured_cases']}
+  if suffix != '_efficiency':  # no reference case to name
+    by_case = {}
+  texts = tuple(_case_text(c, by_case) for c in cases)
+  return (
+    plotting.Points(
+      x,
+      np.array([c[f'measured{suffix}'] for c in cases]),
+      'measured: public cases at their own batch',
+      's',
+      'C3',
+      texts,
+    ),
+    plotting.Points(
+      x,
+      np.array([c[f'model{suffix}'] for c in cases]),
+      'model at each case (its batch, plan and stack; the shipped fit)',
+      'x',
+      'C2',
+    ),
+  )
+
+
+def _case_note(result, what=''):
+  """The line under a plot that says which batch the line and the
+  markers are at ('' without cases)."""
+  if not result['measured_cases']:
+    return ''
+  rows = result['per_node_count']
+  if result['scaling'] == 'weak':
+    batch = f'{rows[0]["global_batch"]:,} samples per node'
+  else:
+    batch = f'a global batch of {rows[0]["global_batch"]:,}'
+  return (
+    f'Line: the model at {batch} ({result["scaling"]} scaling). Markers: '
+    f'{what}at its own batch (calibration_cases.json); compare a case '
+    'with its x, not with the line.'
+  )
+
+
+def _throughput_plot(workdir, result, title):
+  """throughput.png: the model's samples/s against nodes with linear
+  scaling of one node, and the measured public cases beside it."""
+  from codesign.studies import plotting
+
+  rows = result['per_node_count']
+  x = np.array([r['nodes'] for r in rows])
+  own = result['own_nic_gbit_per_s_per_accelerator']
+  single = result['single_node_throughput_samples_per_s']
+  plotting.lines(
+    workdir / 'throughput.png',
+    x,
+    {
+      f'model at the own NIC, {own:,.0f} Gb/s per accelerator': np.array(
+        [float(r['throughput_samples_per_s']) for r in rows]
+      )
+    },
+    title,
+    'nodes',
+    'throughput, samples/s',
+    logx=True,
+    logy=True,
+    reference={'linear scaling of one node': x * float(single)},
+    points=_case_points(
+      plotting, result, result['measured_cases'], '_samples_per_s'
+    ),
+    note=_case_note(result),
   )
 
 

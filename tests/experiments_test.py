@@ -74,7 +74,12 @@ TINY = {
 PLOTS = {
   'compare_platforms': ['platforms.png'],
   'sensitivity': ['elasticities.png'],
-  'scale_out': ['nic_required.png', 'efficiency.png', 'breakdown.png'],
+  'scale_out': [
+    'throughput.png',
+    'nic_required.png',
+    'efficiency.png',
+    'breakdown.png',
+  ],
   'pareto': ['frontier.png'],
   'growth': ['growth.png'],
 }

@@ -411,11 +411,52 @@ def _plan(case_id, w, p, s) -> plan_lib.Plan:
   return planner.make(w, p, s, placement='auto', sharding='auto')
 
 
-def load(path: pathlib.Path = CASES_FILE) -> list[PublicCase]:
-  """Every (case, precision) of the file, in file order."""
+class CaseKey(NamedTuple):
+  """What a case ran, by preset name, read from the file without building
+  the case (`load` plans every case: seconds each).
+
+  platform: the catalog platform preset (`PLATFORMS`); devices: its
+  accelerators (or sockets) per node the case used; nodes (`NODES`);
+  workload: the workload preset; stack: the stack preset; src: the
+  file's source of the measurement.
+  """
+
+  case_id: str
+  platform: str
+  devices: int
+  nodes: int
+  workload: str
+  stack: str
+  src: str
+
+
+def case_keys(path: pathlib.Path = CASES_FILE) -> list[CaseKey]:
+  """A `CaseKey` per case of the file, in file order."""
   data = json.loads(pathlib.Path(path).read_text())
   out = []
   for c in data['cases']:
+    name, devices = PLATFORMS[c['id']]
+    if 'model' in c:
+      workload = f'nv_dlrm_{c["model"]}'
+    else:
+      workload = WORKLOADS[c['catalog_model']]
+    nodes = NODES.get(c['id'], 1)
+    out.append(
+      CaseKey(c['id'], name, devices, nodes, workload, c['stack'], c['src'])
+    )
+  return out
+
+
+def load(
+  path: pathlib.Path = CASES_FILE, ids: tuple[str, ...] | None = None
+) -> list[PublicCase]:
+  """Every (case, precision) of the file, in file order; only the cases
+  named in `ids` when given."""
+  data = json.loads(pathlib.Path(path).read_text())
+  out = []
+  for c in data['cases']:
+    if ids is not None and c['id'] not in ids:
+      continue
     p = _platform(c['id'])
     s, stack_notes = _stack(c)
     stack_notes = stack_notes + [
@@ -480,6 +521,25 @@ def predict(case: PublicCase, values: dict | None = None):
   priors and the shipped default profiles)."""
   p, s = apply_values(case, values or {})
   return cost_model.evaluate(hardware.as_arrays(p), case.workload, case.plan, s)
+
+
+def shipped_values(fit: dict | None = None) -> dict:
+  """name -> value of each `FIT_PARAMETERS` entry in the shipped fit
+  (`data/stack_fit.json`, or `fit` in its form): the numbers the presets
+  load with (`stack_presets.get`, `catalog.accelerator`). That fit has
+  seen every case; `leave_one_case_out` gives the values to judge with."""
+  fit = stack_presets.fitted_values() if fit is None else fit
+  out = {}
+  for param in FIT_PARAMETERS:
+    for who, field in param.targets:
+      if who == 'gpu':
+        entry = fit.get('gpu', {})
+      else:
+        entry = fit.get('stacks', {}).get(who, {})
+      if field in entry:
+        out[param.name] = float(entry[field]['value'])
+        break
+  return out
 
 
 def used_parameters(case: PublicCase) -> list[str]:

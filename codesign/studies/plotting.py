@@ -7,6 +7,8 @@ and a path, draws one figure and closes it.
 """
 
 import pathlib
+import textwrap
+from typing import NamedTuple
 
 import matplotlib
 
@@ -40,10 +42,12 @@ _STYLE = {
 }
 
 
-def _save(fig, path) -> pathlib.Path:
+def _save(fig, path, rect=None) -> pathlib.Path:
+  """Writes `fig` to `path` and closes it; `rect`: the part of the figure
+  (left, bottom, right, top, as fractions) the axes are laid out in."""
   path = pathlib.Path(path)
   _names_as_data(fig)
-  fig.tight_layout()
+  fig.tight_layout(rect=rect)
   # No 'Software' entry: the file does not depend on the matplotlib build.
   fig.savefig(path, format='png', metadata={'Software': None})
   plt.close(fig)
@@ -229,6 +233,76 @@ def ranked_bars(
     return _save(fig, path)
 
 
+class Points(NamedTuple):
+  """Markers drawn beside the curves of `lines`, at their own x: e.g.
+  measured cases and the model's prediction at each.
+
+  Attributes:
+    x: shape (M,), their x values.
+    y: shape (M,), their y values (points a log axis cannot show are left
+      out).
+    label: the legend entry.
+    marker: a matplotlib marker ('s' squares, 'x' crosses).
+    color: a matplotlib colour.
+    texts: a label written beside each point ('' for none), or empty.
+  """
+
+  x: np.ndarray
+  y: np.ndarray
+  label: str
+  marker: str = 's'
+  color: str = 'C3'
+  texts: tuple[str, ...] = ()
+
+
+def _draw_points(ax, points: Points, logx: bool, logy: bool) -> list:
+  """Draws `points` on `ax` and returns the y values drawn."""
+  x = np.asarray(points.x, dtype=float)
+  y = np.asarray(points.y, dtype=float)
+  good = _drawable(x, logx) & _drawable(y, logy)
+  hollow = points.marker not in ('x', '+')
+  ax.plot(
+    x[good],
+    y[good],
+    ls='none',
+    marker=points.marker,
+    ms=7,
+    mew=1.5,
+    color=points.color,
+    mfc='none' if hollow else points.color,
+    label=points.label,
+  )
+  # Labels right of their points, below and above in turn, so that the
+  # labels of neighbouring points (a node count and its double) do not
+  # overlap; over the curves and markers, on a pale box.
+  for i, (xi, yi, text, ok) in enumerate(
+    zip(x, y, points.texts, good, strict=False)
+  ):
+    if text and ok:
+      ax.annotate(
+        text,
+        (xi, yi),
+        fontsize=7,
+        xytext=(8, -3 if i % 2 == 0 else 3),
+        textcoords='offset points',
+        va='top' if i % 2 == 0 else 'bottom',
+        color=points.color,
+        zorder=5,
+        bbox={'fc': 'white', 'ec': 'none', 'alpha': 0.8, 'pad': 1.0},
+      )
+  return y[good].tolist()
+
+
+def _node_axis(ax, xs: np.ndarray) -> None:
+  """A base-2 log x axis over the positive `xs`, ticked at each of them
+  (node counts written plainly, not 2^k)."""
+  ax.set_xscale('log', base=2)
+  # Limits from x itself: series with no point left set none.
+  ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
+  ax.set_xticks(xs, [f'{v:g}' for v in xs])
+  ax.minorticks_off()
+
+
 def lines(
   path,
   x: np.ndarray,
@@ -242,6 +316,9 @@ def lines(
   hline: float | None = None,
   hline_label: str | None = None,
   gap_reason: str = 'no value',
+  reference: dict[str, np.ndarray] | None = None,
+  points: tuple[Points, ...] = (),
+  note: str = '',
 ) -> pathlib.Path:
   """Line plot of several series over a shared x.
 
@@ -254,6 +331,10 @@ def lines(
     hline: a horizontal reference line (dotted), e.g. a target.
     hline_label: its legend entry.
     gap_reason: what a NaN means, for the legend ("target out of reach").
+    reference: legend name -> values of shape (N,), drawn dashed in grey
+      without markers (e.g. linear scaling).
+    points: markers at their own x (`Points`), beside the curves.
+    note: a line of small text under the axes ('' for none).
 
   Points a log axis cannot show (zero, negative, NaN or infinite) are left
   out; the series' legend entry says how many and why, so an empty or
@@ -276,16 +357,19 @@ def lines(
       label = name + (f' ({"; ".join(notes)})' if notes else '')
       ax.plot(x, np.where(good, y, np.nan), 'o-', ms=4, label=label)
       shown.extend(y[good].tolist())
+    for name, y in (reference or {}).items():
+      y = np.asarray(y, dtype=float)
+      good = _drawable(y, logy) & _drawable(x, logx)
+      ax.plot(x, np.where(good, y, np.nan), '--', color='grey', label=name)
+      shown.extend(y[good].tolist())
+    for pts in points:
+      shown.extend(_draw_points(ax, pts, logx, logy))
     if hline is not None:
       ax.axhline(hline, color='black', lw=0.8, ls=':', label=hline_label)
-    xs = x[_drawable(x, logx)]
+    xs = np.concatenate([x, *(np.asarray(p.x, float) for p in points)])
+    xs = np.unique(xs[_drawable(xs, logx)])
     if logx and xs.size:
-      ax.set_xscale('log', base=2)
-      # Limits from x itself: series with no point left set none.
-      ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
-      # Ticks at the x values, written plainly (node counts, not 2^k).
-      ax.set_xticks(xs, [f'{v:g}' for v in xs])
-      ax.minorticks_off()
+      _node_axis(ax, xs)
     if logy and shown:  # a log axis with nothing on it cannot place ticks
       ax.set_yscale('log')
       ax.set_ylim(min(shown) / 1.5, max(shown) * 1.5)
@@ -293,7 +377,12 @@ def lines(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    rect = None
+    if note:
+      note = textwrap.fill(note, 120)
+      fig.text(0.01, 0.01, note, fontsize=7, ha='left', va='bottom')
+      rect = (0, 0.03 * (note.count('\n') + 1) + 0.01, 1, 1)
+    return _save(fig, path, rect)
 
 
 # Colour families of the step components (`cost_model.COMPONENTS`), by the

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from codesign.calibration import public_cases
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
 from codesign.spec import hardware
@@ -58,7 +59,8 @@ class Settings:
     min_nic_gbit_per_s: lowest per-NIC line rate searched, Gb/s.
     max_nic_gbit_per_s: highest per-NIC line rate searched, Gb/s (both
       within the hardware bounds, 8 to 8000 Gb/s).
-    sharding: `auto` (the `plan.make` rule) or one of `plan.SHARDINGS`,
+    sharding: `auto` (the `plan.make` rule), `hybrid` (HugeCTR's hybrid
+      embedding: `planner.hybrid_shardings`) or one of `plan.SHARDINGS`,
       for every table.
     rounds: rounds of 32-fold multisection in log bandwidth (>= 1).
   """
@@ -86,10 +88,10 @@ class Settings:
       raise InputError(
         f'--scaling must be weak or strong, got {self.scaling!r}'
       )
-    if self.sharding != 'auto' and self.sharding not in plan_lib.SHARDINGS:
+    if self.sharding not in ('auto', 'hybrid', *plan_lib.SHARDINGS):
       raise InputError(
-        f'--sharding must be auto or one of {", ".join(plan_lib.SHARDINGS)},'
-        f' got {self.sharding!r}'
+        '--sharding must be auto, hybrid or one of '
+        f'{", ".join(plan_lib.SHARDINGS)}, got {self.sharding!r}'
       )
     if not 0 < self.target <= 1:
       raise InputError(f'--target must lie in (0, 1], got {self.target}')
@@ -149,10 +151,13 @@ def run(
     own_nic_gbit_per_s_per_accelerator, single_node_throughput_samples_per_s,
     per_node_count: one dict per node count with breakdown_s (seconds per
     component, before overlap) and breakdown_share (of their sum), the
-    needed NIC bandwidth per accelerator and its status, summary lines),
-    plus `EXTRA_KEYS` (kept out of result.json): `why_infeasible`, per
-    node count None or the overflowing tier in words. metrics: one dict per
-    node count, as in metrics.jsonl.
+    needed NIC bandwidth per accelerator and its status, summary lines,
+    measured_cases: the public cases that match the inputs
+    (`measured_cases`), scaling_stopped_by: the term that stops the
+    scaling (`scaling_stop`)), plus `EXTRA_KEYS` (kept out of
+    result.json): `why_infeasible`, per node count None or the
+    overflowing tier in words. metrics: one dict per node count, as in
+    metrics.jsonl.
 
   Raises:
     InputError: a CPU-trainer platform (no accelerators to share NICs).
@@ -171,6 +176,8 @@ def run(
     'single_node_throughput_samples_per_s': single,
     'per_node_count': rows,
     'summary': _summary(rows, settings, own_gbps, request.per_accel),
+    'measured_cases': measured_cases(request.w0, request.p0, request.stack),
+    'scaling_stopped_by': scaling_stop(rows, settings.target),
     'why_infeasible': why,
   }
   return result, _metrics(rows)
@@ -315,6 +322,236 @@ def _metrics(rows: list[dict]) -> list[dict]:
   ]
 
 
+# ---- measured public cases and the term that stops the scaling -------------
+
+
+def matching_cases(
+  workload: wl.Workload, platform: Platform, stack: stack_lib.Stack
+) -> list[public_cases.CaseKey]:
+  """The public cases (`calibration_cases.json`) measured on what is
+  scaled: a case matches when it ran the platform preset of the same name
+  (`public_cases.PLATFORMS`; so `dgx_h100`, not every H100 system), every
+  accelerator of its nodes, the workload preset of the same name and the
+  stack preset of the same name. Its batch, precision, plan and the
+  changes its notes name (SHARP on C11) stay the case's own."""
+  return [
+    k
+    for k in public_cases.case_keys()
+    if k.platform == platform.name
+    and k.devices == round(float(platform.accelerators_per_node))
+    and k.workload == workload.name
+    and k.stack == stack.name
+  ]
+
+
+def measured_cases(
+  workload: wl.Workload, platform: Platform, stack: stack_lib.Stack
+) -> list[dict]:
+  """result.json's `measured_cases`: per matching (case, precision)
+  (`matching_cases`) its nodes, batch, the measured samples/s with the
+  file's source, and the model's samples/s for that case as
+  `public_cases.predict` makes it with the shipped fit
+  (`public_cases.shipped_values`, which has seen every case: an
+  in-sample judgement; `experiments.calibrate` judges out of sample) at
+  the case's own batch, plan and platform (not the study's overrides),
+  and at the sourced priors (`model_samples_per_s_at_priors`: no fitted
+  number, so no case seen). Nothing is fitted to them. Efficiencies are
+  against the matching one-node case of the same precision, measured and
+  modelled alike (None without one)."""
+  keys = {k.case_id: k for k in matching_cases(workload, platform, stack)}
+  if not keys:
+    return []
+  values = public_cases.shipped_values()
+  points = []
+  for c in public_cases.load(ids=tuple(keys)):
+    r = public_cases.predict(c, values)
+    nodes = keys[c.case_id].nodes
+    batch = c.workload.global_batch
+    measured = batch / c.measured
+    model = float(r.throughput)
+    points.append(
+      {
+        'case': c.name,
+        'case_id': c.case_id,
+        'source': keys[c.case_id].src,
+        'hardware': c.hardware,
+        'nodes': nodes,
+        'global_batch': batch,
+        'batch_per_accelerator': batch / (nodes * keys[c.case_id].devices),
+        'dense_precision': c.workload.dense_precision,
+        'measured_samples_per_s': measured,
+        'model_samples_per_s': model,
+        'model_error': model / measured - 1.0,
+        'model_samples_per_s_at_priors': float(
+          public_cases.predict(c).throughput
+        ),
+        'model_bottleneck': cost_model.COMPONENTS[int(r.bottleneck_index)],
+      }
+    )
+  return _with_efficiency(points)
+
+
+def _with_efficiency(points: list[dict]) -> list[dict]:
+  """`points` with the reference case and both efficiencies added."""
+  out = []
+  for p in points:
+    ref = next(
+      (
+        q
+        for q in points
+        if q['nodes'] == 1 and q['dense_precision'] == p['dense_precision']
+      ),
+      None,
+    )
+    eff = {'reference_case': None, 'measured_efficiency': None}
+    eff['model_efficiency'] = None
+    if ref is not None:
+      eff = {
+        'reference_case': ref['case'],
+        'measured_efficiency': p['measured_samples_per_s']
+        / (p['nodes'] * ref['measured_samples_per_s']),
+        'model_efficiency': p['model_samples_per_s']
+        / (p['nodes'] * ref['model_samples_per_s']),
+      }
+    out.append({**p, **eff})
+  return out
+
+
+def scaling_stop(rows: list[dict], target: float) -> dict:
+  """result.json's `scaling_stopped_by`: at the first node count whose
+  efficiency falls below `target`, the step component that grew most
+  beyond what linear scaling leaves it (its time at the first node count
+  times the change in batch per node: unchanged under weak scaling),
+  with its share of the step and its time at both counts. `component`
+  and `nodes` are None when every node count keeps the target."""
+  first = rows[0]
+  below = next((r for r in rows[1:] if r['efficiency'] < target), None)
+  if below is None:
+    return {
+      'nodes': None,
+      'component': None,
+      'sentence': f'Efficiency stays at or above {target:.0%} up to '
+      f'{rows[-1]["nodes"]:,} nodes: nothing stops the scaling here.',
+    }
+  ideal = (below['global_batch'] / below['nodes']) / (
+    first['global_batch'] / first['nodes']
+  )
+  t0 = {k: float(v) for k, v in first['breakdown_s'].items()}
+  t1 = {k: float(v) for k, v in below['breakdown_s'].items()}
+  excess = {k: t1[k] - t0[k] * ideal for k in t1}
+  k = max(excess, key=excess.get)
+  step = step_time_s(below)
+  out = {
+    'nodes': below['nodes'],
+    'efficiency': below['efficiency'],
+    'target_efficiency': target,
+    'component': k,
+    'share_of_step': t1[k] / step,
+    'step_s': step,
+    'from_nodes': first['nodes'],
+    'from_s': t0[k],
+    'to_s': t1[k],
+    'linear_scaling_s': t0[k] * ideal,
+    'growth': t1[k] / t0[k] if t0[k] > 0 else None,
+    'nic_restores_target': below['required_status'] != 'unreachable',
+    # The next components that grew beyond linear scaling, largest first.
+    'also_grew_s': {
+      j: excess[j]
+      for j in sorted(excess, key=excess.get, reverse=True)[1:3]
+      if excess[j] > 0
+    },
+  }
+  out['beyond'] = _beyond(below, rows[-1])
+  return {**out, 'sentence': _stop_sentence(out)}
+
+
+def _beyond(stop: dict, last: dict) -> dict | None:
+  """From the row where the scaling stopped to the last row: the step
+  component that grew most beyond linear scaling (None when the last row
+  is the stopping one)."""
+  if last['nodes'] == stop['nodes']:
+    return None
+  ideal = (last['global_batch'] / last['nodes']) / (
+    stop['global_batch'] / stop['nodes']
+  )
+  t0 = {k: float(v) for k, v in stop['breakdown_s'].items()}
+  t1 = {k: float(v) for k, v in last['breakdown_s'].items()}
+  k = max(t1, key=lambda j: t1[j] - t0[j] * ideal)
+  return {
+    'from_nodes': stop['nodes'],
+    'to_nodes': last['nodes'],
+    'component': k,
+    'from_s': t0[k],
+    'to_s': t1[k],
+    'efficiency': last['efficiency'],
+    'share_of_step': t1[k] / step_time_s(last),
+  }
+
+
+def _stop_sentence(s: dict) -> str:
+  """The verdict of `scaling_stop`'s dict `s`, in words."""
+  growth = f', x{s["growth"]:,.1f}' if s['growth'] is not None else ''
+  linear = ''
+  if abs(s['linear_scaling_s'] - s['from_s']) > 1e-12:
+    linear = f'; linear scaling leaves {s["linear_scaling_s"] * 1e3:,.3f} ms'
+  nic = (
+    'a faster NIC restores it'
+    if s['nic_restores_target']
+    else 'no NIC in the searched range restores it'
+  )
+  also = ', '.join(
+    f'{k} +{v * 1e3:,.3f} ms' for k, v in s['also_grew_s'].items()
+  )
+  also = f' Next: {also}.' if also else ''
+  b = s['beyond']
+  if b is not None:
+    also += (
+      f' From {b["from_nodes"]:,} to {b["to_nodes"]:,} nodes the most '
+      f'beyond linear scaling: {b["component"]}, {b["from_s"] * 1e3:,.3f}'
+      f' to {b["to_s"] * 1e3:,.3f} ms ({b["share_of_step"]:.0%} of the '
+      f'step; efficiency {b["efficiency"]:.0%} at {b["to_nodes"]:,}).'
+    )
+  return (
+    f'Scaling stops at {s["nodes"]:,} nodes (efficiency '
+    f'{s["efficiency"]:.0%} < {s["target_efficiency"]:.0%}; {nic}), '
+    f'stopped by {s["component"]}: {s["to_s"] * 1e3:,.3f} ms against '
+    f'{s["from_s"] * 1e3:,.3f} ms at {s["from_nodes"]:,} node(s){growth}'
+    f'{linear}; {s["share_of_step"]:.0%} of the '
+    f'{s["step_s"] * 1e3:,.3f} ms step (components before overlap).' + also
+  )
+
+
+def measured_lines(result: dict) -> list[str]:
+  """The measured public cases beside the model, as printed."""
+  points = result.get('measured_cases') or []
+  if not points:
+    return [
+      'no public case measured this platform, workload and stack '
+      '(codesign/data/calibration_cases.json)'
+    ]
+  out = [
+    'public cases measured on this platform, workload and stack, at their '
+    'own batch (model: the shipped fit, data/stack_fit.json, which has '
+    'seen them; at priors: no fitted number; nothing is fitted here)',
+    f'{"case":8s} {"nodes":>5s} {"batch/accel":>11s} {"measured/s":>13s} '
+    f'{"model/s":>13s} {"error":>7s} {"at priors/s":>13s} '
+    f'{"meas. eff":>9s} {"model eff":>9s}  source',
+  ]
+  for p in points:
+    eff = [
+      '-' if p[k] is None else f'{p[k]:.0%}'
+      for k in ('measured_efficiency', 'model_efficiency')
+    ]
+    out.append(
+      f'{p["case"]:8s} {p["nodes"]:>5,d} {p["batch_per_accelerator"]:>11,.0f}'
+      f' {p["measured_samples_per_s"]:>13,.0f} '
+      f'{p["model_samples_per_s"]:>13,.0f} {p["model_error"]:>+7.1%} '
+      f'{p.get("model_samples_per_s_at_priors", np.nan):>13,.0f} '
+      f'{eff[0]:>9s} {eff[1]:>9s}  {p["source"]}'
+    )
+  return out
+
+
 def shown_components(result: dict) -> list[str]:
   """The components that reach `SHOWN_SHARE` of the summed step
   components at some node count, in `cost_model.COMPONENTS` order."""
@@ -394,6 +631,11 @@ def table(result: dict) -> str:
   lines.extend(network_lines(rows))
   lines.append('')
   lines.extend(result['summary'])
+  stop = result.get('scaling_stopped_by')
+  if stop is not None:  # a result written before the verdict existed
+    lines.append(stop['sentence'])
+  lines.append('')
+  lines.extend(measured_lines(result))
   return '\n'.join(lines)
 
 

@@ -87,6 +87,46 @@ def test_every_case_with_its_stack_plan_and_machine(cases):
       assert float(c.platform.accelerator.gemm_half_size) == 48.0
 
 
+def test_case_keys_say_what_load_builds(cases):
+  """case_keys reads the file without planning: the same platform,
+  devices, nodes, workload and stack as the built cases; load(ids=)
+  builds only those."""
+  keys = {k.case_id: k for k in pc.case_keys()}
+  assert sorted(keys) == sorted({c.case_id for c in cases})
+  for c in cases:
+    k = keys[c.case_id]
+    assert k.platform == c.platform.name and k.stack == c.stack.name
+    assert k.workload == c.workload.name
+    assert k.nodes == int(c.platform.nodes)
+    per_node = c.platform.accelerators_per_node
+    if c.platform.trainer == 'cpu':
+      per_node = c.platform.sockets_per_node
+    assert k.devices == int(per_node)
+    assert k.src.startswith(('mlcommons', 'NVIDIA', 'facebookresearch'))
+  assert [c.name for c in pc.load(ids=('C14',))] == ['C14_amp']
+
+
+def test_shipped_values_are_the_presets_numbers(cases):
+  """The shipped fit applied to a case gives the stack and GEMM numbers
+  the presets load with (stack_presets.get, catalog.accelerator)."""
+  from codesign.boundary import inputs
+  from codesign.spec import stack_presets
+
+  values = pc.shipped_values()
+  assert set(values) == {p.name for p in pc.FIT_PARAMETERS}
+  c11 = next(c for c in cases if c.case_id == 'C11')
+  p, s = pc.apply_values(c11, values)
+  preset_stack = stack_presets.get('hugectr')
+  # The same numbers; the provenance texts differ (prior vs fitted).
+  assert dataclasses.replace(s, sources=preset_stack.sources) == preset_stack
+  preset = inputs.load_platform('dgx_h100').accelerator
+  for field in ('gemm_efficiency', 'gemm_half_size'):
+    assert float(getattr(p.accelerator, field)) == pytest.approx(
+      float(getattr(preset, field))
+    )
+  assert pc.shipped_values({}) == {}
+
+
 def test_every_case_uses_the_settings_it_states(cases):
   # The batch and precision of each case come from the case, not from
   # the workload preset's defaults (which are MLPerf's since issue 21).

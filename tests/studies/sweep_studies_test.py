@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from codesign.boundary import inputs
+from codesign.calibration import public_cases as pc
 from codesign.core import results
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
@@ -158,6 +159,97 @@ def test_scale_out_table_says_why_a_node_count_is_infeasible(scaled):
   broken['why_infeasible'] = [None, shared.why_infeasible(9e10, 8e10, 0, 1)]
   text = so.table(broken)
   assert 'NO: out of HBM: 90.0 GB needed of 80.0 GB per accelerator' in text
+
+
+def test_scale_out_without_a_matching_case_draws_none(scaled):
+  """criteo_kaggle on dgx_a100_80gb with torchrec: no public case ran it."""
+  result, _, _ = scaled
+  assert result['measured_cases'] == []
+  assert 'no public case measured' in so.table(result)
+
+
+def test_scale_out_names_the_term_that_stops_the_scaling(scaled):
+  result, _, _ = scaled
+  rows = result['per_node_count']
+  stop = result['scaling_stopped_by']
+  if rows[1]['efficiency'] >= 0.8:
+    assert stop['component'] is None and stop['nodes'] is None
+  # At a target of 100% the second node count stops it; under weak
+  # scaling the term named is one that grows from one node.
+  stop = so.scaling_stop(rows, 1.0)
+  assert stop['nodes'] == 2
+  k = stop['component']
+  assert k in rows[1]['breakdown_s'] and k in cost_model.COMPONENTS
+  assert stop['to_s'] == pytest.approx(float(rows[1]['breakdown_s'][k]))
+  assert stop['from_s'] == pytest.approx(float(rows[0]['breakdown_s'][k]))
+  assert stop['to_s'] > stop['from_s'] == stop['linear_scaling_s']
+  grew = {
+    j: float(rows[1]['breakdown_s'][j]) - float(rows[0]['breakdown_s'][j])
+    for j in cost_model.COMPONENTS
+  }
+  assert grew[k] == max(grew.values())
+  step = so.step_time_s(rows[1])
+  assert stop['share_of_step'] == pytest.approx(stop['to_s'] / step)
+  assert (
+    k in stop['sentence'] and 'Scaling stops at 2 nodes' in stop['sentence']
+  )
+  assert stop['beyond'] is None  # 2 nodes is the last count
+
+
+def test_scale_out_public_cases_match_by_preset_names():
+  def ids(workload, platform, stack):
+    keys = so.matching_cases(
+      inputs.load_workload(workload),
+      inputs.load_platform(platform),
+      inputs.load_stack(stack),
+    )
+    return [k.case_id for k in keys]
+
+  dcnv2 = 'mlperf_dlrm_dcnv2'
+  assert ids(dcnv2, 'dgx_h100', 'hugectr') == ['C8', 'C11']
+  assert ids(dcnv2, 'dgx_h200', 'hugectr') == ['C13', 'C14']
+  assert ids('mlperf_dlrm_v1', 'dgx_a100_80gb', 'hugectr') == ['C6', 'C10']
+  assert ids('mlperf_dlrm_v1', 'dgx_h100', 'hugectr') == ['C12']
+  assert ids(dcnv2, 'dgx_h100', 'torchrec') == []
+  # C1 ran one GPU of a DGX A100: not a whole node.
+  assert ids('nv_dlrm_small', 'dgx_a100_80gb', 'nvidia_pytorch') == []
+
+
+def test_scale_out_measured_points_are_the_public_cases():
+  """dcnv2 on DGX H100 with HugeCTR: C11 (8 nodes) beside C8 (one node),
+  each at its measured rate and the model's `public_cases.predict`."""
+  points = so.measured_cases(
+    inputs.load_workload('mlperf_dlrm_dcnv2'),
+    inputs.load_platform('dgx_h100'),
+    inputs.load_stack('hugectr'),
+  )
+  data = json.loads(pc.CASES_FILE.read_text())
+  rate = {c['id']: c['records_per_s'].get('amp') for c in data['cases']}
+  src = {c['id']: c['src'] for c in data['cases']}
+  assert [p['case'] for p in points] == ['C8_amp', 'C11_amp']
+  c8, c11 = points
+  assert (c8['nodes'], c11['nodes']) == (1, 8)
+  for p in points:
+    assert p['measured_samples_per_s'] == pytest.approx(rate[p['case_id']])
+    assert p['source'] == src[p['case_id']]
+  (case,) = pc.load(ids=('C11',))
+  model = pc.predict(case, pc.shipped_values())
+  assert c11['model_samples_per_s'] == pytest.approx(
+    float(model.throughput), rel=1e-5
+  )
+  assert c11['model_samples_per_s_at_priors'] == pytest.approx(
+    float(pc.predict(case).throughput), rel=1e-5
+  )
+  assert c11['global_batch'] == case.workload.global_batch == 135168
+  assert c11['reference_case'] == 'C8_amp'
+  assert c11['measured_efficiency'] == pytest.approx(
+    rate['C11'] / (8 * rate['C8'])
+  )
+  assert c11['model_efficiency'] == pytest.approx(
+    c11['model_samples_per_s'] / (8 * c8['model_samples_per_s'])
+  )
+  text = '\n'.join(so.measured_lines({'measured_cases': points}))
+  assert 'C11_amp' in text and src['C11'] in text
 
 
 def test_scale_out_settings_are_checked():
