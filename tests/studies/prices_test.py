@@ -140,7 +140,7 @@ PRICED = proposal.Settings(
   starts=2,
   steps=4,
   presets=('dgx_h100', 'dgx_a100_80gb'),
-  only_parts=('H100', 'EPYC-7742'),
+  only_parts=('H100', 'EPYC-9654'),  # Genoa: an HGX H100 host
   price=('H100=20000',),
   trainers=('accelerator',),
 )
