@@ -134,9 +134,9 @@ BOARDS = {
   ),
   'MI300X-OAM': (
     # The 8-OAM universal baseboard only (AMD Instinct MI300X platform);
-    # hosts: Genoa (Supermicro AS-8125GS-TNMR2), Sapphire Rapids (Dell
-    # PowerEdge XE9680).
-    ('8-OAM MI300X board', (8,), None, (_GENOA, _SPR)),
+    # hosts, both two-socket: 2x Genoa (Supermicro AS-8125GS-TNMR2), 2x
+    # Sapphire Rapids (Dell PowerEdge XE9680).
+    ('8-OAM MI300X board', (8,), (2,), (_GENOA, _SPR)),
   ),
 }
 

@@ -154,7 +154,7 @@ def test_known_illegal_designs_are_rejected_with_the_rule_named(name):
 def test_legal_boards_pass_the_board_rule():
   # The same parts on boards that are sold.
   for p in (
-    _design(part='MI300X-OAM', accels=8, cpu=GENOA, ddr_gb=768, sockets=1),
+    _design(part='MI300X-OAM', accels=8, cpu=GENOA, ddr_gb=768, sockets=2),
     _design('dgx1_v100', accels=4, ddr_gb=384),
     _design('dgx2_v100'),
     _design(part='H100-SXM5-80GB', accels=4),

@@ -52,11 +52,12 @@ def test_board_table_agrees_with_the_concrete_board_rule():
 def test_an_unsold_board_moves_to_its_nearest_sold_one():
   space = _space()
   cases = {
-    # 4 MI300X on one Rome socket: the 8-OAM board, with a Genoa or
-    # Sapphire Rapids host (one CPU change and one accelerator step).
+    # 4 MI300X on one Rome socket: the 8-OAM board, with two Genoa or
+    # two Sapphire Rapids sockets (one CPU change, one socket step and
+    # one accelerator step).
     'mi300x': (
       _row(space, 'MI300X-OAM', ROME, 1, 4),
-      {(GENOA, 1, 8), (SAPPHIRE, 1, 8)},
+      {(GENOA, 2, 8), (SAPPHIRE, 2, 8)},
     ),
     # 16 V100 on one Skylake socket: HGX-2 has two.
     'v100x16': (
@@ -103,7 +104,7 @@ def test_a_moved_board_also_keeps_the_accelerators_in_all():
 
 def test_a_sold_board_brings_nothing_and_groups_keep_their_own_moves():
   space = _space()
-  sold = _row(space, 'MI300X-OAM', GENOA, 1, 8)
+  sold = _row(space, 'MI300X-OAM', GENOA, 2, 8)
   out, source = snapping.with_boards(space, sold[None])
   assert out.shape == (1, space.num_hw) and list(source) == [0]
   unsold = _row(space, 'MI300X-OAM', ROME, 1, 4)
