@@ -164,6 +164,13 @@ def allreduce_by_hand(b, a, nodes, ar_bw, nic, alpha, nvls=False, sharp=False):
       ring_i / 1.7 + alpha + 24.4e-6,
       ring_e / 0.92 + 2 * log_n * (net + 18.2e-6),
     )
+  return choose(algos)
+
+
+def choose(algos):
+  """NCCL's choice by hand: the p-norm minimum (p = 32) of the totals
+  offset by 1 ns, split as the options split theirs, weighted by
+  ((t_min + 1 ns) / (t + 1 ns))^32 (1 ps added to both parts)."""
   totals = {k: i + e + 1e-9 for k, (i, e) in algos.items()}
   time = max(sum(t**-32 for t in totals.values()) ** (-1 / 32) - 1e-9, 0.0)
   wts = {k: (min(totals.values()) / t) ** 32 for k, t in totals.items()}

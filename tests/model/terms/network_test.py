@@ -23,6 +23,7 @@ from codesign.spec import (
   stack_presets,
   workload_presets,
 )
+from tests.model.fixtures import choose
 
 REL = 1e-10
 US = 1e-6
@@ -61,19 +62,6 @@ def fabric(nodes, ar=300e9, nic=400e9, alpha=1 * US, net=2.7 * US, **kw):
   )
   f.update(kw)
   return co.Fabric(**f)
-
-
-def choose(algos):
-  """NCCL's choice by hand: the p-norm minimum (p = 32) of the totals
-  offset by 1 ns, split as the options split theirs, weighted by
-  ((t_min + 1 ns) / (t + 1 ns))^32 (1 ps added to both parts)."""
-  totals = {k: i + e + 1e-9 for k, (i, e) in algos.items()}
-  time = max(sum(t**-32 for t in totals.values()) ** (-1 / 32) - 1e-9, 0.0)
-  wts = {k: (min(totals.values()) / t) ** 32 for k, t in totals.items()}
-  share = (sum(wts[k] * algos[k][0] for k in algos) + 1e-12) / (
-    sum(wts[k] * (totals[k] - 1e-9) for k in algos) + 1e-12
-  )
-  return time * share, time * (1 - share)
 
 
 def got(pairs):
