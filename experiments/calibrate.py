@@ -75,6 +75,12 @@ flags.DEFINE_integer(
   'fit_steps', 1500, 'Adam steps of the profile fit.', lower_bound=1
 )
 flags.DEFINE_bool(
+  'public',
+  True,
+  'Fit and judge the public cases C1-C17 (about a minute on 2 cores) and '
+  'write stack_fit.json; --nopublic calibrates the local device alone.',
+)
+flags.DEFINE_bool(
   'single_thread',
   True,
   'Hold XLA CPU to one thread per op (set before JAX starts; no effect on '
@@ -111,6 +117,7 @@ def main():
     smoke=FLAGS.smoke,
     device_profile=FLAGS.device_profile,
     fit_steps=FLAGS.fit_steps,
+    public=FLAGS.public,
     seed=FLAGS.seed,
   )
   result, _ = calibration.run(settings, progress=common.progress_printer())
@@ -123,7 +130,8 @@ def main():
   plotting.calibration(
     workdir / 'calibration.png', result['local_cases'], result['public_cases']
   )
-  results.write_json(workdir / 'stack_fit.json', stack_fit)
+  if stack_fit is not None:
+    results.write_json(workdir / 'stack_fit.json', stack_fit)
   results.write_csv(workdir / 'calibration.csv', *calibration.csv_table(result))
   config = {'flags': common.flag_values()}
   results.write_run(workdir, config, result, seed=FLAGS.seed)

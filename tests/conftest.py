@@ -19,7 +19,12 @@ loadscope` in pyproject.toml's addopts): a module's module-scoped
 fixture (a whole study, run once for its tests) then runs once, not on
 both workers. The modules holding a test marked `heavy` (a study or a
 script end to end, tens of seconds) are handed out first, so that no
-long module starts last while the other worker idles.
+long module starts last while the other worker idles. Modules that
+compile the same programs (a study run in-process and by its script,
+with the same settings) form one unit of work (`SHARED_WORKER`): they run
+on one worker one after the other, so the second finds the first's
+compiles in the suite's cache instead of compiling them again at the
+same time on the other worker.
 """
 
 import collections
@@ -28,6 +33,7 @@ import shutil
 import tempfile
 
 import jax
+import pytest
 
 from codesign.core import compile_cache
 
@@ -45,6 +51,28 @@ _OWN_CACHE = compile_cache.ENV_VAR not in os.environ
 if _OWN_CACHE:
   os.environ[compile_cache.ENV_VAR] = tempfile.mkdtemp(prefix='codesign-jax-')
 compile_cache.enable()
+
+
+# module -> unit of work shared with other modules (see the docstring).
+SHARED_WORKER = {
+  'tests/studies/search_studies_test.py': 'pareto and growth',
+  'tests/experiments_test.py': 'pareto and growth',
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+  """xdist's loadscope, with the modules of SHARED_WORKER as one scope."""
+  if config.getvalue('dist') != 'loadscope':
+    return None
+  from xdist.scheduler import LoadScopeScheduling
+
+  class SharedScopes(LoadScopeScheduling):
+    def _split_scope(self, nodeid):
+      module = super()._split_scope(nodeid).split('::', 1)[0]
+      return SHARED_WORKER.get(module, module)
+
+  return SharedScopes(config, log)
 
 
 def pytest_collection_modifyitems(config, items):

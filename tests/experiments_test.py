@@ -60,7 +60,9 @@ TINY = {
     '--steps=4',
     '--snap_top=1',
     '--max_nodes=2',
-    '--presets=big_basin',
+    # The settings of tests/studies/search_studies_test.py's PARETO (and
+    # growth's of its GROWTH): one compile for both (tests/conftest.py).
+    '--presets=big_basin,zion',
   ],
   'growth': [
     '--workload=criteo_kaggle',
@@ -216,7 +218,7 @@ def test_pareto_frontier_is_monotone(runs):
     for x in f:
       s = r['searches'][x['search']]
       assert s['feasible'] and s[cost_key] == x['cost']
-  assert set(r['presets']) == {'big_basin'}
+  assert set(r['presets']) == {'big_basin', 'zion'}
 
 
 def test_growth_regret(runs):

@@ -315,7 +315,7 @@ def make(
     return plans[0]
 
   def rank(pl):  # feasible first, then faster
-    feasible, step_time = _feasible_and_step_time(w, p, s, pl, row_scale)
+    feasible, step_time = feasible_and_step_time(w, p, s, pl, row_scale)
     return (not feasible, step_time)
 
   return min(plans, key=rank)
@@ -349,10 +349,11 @@ def _candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
   )
 
 
-def _feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale):
-  """(feasible, step time in s) of a concrete plan; jitted as
-  `hbm_required` is (labels dropped, shardings as one-hot weights), so
-  that ranking the candidates of every preset shares one compile."""
+def feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale=1.0):
+  """(feasible, step time in s) of a concrete plan, as
+  `cost_model.evaluate` gives them; jitted as `hbm_required` is (labels
+  dropped, shardings as one-hot weights), so that ranking the candidates
+  of every preset shares one compile per workload and stack."""
   hw = hardware.as_arrays(p)
   if 'data_parallel' in plan.sharding:
     r = cost_model.evaluate(hw, w, plan, s, row_scale)

@@ -14,6 +14,10 @@ accelerator's fabric domain, PCIe devices per root port with switches,
 the NIC's line rate within its x16 slot and the NIC bandwidth per
 accelerator within its x16 link).
 The node limit is the upper end of the nodes axis (an exact box bound).
+What the buyer asks (the objective, the capex and power limits, the
+samples of `time_to_train`: `QUESTION`) is an argument of the compiled
+programs, not a constant in them: every program is compiled once per
+design space, workload and stack (`program_key`), whatever the question.
 Technology couplings are built into the design space (parts carry their
 numbers and prices).
 
@@ -185,21 +189,61 @@ def check_config(config: Config) -> Config:
 # ---- objective and constraints ---------------------------------------------
 
 
-def objective_value(problem: Problem, r: cost_model.CostReport):
+# What the buyer asks, passed to the compiled programs as numbers
+# (`question_of`), not built into them: one compile serves every budget,
+# power limit, sample count and objective.
+QUESTION = ('budget_usd', 'power_w', 'samples', 'objective')
+_CODES = OBJECTIVES + _MIN_OBJECTIVES  # objective -> its number
+
+
+def question_of(problem: Problem) -> np.ndarray:
+  """The problem's QUESTION as numbers: an absent limit is infinite (its
+  row is then capex / inf - 1 = -1, inactive, as when it is left out);
+  the objective is its position in OBJECTIVES + the internal ones."""
+  return np.array(
+    [
+      problem.budget_usd or np.inf,
+      problem.power_w or np.inf,
+      problem.samples,
+      _CODES.index(problem.objective),
+    ],
+    np.float64,
+  )
+
+
+def program_key(problem: Problem) -> Problem:
+  """What a problem's compiled programs depend on: the problem without
+  its QUESTION (a cache key)."""
+  return dataclasses.replace(
+    problem,
+    objective=OBJECTIVES[0],
+    budget_usd=None,
+    power_w=None,
+    samples=1.0,
+  )
+
+
+def _objective_values(r: cost_model.CostReport, samples) -> dict:
+  """Every objective (and internal one) of a report, natural units."""
+  return {
+    'throughput': r.throughput,
+    'throughput_per_usd': r.perf_per_usd,
+    'throughput_per_watt': r.perf_per_watt,
+    'time_to_train': samples / r.throughput,
+    'capex': r.capex,
+    'power': r.power,
+  }
+
+
+def objective_value(problem: Problem, r: cost_model.CostReport, question=None):
   """The objective in natural units (samples/s, samples/s/USD,
-  samples/s/W, seconds, USD or W)."""
-  o = problem.objective
-  if o == 'throughput':
-    return r.throughput
-  if o == 'throughput_per_usd':
-    return r.perf_per_usd
-  if o == 'throughput_per_watt':
-    return r.perf_per_watt
-  if o == 'time_to_train':
-    return problem.samples / r.throughput
-  if o == 'capex':
-    return r.capex
-  return r.power
+  samples/s/W, seconds, USD or W): the problem's own, or the one
+  `question` (QUESTION, maybe traced) names."""
+  if question is None:
+    return _objective_values(r, problem.samples)[problem.objective]
+  values = _objective_values(r, question[2])
+  stacked = jnp.stack([values[o] for o in _CODES])
+  return stacked[jnp.asarray(question[3]).astype(jnp.int32)]
 
 
 def maximized(objective: str) -> bool:
@@ -210,23 +254,31 @@ def maximized(objective: str) -> bool:
   )
 
 
-def loss_of(problem: Problem, value):
-  """Log-scale loss to minimize."""
+def loss_of(problem: Problem, value, question=None):
+  """Log-scale loss to minimize (the objective of `question` when
+  given)."""
   logv = jnp.log(jnp.maximum(value, 1e-300))
+  if question is not None:
+    up = jnp.asarray([maximized(o) for o in _CODES])
+    return jnp.where(
+      up[jnp.asarray(question[3]).astype(jnp.int32)], -logv, logv
+    )
   return -logv if maximized(problem.objective) else logv
 
 
-def violations(problem: Problem, p, r: cost_model.CostReport, aux):
+def violations(
+  problem: Problem, p, r: cost_model.CostReport, aux, question=None
+):
   """Relative constraint violations g, shape (len(CONSTRAINTS),); <= 0 is
-  feasible. Absent limits give -1."""
-  one = jnp.ones_like(r.capex)
-  budget = problem.budget_usd
-  power = problem.power_w
+  feasible. The limits are the problem's own or `question`'s; absent
+  limits give -1."""
+  q = question_of(problem) if question is None else question
+  budget, power = q[0], q[1]
   hbm_avail = r.memory_available['hbm']
   own = jnp.stack(
     [
-      r.capex / budget - 1.0 if budget else -one,
-      r.power / power - 1.0 if power else -one,
+      r.capex / budget - 1.0,
+      r.power / power - 1.0,
       r.memory_required['hbm'] / jnp.maximum(hbm_avail, 1.0) - 1.0,
       r.memory_required['ddr'] / r.memory_available['ddr'] - 1.0,
     ]
@@ -234,26 +286,36 @@ def violations(problem: Problem, p, r: cost_model.CostReport, aux):
   return jnp.concatenate([own, buildability.relative_violations(p, aux)])
 
 
-def assess(problem: Problem, z):
-  """(loss, g, value) of a relaxed design z, shape (D,). Pure, unjitted."""
-  p, plan, aux = ds.decode(problem.space, problem.workload, problem.stack, z)
+def _judged(problem: Problem, p, plan, aux, question):
   r = cost_model.evaluate(
     p, problem.workload, plan, problem.stack, 1.0, aux['sharding_weights']
   )
-  value = objective_value(problem, r)
-  return loss_of(problem, value), violations(problem, p, r, aux), value
+  value = objective_value(problem, r, question)
+  g = violations(problem, p, r, aux, question)
+  return loss_of(problem, value, question), g, value
 
 
-def assess_index(problem: Problem, index, plan_z):
-  """(loss, g, value) of a buildable design. Pure, unjitted."""
+def assess(problem: Problem, z, question=None):
+  """(loss, g, value) of a relaxed design z, shape (D,). Pure, unjitted;
+  the objective and limits are the problem's own or `question`'s
+  (QUESTION, maybe traced)."""
+  p, plan, aux = ds.decode(problem.space, problem.workload, problem.stack, z)
+  return _judged(problem, p, plan, aux, question)
+
+
+def assess_index(problem: Problem, index, plan_z, question=None):
+  """(loss, g, value) of a buildable design. Pure, unjitted; `question`
+  as `assess`."""
   p, plan, aux = ds.decode_index(
     problem.space, problem.workload, problem.stack, index, plan_z
   )
-  r = cost_model.evaluate(
-    p, problem.workload, plan, problem.stack, 1.0, aux['sharding_weights']
-  )
-  value = objective_value(problem, r)
-  return loss_of(problem, value), violations(problem, p, r, aux), value
+  return _judged(problem, p, plan, aux, question)
+
+
+def _question_rows(problem: Problem, n: int) -> np.ndarray:
+  """The problem's question once per row (every row of a batched program
+  takes its own)."""
+  return np.tile(question_of(problem), (n, 1))
 
 
 # ---- batch evaluation of buildable designs ---------------------------------
@@ -288,12 +350,13 @@ def evaluate_indices(
     plan_z = np.zeros((n, problem.space.num_plan))
   plan_z = np.asarray(plan_z, dtype=np.float64)
   chunk = batching.padded_rows(min(chunk, n), block, mesh)
-  fn = _assess_index_cached(problem)
+  fn = _assess_index_cached(program_key(problem))
+  question = _question_rows(problem, chunk)
   out = {'loss': [], 'g': [], 'value': []}
   for s in range(0, n, chunk):
     idx = batching.pad_rows(index[s : s + chunk], chunk)
     pz = batching.pad_rows(plan_z[s : s + chunk], chunk)
-    loss, g, value = batching.run_blocked(fn, block, mesh, idx, pz)
+    loss, g, value = batching.run_blocked(fn, block, mesh, idx, pz, question)
     m = min(chunk, n - s)
     out['loss'].append(loss[:m])
     out['g'].append(g[:m])
@@ -322,10 +385,11 @@ def best_position(loss, g, feasible):
 
 
 def _chunk_fn(problem, config, length):
-  """`length` steps of one start (a scan); metrics have shape (length,)."""
-  assess_z = functools.partial(assess, problem)
+  """`length` steps of one start (a scan) answering its question
+  (QUESTION); metrics have shape (length,)."""
 
-  def run(state):
+  def run(state, question):
+    assess_z = lambda z: assess(problem, z, question)  # noqa: E731
     return jax.lax.scan(
       lambda s, _: constrained.step(assess_z, config, s),
       state,
@@ -367,10 +431,11 @@ def continuous_phase(
   history = []
   done = 0
   length = min(config.chunk, config.steps)
-  run = _chunk_cached(problem, config, length)
+  run = _chunk_cached(program_key(problem), config, length)
   block = config.block
+  question = _question_rows(problem, s)
   while done < config.steps:
-    state, m = batching.run_blocked(run, block, mesh, state)
+    state, m = batching.run_blocked(run, block, mesh, state, question)
     for k in range(min(length, config.steps - done)):
       history.append(
         _history_row(
@@ -381,7 +446,9 @@ def continuous_phase(
     if progress is not None:
       progress(min(done, config.steps), history[-1])
   z = state.z
-  loss, g, value = batching.run_blocked(_assess_cached(problem), block, mesh, z)
+  loss, g, value = batching.run_blocked(
+    _assess_cached(program_key(problem)), block, mesh, z, question
+  )
   assert z.shape[0] == s
   return z, {'loss': loss, 'g': g, 'value': value}, history
 

@@ -71,6 +71,8 @@ class Settings:
     device_profile: path of a measured device profile JSON to use instead
       of measuring one (no microbenchmarks, no fit); None: measure.
     fit_steps: Adam steps of the profile fit.
+    public: fit and judge the public cases C1-C17 (False: the local
+      device alone; no public figures and no stack fit).
     seed: seed of parameters, data and benchmarks.
 
   XLA's threads per op (`experiments.calibrate --single_thread`) must be
@@ -81,6 +83,7 @@ class Settings:
   smoke: bool = False
   device_profile: str | pathlib.Path | None = None
   fit_steps: int = 1500
+  public: bool = True
   seed: int = 0
 
 
@@ -388,10 +391,13 @@ def run(
     check_configs(quick, settings.smoke), settings.seed
   )
   local = local_cases(profile, measured['configs'], measured['step_times'])
-  progress(
-    'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out) ...'
-  )
-  public, public_fit, stack_fit = public_cases()
+  public, public_fit, stack_fit = [], None, None
+  if settings.public:
+    progress(
+      'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out)'
+      ' ...'
+    )
+    public, public_fit, stack_fit = public_cases()
   result = {
     **_environment(measured),
     'device_profile': profile,
@@ -466,17 +472,24 @@ def _environment(measured: dict) -> dict:
 
 def _error_summary(local: list[dict], public: list[dict]) -> dict:
   """Median and maximum |relative error| of the local and public cases,
-  and the public cases' median with the priors."""
-  local_err, public_err = _abs_errors(local), _abs_errors(public)
-  return {
+  and the public cases' median with the priors (None without public
+  cases)."""
+  local_err = _abs_errors(local)
+  out = {
     'median_abs_rel_error_local': float(np.median(local_err)),
     'max_abs_rel_error_local': float(np.max(local_err)),
-    'median_abs_rel_error_public': float(np.median(public_err)),
-    'max_abs_rel_error_public': float(np.max(public_err)),
-    'median_abs_rel_error_public_prior': float(
-      np.median(_abs_errors(public, 'rel_error_prior'))
-    ),
   }
+  public_keys = (
+    'median_abs_rel_error_public',
+    'max_abs_rel_error_public',
+    'median_abs_rel_error_public_prior',
+  )
+  if not public:
+    return out | dict.fromkeys(public_keys)
+  public_err = _abs_errors(public)
+  prior_err = _abs_errors(public, 'rel_error_prior')
+  values = (np.median(public_err), np.max(public_err), np.median(prior_err))
+  return out | {k: float(v) for k, v in zip(public_keys, values, strict=True)}
 
 
 def table(result: dict) -> str:
@@ -515,6 +528,13 @@ def table(result: dict) -> str:
       f'{c["predicted"] * 1e3:8.2f} ms  {c["rel_error"]:+.1%}  '
       f'({c["bottleneck"]})'
     )
+  r = result
+  local_line = (
+    f'local: median |error| {r["median_abs_rel_error_local"]:.1%}, worst '
+    f'{r["max_abs_rel_error_local"]:.1%}'
+  )
+  if r['public_fit'] is None:
+    return '\n'.join(lines + [local_line + '; public cases not run'])
   lines.append(
     'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out):'
   )
@@ -531,10 +551,8 @@ def table(result: dict) -> str:
       f'  {name:28s} {f["value"]:.4g} (folds {f["loco_min"]:.4g}-'
       f'{f["loco_max"]:.4g}; prior {f["prior"]:.4g}){bound}'
     )
-  r = result
   lines.append(
-    f'local: median |error| {r["median_abs_rel_error_local"]:.1%}, worst '
-    f'{r["max_abs_rel_error_local"]:.1%}; public: median '
+    f'{local_line}; public: median '
     f'{r["median_abs_rel_error_public"]:.1%}, worst '
     f'{r["max_abs_rel_error_public"]:.1%} (priors median '
     f'{r["median_abs_rel_error_public_prior"]:.1%})'

@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codesign.core.pytree import replace
-from codesign.model import cost_model, planner
+from codesign.model import planner
 from codesign.spec import hardware, platform_presets, stack_presets
 from codesign.spec import workload_presets as presets
 from tests.designs import (
@@ -265,8 +265,11 @@ def test_more_capacity_never_hurts_feasibility(name, data):
     assert m >= -1e-12 if f else m < 0.01 * np.log(2.0), (f, m)
 
 
+# Each new (workload, stack) pair compiles the planner (3-4 s on 2 cores),
+# so the examples are few; the fixed-plan property above draws 60 per
+# configuration, each in one batched call.
 @pytest.mark.heavy
-@settings(max_examples=25, deadline=None, database=None, derandomize=True)
+@settings(max_examples=12, deadline=None, database=None, derandomize=True)
 @given(
   wname=st.sampled_from(['criteo_kaggle', 'zion_scale', 'mlperf_dlrm_dcnv2']),
   pname=st.sampled_from(sorted(platform_presets.PLATFORMS)),
@@ -287,9 +290,9 @@ def test_more_capacity_with_the_auto_plan(wname, pname, sname, field, factor):
     value = hardware.get_value(p, field) * factor
     bigger, s2 = hardware.with_value(p, field, value), s
 
-  def fits(q, stack):
-    plan = planner.make(w, q, stack)
-    r = cost_model.evaluate(hardware.as_arrays(q), w, plan, stack)
-    return bool(r.feasible)
+  def fits(q, stack):  # cost_model.evaluate's feasibility, one compile
+    return planner.feasible_and_step_time(
+      w, q, stack, planner.make(w, q, stack)
+    )[0]
 
   assert fits(bigger, s2) or not fits(p, s)

@@ -5,6 +5,7 @@ end-to-end runs of experiments.propose are subprocesses (one with 4 host
 devices).
 """
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -130,6 +131,32 @@ def test_part_relaxation_ties_flops_to_price():
   assert min(acc[0, j], acc[1, j]) < row[j] < max(acc[0, j], acc[1, j])
 
 
+def test_one_program_answers_every_question():
+  """The objective and the limits are arguments of the compiled program
+  (one compile for every budget): two questions to one jitted `assess`
+  give the figures of one report, each as its objective and limits ask."""
+  w = wp.get('rm1')
+  a = gradient.Problem(
+    _space(w), w, STACK, 'throughput_per_usd', budget_usd=1e6
+  )
+  b = dataclasses.replace(
+    a, objective='time_to_train', budget_usd=None, power_w=2e4, samples=1e8
+  )
+  key = gradient.program_key(a)
+  assert key == gradient.program_key(b)
+  assess = jax.jit(lambda z, q: gradient.assess(key, z, q))
+  z = jnp.asarray(gradient.initial_starts(a, 1, 0)[0])
+  la, ga, va = (np.asarray(x) for x in assess(z, gradient.question_of(a)))
+  lb, gb, vb = (np.asarray(x) for x in assess(z, gradient.question_of(b)))
+  capex = (ga[0] + 1.0) * 1e6  # capex over the 1e6 budget, minus 1
+  throughput = va * capex  # samples/s per USD
+  np.testing.assert_allclose(vb, 1e8 / throughput, rtol=1e-12)
+  assert la == pytest.approx(-np.log(va)) and lb == pytest.approx(np.log(vb))
+  assert ga[1] == -1.0 and gb[0] == -1.0  # absent limits are inactive
+  assert gb[1] > -1.0  # the power limit is active
+  np.testing.assert_array_equal(ga[2:], gb[2:])
+
+
 @pytest.mark.heavy
 def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
   """On a small space where enumeration is cheap: the budget binds (the
@@ -232,7 +259,7 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
 
 @pytest.mark.heavy
 def test_propose_infeasible_budget_is_one_sentence(tmp_path):
-  out = _propose(tmp_path, 'poor', '--budget_usd=5000', '--max_nodes=2')
+  out = _propose(tmp_path, 'poor', '--budget_usd=5000', '--max_nodes=4')
   assert out.returncode == 2
   lines = out.stderr.strip().splitlines()
   assert len(lines) == 1 and 'capex budget of $5,000' in lines[0], lines
