@@ -67,6 +67,19 @@ def padded_rows(n: int, block: int, mesh: Mesh) -> int:
   return max(_round_up(n, per), 2 * per)
 
 
+def bucket_rows(n: int, block: int, mesh: Mesh, cap: int) -> int:
+  """Rows to lay out n items in one call of at most about `cap` rows: the
+  fewest of 2, 4, 8, ... blocks per device (and at most `cap` rounded up
+  to whole blocks), so that a program sees a few shapes, not one per n
+  (each shape is a compile)."""
+  per = block * mesh.size
+  cap = padded_rows(cap, block, mesh)
+  rows = 2 * per
+  while rows < min(n, cap):
+    rows *= 2
+  return min(rows, cap)
+
+
 @functools.cache
 def _blocked(fn, block: int, mesh: Mesh):
   """jit of `fn` (one row -> pytree) over rows sharded on 'starts'."""
@@ -82,15 +95,17 @@ def _blocked(fn, block: int, mesh: Mesh):
   return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec))
 
 
-def run_blocked(fn, block: int, mesh: Mesh, *rows):
+def run_blocked(fn, block: int, mesh: Mesh, *rows, at_least: int = 0):
   """Applies `fn` to every row of the host arrays `rows` (same leading n),
-  padded per `padded_rows`; returns host arrays of n rows. `fn` must be
-  hashable and stable (one compile per fn, block and mesh). Every chunk
-  of a search and of a batched evaluation comes through here, so this is
-  where a stop that was asked (`codesign.core.interrupts`) takes effect."""
+  padded per `padded_rows` (to `at_least` rows or more: a caller that
+  runs the same program on fewer rows keeps its shape, and its compile);
+  returns host arrays of n rows. `fn` must be hashable and stable (one
+  compile per fn, block, mesh and padded shape). Every chunk of a search
+  and of a batched evaluation comes through here, so this is where a
+  stop that was asked (`codesign.core.interrupts`) takes effect."""
   interrupts.check()
   n = jax.tree.leaves(rows)[0].shape[0]
-  total = padded_rows(n, block, mesh)
+  total = padded_rows(max(n, at_least), block, mesh)
   args = jax.tree.map(lambda x: put(pad_rows(x, total), mesh), rows)
   out = _blocked(fn, block, mesh)(*args)
   return jax.tree.map(lambda x: get(x)[:n], out)

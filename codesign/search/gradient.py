@@ -335,8 +335,8 @@ def evaluate_indices(
     problem: the problem.
     index: int array (N, H) of grid indices.
     plan_z: (N, P) plan coordinates (P = 0 in `auto` plan mode).
-    chunk: designs per jitted call (the last call is padded, so there is
-      one compile per chunk size).
+    chunk: designs per jitted call, at most (fewer designs are padded to
+      `batching.bucket_rows`, so that a few shapes serve every count).
     mesh: the device mesh (default: all devices).
     block: designs per vmapped block.
 
@@ -349,7 +349,7 @@ def evaluate_indices(
   if plan_z is None:
     plan_z = np.zeros((n, problem.space.num_plan))
   plan_z = np.asarray(plan_z, dtype=np.float64)
-  chunk = batching.padded_rows(min(chunk, n), block, mesh)
+  chunk = batching.bucket_rows(n, block, mesh, chunk)
   fn = _assess_index_cached(program_key(problem))
   question = _question_rows(problem, chunk)
   out = {'loss': [], 'g': [], 'value': []}
@@ -435,7 +435,9 @@ def continuous_phase(
   block = config.block
   question = _question_rows(problem, s)
   while done < config.steps:
-    state, m = batching.run_blocked(run, block, mesh, state, question)
+    state, m = batching.run_blocked(
+      run, block, mesh, state, question, at_least=config.starts
+    )
     for k in range(min(length, config.steps - done)):
       history.append(
         _history_row(
@@ -447,7 +449,12 @@ def continuous_phase(
       progress(min(done, config.steps), history[-1])
   z = state.z
   loss, g, value = batching.run_blocked(
-    _assess_cached(program_key(problem)), block, mesh, z, question
+    _assess_cached(program_key(problem)),
+    block,
+    mesh,
+    z,
+    question,
+    at_least=config.starts,
   )
   assert z.shape[0] == s
   return z, {'loss': loss, 'g': g, 'value': value}, history
