@@ -327,7 +327,8 @@ def elasticities(
     e of shape (2, L): row 0 throughput, row 1 perf per USD.
   """
   replan = replan and replan_applies(platform, plan)
-  p = hardware.as_arrays(platform, jnp.float64)
+  # Without labels: platforms that differ in parts share one compile.
+  p = hardware.unlabelled(hardware.as_arrays(platform, jnp.float64))
   _, e = _elasticity_fn(p, workload, stack, plan, replan)
   paths = hardware.leaf_paths(platform)
   values = np.array([float(hardware.get_value(platform, k)) for k in paths])
@@ -358,7 +359,7 @@ def finite_difference(
   `rel_step`); all 2K designs are evaluated in one batch.
   """
   replan = replan and replan_applies(platform, plan)
-  base = hardware.as_arrays(platform, jnp.float64)
+  base = hardware.unlabelled(hardware.as_arrays(platform, jnp.float64))
   designs = []
   for k in paths:
     x = float(hardware.get_value(platform, k))
