@@ -16,7 +16,8 @@ Rules (`RULES`), with their sources:
 - `fabric_domain`: accelerators per node within the largest scale-up
   domain of the part on its topology (`FABRICS`); for parts not in it,
   a full mesh holds at most links + 1 and a hybrid cube mesh 8.
-- `topology`: the fabric is one the part can form (`FABRICS`).
+- `topology`: the fabric is one the part can form (`FABRICS`: a PCIe
+  card never a switch; bridged pairs only with an NVLink bridge).
 - `pcie_lanes`: every accelerator and NIC takes an x16; beyond the
   sockets' root ports, one level of PCIe switches (`SWITCH_*`) fans them
   out, sharing uplinks; illegal when even that cannot hold them.
@@ -171,11 +172,13 @@ BOARDS = {
 #   at the part's link bandwidth (codesign.terms.collectives.direct_share),
 #   and one static topology serves every part of a batched search.
 _HGX8 = {'switch': 8}
-# PCIe cards: their peers over PCIe only, 8 cards a server. An NVLink
-# bridge joins a pair (or 4 H200 NVL), not the node: the model has no
-# bridged-pair topology, so the bridge is never credited (issue 21: a
-# PCIe card gets no NVLink bandwidth it does not have).
+# PCIe cards, 8 a server: their peers over PCIe, and with NVLink bridges
+# (A100/H100 PCIe, H100 NVL, H200 NVL) one bridged peer each
+# ('bridged_pairs'; H200 NVL's 4-way bridge is not modelled: pairs). The
+# L40S has no NVLink: PCIe only (issue 21: a PCIe card gets no NVLink
+# bandwidth it does not have).
 _PCIE = {'pcie_only': 8}
+_BRIDGED = {'pcie_only': 8, 'bridged_pairs': 8}
 _V100 = {'hybrid_cube_mesh': 8, 'switch': 16}
 _OAM = {'fully_connected': 8, 'switch': 8}
 FABRICS = {
@@ -188,10 +191,10 @@ FABRICS = {
   'B200-HGX': _HGX8,
   'MI250X-OAM': _OAM,
   'MI300X-OAM': _OAM,
-  'A100-PCIe-80GB': _PCIE,
-  'H100-PCIe-80GB': _PCIE,
-  'H100-NVL-94GB': _PCIE,
-  'H200-NVL-141GB': _PCIE,
+  'A100-PCIe-80GB': _BRIDGED,
+  'H100-PCIe-80GB': _BRIDGED,
+  'H100-NVL-94GB': _BRIDGED,
+  'H200-NVL-141GB': _BRIDGED,
   'L40S': _PCIE,
 }
 # The topology the design space gives every part (see FABRICS).

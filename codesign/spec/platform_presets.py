@@ -604,11 +604,11 @@ def h100_pcie_8() -> Platform:
   x 64 GB, as DGX H100, so that the two differ in fabric and card only),
   4 x 400 Gb/s NICs under the same PCIe switches (GPUDirect).
 
-  The fabric is PCIe only: the cards' NVLink bridges join pairs, not the
-  node, and the model has no bridged-pair topology, so no NVLink bandwidth
-  is credited (a lower bound on the pair's traffic); the bridges are
-  bought (their links are charged at the fabric's assumed USD and W per
-  GB/s). The host link is the slot's Gen5 x16.
+  The fabric is bridged pairs: each card's NVLink bridge (12 NVLink4
+  links, 300 GB/s per direction) reaches its one bridged peer; the other
+  six peers are reached over PCIe, and a ring over the 8 runs at the
+  slower PCIe edge (`terms.pair_ring`). The host link is the slot's Gen5
+  x16.
   """
   part = 'H100-PCIe-80GB'
   gen = pcie_generation(SAPPHIRE, part)
@@ -620,13 +620,13 @@ def h100_pcie_8() -> Platform:
     8,
     catalog.cpu(SAPPHIRE, 1024),
     catalog.accelerator(part),
-    accel_fabric(part, 'pcie_only'),
+    accel_fabric(part, 'bridged_pairs'),
     gen,
     nic(4, 400, 'accelerator', gen, catalog.host_vendor(SAPPHIRE)),
     25000,
     1000,
-    'PCIe server, 8 x H100 PCIe (NVLink bridges on pairs: charged, not '
-    'credited); DDR 2 TB, 4 x 400 Gb/s NICs and chassis are preset choices',
+    'PCIe server, 8 x H100 PCIe, NVLink bridges on pairs (PCIe between '
+    'pairs); DDR 2 TB, 4 x 400 Gb/s NICs and chassis are preset choices',
   )
 
 

@@ -148,8 +148,14 @@ ILLEGAL = {
     _design('h100_pcie_8', part='L40S', topology='fully_connected'),
     {'topology', 'fabric_domain', 'pcie_generation', 'nic_slot'},
   ),
+  'L40S on bridged pairs (it has no NVLink)': (
+    _design('h100_pcie_8', part='L40S', pcie_gen=4),
+    {'topology', 'nic_slot'},
+  ),
   '16 L40S in one PCIe server': (
-    _design('h100_pcie_8', part='L40S', accels=16, pcie_gen=4),
+    _design(
+      'h100_pcie_8', part='L40S', topology='pcie_only', accels=16, pcie_gen=4
+    ),
     {'fabric_domain', 'board', 'nic_slot'},
   ),
   '6 H200 NVL in one PCIe server': (
@@ -161,7 +167,7 @@ ILLEGAL = {
     {'board', 'pcie_generation', 'nic_slot'},
   ),
   'L40S (Gen4) at Gen5 on Sapphire Rapids': (
-    _design('h100_pcie_8', part='L40S'),
+    _design('h100_pcie_8', part='L40S', topology='pcie_only'),
     {'pcie_generation', 'nic_slot'},
   ),
   'A100 PCIe (2021) with Skylake (2017)': (
@@ -206,14 +212,23 @@ def test_legal_boards_pass_the_board_rule():
     ('A100-PCIe-80GB', platform_presets.CASCADE, 8, 3),
   ):
     ddr = {SAPPHIRE: 1024, GENOA: 768, ROME: 1024}.get(cpu, 768)
-    p = _design(
-      'h100_pcie_8', part=part, cpu=cpu, accels=n, ddr_gb=ddr, pcie_gen=gen
-    )
-    found = bd.violations(p)
-    assert {r for r, _ in found} <= {'nic_slot'}, (part, cpu, found)
-    # A PCIe card's domain is its server (8), on PCIe only.
-    assert bd.FABRICS[part] == {'pcie_only': 8}
+    # A PCIe card's domain is its server (8): PCIe, and NVLink bridges
+    # on pairs where the card has them; never the design space's switch.
+    topos = {'pcie_only'} | ({'bridged_pairs'} if part != 'L40S' else set())
+    assert bd.FABRICS[part] == dict.fromkeys(topos, 8)
     assert not bd.in_design_space(part)
+    for topo in topos:
+      p = _design(
+        'h100_pcie_8',
+        part=part,
+        topology=topo,
+        cpu=cpu,
+        accels=n,
+        ddr_gb=ddr,
+        pcie_gen=gen,
+      )
+      found = bd.violations(p)
+      assert {r for r, _ in found} <= {'nic_slot'}, (part, cpu, found)
   # Every catalog accelerator the design space uses is on some board.
   for name in catalog.accelerator_names():
     assert bd.boards_of(name), name

@@ -2,13 +2,16 @@
 Known answers from their sources: parts, counts, HBM, fabric links, host
 link and DDR as the vendor pages give them; each on a board that is sold;
 each evaluates finite on a small workload; a PCIe card is credited no
-NVLink (its step time does not move with its bridge's bandwidth)."""
+NVLink it does not have: none without a bridge (L40S), its one bridged
+peer with one (H100 PCIe), the ring across pairs at PCIe speed."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 from codesign.core.units import GB
-from codesign.model import cost_model, planner
+from codesign.model import cost_model, planner, terms
 from codesign.search import buildability as bd
 from codesign.spec import catalog, hardware, platform_presets, stack_presets
 from codesign.spec import workload_presets as wp
@@ -50,11 +53,11 @@ KNOWN = {
     400,
   ),
   # 8 H100 PCIe (80 GB) in a 2-socket Sapphire Rapids server on PCIe Gen5
-  # x16, their NVLink bridge (12 x 25 GB/s/dir) recorded but PCIe only.
+  # x16, NVLink bridges (12 x 25 GB/s/dir) joining pairs.
   'h100_pcie_8': (
     'H100-PCIe-80GB',
     8,
-    'pcie_only',
+    'bridged_pairs',
     12,
     25.0,
     80,
@@ -119,20 +122,47 @@ def test_preset_evaluates_finite(name):
   assert bool(r.feasible)
 
 
-def test_a_pcie_card_gets_no_nvlink_credit():
-  """Ten times the bridge's bandwidth leaves the PCIe server's step as it
-  was (its peers are over PCIe); on NVSwitch (dgx_h100) it is faster."""
+def _faster_links(p, factor=10.0):
+  bw = factor * float(p.fabric.link_bandwidth)
+  return hardware.with_value(p, 'fabric.link_bandwidth', bw)
+
+
+def test_a_pcie_card_without_a_bridge_gets_no_nvlink_credit():
+  """An L40S server (PCIe only): ten times the fabric's bandwidth leaves
+  the step as it was; on NVSwitch (dgx_h100) the step is faster."""
   w = wp.get('criteo_kaggle')
   s = stack_presets.get('torchrec')
-  times = {}
-  for name in ('h100_pcie_8', 'dgx_h100'):
-    p = platform_presets.get(name)
-    fast = hardware.with_value(
-      p, 'fabric.link_bandwidth', 10.0 * float(p.fabric.link_bandwidth)
-    )
-    times[name] = (
-      float(_step(p, w, s).step_time),
-      float(_step(fast, w, s).step_time),
-    )
-  assert times['h100_pcie_8'][1] == times['h100_pcie_8'][0]
-  assert times['dgx_h100'][1] < times['dgx_h100'][0]
+  base = platform_presets.get('h100_pcie_8')
+  l40s = dataclasses.replace(
+    base,
+    accelerator=catalog.accelerator('L40S'),
+    fabric=platform_presets.accel_fabric('H100-PCIe-80GB', 'pcie_only'),
+    host_link=platform_presets.host_link(4),
+  )
+  assert {r for r, _ in bd.violations(l40s)} == {'nic_slot'}  # 400G on Gen4
+  for p, moves in ((l40s, False), (platform_presets.get('dgx_h100'), True)):
+    t0 = float(_step(p, w, s).step_time)
+    t1 = float(_step(_faster_links(p), w, s).step_time)
+    assert (t1 < t0) if moves else (t1 == t0), (p.name, t0, t1)
+
+
+def test_bridged_pairs_credit_one_peer_and_a_pcie_ring():
+  p = hardware.as_arrays(platform_presets.get('h100_pcie_8'))
+  # One bridged peer of 7: smooth min (p = 64) of 1 and 1/7.
+  share = float(terms.direct_share(p))
+  assert share == pytest.approx(1.0 / 7.0, rel=1e-6)
+  # The ring over 4 pairs runs at the PCIe relay (host links over the 8
+  # cards: min(8 x 63, 2 x 315 GB/s) / 8 = 63 GB/s), far below the
+  # bridge (12 x 25 GB/s x efficiency), and waits the PCIe latency.
+  bridge = 12 * 25.0 * GB * float(p.fabric.efficiency)
+  relay = float(terms.host_link_rate(p)) / 8.0
+  ar, alpha = terms.pair_ring(p, bridge, relay)
+  assert relay < 70 * GB < bridge
+  assert float(ar) == pytest.approx(relay, rel=0.03)
+  assert float(ar) <= relay
+  assert float(alpha) == pytest.approx(float(p.host_link.latency))
+  # Two cards ring over the bridge alone, at the bridge's latency.
+  two = hardware.with_value(p, 'accelerators_per_node', 2.0)
+  ar2, alpha2 = terms.pair_ring(two, bridge, relay)
+  assert float(ar2) == pytest.approx(bridge, rel=1e-3)
+  assert float(alpha2) == pytest.approx(float(p.fabric.latency))
