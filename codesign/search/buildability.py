@@ -16,7 +16,8 @@ Rules (`RULES`), with their sources:
 - `fabric_domain`: accelerators per node within the largest scale-up
   domain of the part on its topology (`FABRICS`); for parts not in it,
   a full mesh holds at most links + 1 and a hybrid cube mesh 8.
-- `topology`: the fabric is one the part can form (`FABRICS`).
+- `topology`: the fabric is one the part can form (`FABRICS`: a PCIe
+  card never a switch; bridged pairs only with an NVLink bridge).
 - `pcie_lanes`: every accelerator and NIC takes an x16; beyond the
   sockets' root ports, one level of PCIe switches (`SWITCH_*`) fans them
   out, sharing uplinks; illegal when even that cannot hold them.
@@ -41,7 +42,8 @@ Rules (`RULES`), with their sources:
 - `board`: accelerators per node, host sockets and host CPU as one of the
   boards the accelerator is sold on (`BOARDS`: HGX 4/8, HGX B200 8, the
   8-OAM MI300X board, 4-OAM MI250X nodes, SXM2 4/8 and HGX-2 16 with two
-  Xeon sockets, each with the CPU generations it was sold with). Checked
+  Xeon sockets, PCIe servers of 1/2/4/8 cards, each with the CPU
+  generations it was sold with). Checked
   on snapped designs only (`CONCRETE_ONLY`): the relaxation does not see
   it; every rounding that breaks it also brings the same design on its
   nearest sold board (`snapping.with_boards`), and the ones that break it
@@ -96,6 +98,8 @@ _ROME = 'EPYC-7742 (Rome)'
 _SKL = 'Xeon-Platinum-8180 (Skylake-SP)'
 _CLX = 'Xeon-Platinum-8280 (Cascade Lake-SP)'
 _CPX = 'Xeon-Platinum-8380H (Cooper Lake-SP)'
+# Cards per PCIe server (1, 2, 4 or 8 double-width cards).
+_PCIE_COUNTS = (1, 2, 4, 8)
 # The boards each catalog accelerator is sold on (issue 21): name, the
 # accelerator counts per node, the host sockets it is built with (None:
 # the CPU's own socket rules) and the host CPUs it is qualified with (a
@@ -138,6 +142,20 @@ BOARDS = {
     # Sapphire Rapids (Dell PowerEdge XE9680).
     ('8-OAM MI300X board', (8,), (2,), (_GENOA, _SPR)),
   ),
+  # PCIe cards: servers of 1, 2, 4 or 8 double-width cards on the CPU's
+  # own sockets (Supermicro SYS-421GE-TNRT: 8-10 double-width cards, 2x
+  # Sapphire Rapids; Dell PowerEdge R760xa: 4, 2x Sapphire Rapids); NVLink
+  # bridges join pairs (A100/H100 PCIe, H100 NVL) or up to 4 cards (H200
+  # NVL), never a whole node. Hosts: the server generations each card was
+  # sold in (A100 PCIe from Rome/Cascade Lake servers on; the Gen5 cards
+  # in Sapphire Rapids and Genoa servers; L40S also in Milan servers).
+  'A100-PCIe': (
+    ('PCIe server', _PCIE_COUNTS, None, (_ROME, _MILAN, _CLX, _SPR, _GENOA)),
+  ),
+  'H100-PCIe': (('PCIe server', _PCIE_COUNTS, None, (_SPR, _GENOA)),),
+  'H100-NVL': (('PCIe server', _PCIE_COUNTS, None, (_SPR, _GENOA)),),
+  'H200-NVL': (('PCIe server', _PCIE_COUNTS, None, (_SPR, _GENOA)),),
+  'L40S': (('PCIe server', _PCIE_COUNTS, None, (_MILAN, _SPR, _GENOA)),),
 }
 
 # Largest accelerators per node on each topology a part forms.
@@ -154,6 +172,13 @@ BOARDS = {
 #   at the part's link bandwidth (codesign.terms.collectives.direct_share),
 #   and one static topology serves every part of a batched search.
 _HGX8 = {'switch': 8}
+# PCIe cards, 8 a server: their peers over PCIe, and with NVLink bridges
+# (A100/H100 PCIe, H100 NVL, H200 NVL) one bridged peer each
+# ('bridged_pairs'; H200 NVL's 4-way bridge is not modelled: pairs). The
+# L40S has no NVLink: PCIe only (issue 21: a PCIe card gets no NVLink
+# bandwidth it does not have).
+_PCIE = {'pcie_only': 8}
+_BRIDGED = {'pcie_only': 8, 'bridged_pairs': 8}
 _V100 = {'hybrid_cube_mesh': 8, 'switch': 16}
 _OAM = {'fully_connected': 8, 'switch': 8}
 FABRICS = {
@@ -166,6 +191,11 @@ FABRICS = {
   'B200-HGX': _HGX8,
   'MI250X-OAM': _OAM,
   'MI300X-OAM': _OAM,
+  'A100-PCIe-80GB': _BRIDGED,
+  'H100-PCIe-80GB': _BRIDGED,
+  'H100-NVL-94GB': _BRIDGED,
+  'H200-NVL-141GB': _BRIDGED,
+  'L40S': _PCIE,
 }
 # The topology the design space gives every part (see FABRICS).
 DESIGN_TOPOLOGY = 'switch'
@@ -234,6 +264,12 @@ def catalog_facts() -> dict:
       'fabrics': FABRICS[name],
     }
   return out
+
+
+def in_design_space(name: str) -> bool:
+  """Whether the design space can wire the catalog accelerator `name`:
+  its fabric forms DESIGN_TOPOLOGY (PCIe cards do not: `FABRICS`)."""
+  return DESIGN_TOPOLOGY in FABRICS.get(name, {})
 
 
 def design_domain(name: str) -> float:

@@ -131,11 +131,13 @@ def mix(table: np.ndarray, zp):
 
 def default_parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
   """(accelerators, CPUs) of the default space: every modelled catalog
-  part, accelerators by bf16 FLOP/s then HBM bandwidth, CPUs by DDR
-  bandwidth per socket."""
+  part the design space can wire (`buildability.in_design_space`: not
+  the PCIe cards, whose peers are over PCIe while the space gives every
+  part one switch fabric), accelerators by bf16 FLOP/s then HBM
+  bandwidth, CPUs by DDR bandwidth per socket."""
   raw = catalog.raw()
   acc = sorted(
-    catalog.accelerator_names(),
+    filter(buildability.in_design_space, catalog.accelerator_names()),
     key=lambda n: (
       float(catalog.accelerator(n).peak_flops_bf16),
       float(catalog.accelerator(n).hbm_bandwidth),

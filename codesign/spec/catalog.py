@@ -139,6 +139,34 @@ _ACCEL_PRICE = {
     12000.0,
     'assumption: no public price in the catalog',
   ),
+  # PCIe cards (no public price in our sources): the SXM part of the same
+  # generation at its catalog price (HF MSRP, low), scaled by the card's
+  # dense bf16 rate, less its memory at the assumed HBM $/GB (17 USD).
+  'A100-PCIe-80GB': (
+    13640.0,
+    'derived (L): the A100-SXM4-80GB $15k (HF MSRP; same GA100 die, same '
+    'bf16 rate) minus 80 GB HBM',
+  ),
+  'H100-PCIe-80GB': (
+    21578.0,
+    'assumption (L): H100-SXM5 $30k (HF MSRP) x 756.5/989.4 bf16 = '
+    '$22,938, minus 80 GB HBM',
+  ),
+  'H100-NVL-94GB': (
+    23736.0,
+    'assumption (L): H100-SXM5 $30k (HF MSRP) x 835.5/989.4 bf16 = '
+    '$25,334, minus 94 GB HBM',
+  ),
+  'H200-NVL-141GB': (
+    24625.0,
+    'assumption (L): H200-SXM $32k (HF MSRP) x 835.5/989.4 bf16 = '
+    '$27,022, minus 141 GB HBM',
+  ),
+  'L40S': (
+    10162.0,
+    'assumption (L): the H100-PCIe derived $22,938 x 362.05/756.5 bf16 = '
+    '$10,978, minus 48 GB GDDR6 at the HBM $/GB',
+  ),
 }
 
 

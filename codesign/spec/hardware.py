@@ -24,6 +24,7 @@ TOPOLOGIES = (
   'hybrid_cube_mesh',
   'ring',
   'pcie_only',
+  'bridged_pairs',
 )
 NIC_ATTACH = ('accelerator', 'socket')
 TRAINERS = ('accelerator', 'cpu')

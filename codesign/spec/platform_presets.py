@@ -530,6 +530,106 @@ def dgx_h200() -> Platform:
   )
 
 
+GENOA = 'EPYC-9654 (Genoa)'
+
+
+def pcie_generation(cpu_name: str, part: str) -> int:
+  """The PCIe generation a card's host link runs at: the lower of the
+  CPU's and the accelerator's (catalog `pcie_gen`), as the slot carries
+  it (buildability rule `pcie_generation`)."""
+  raw = catalog.raw()
+  return min(
+    int(raw['cpus'][cpu_name]['pcie_gen']),
+    int(raw['accelerators'][part]['pcie_gen']),
+  )
+
+
+def dgx_b200() -> Platform:
+  """DGX B200: 8 x B200 on NVSwitch (18 NVLink5 links, 50 GB/s per
+  direction each), 2 x Xeon Platinum 8570, 2 TB DDR5 (32 DIMMs), 8 x 400
+  Gb/s ConnectX-7 (NVIDIA DGX B200 user guide,
+  docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html).
+
+  The 8570 (Emerald Rapids, same LGA4677 platform: 8 DDR5 channels, 80
+  PCIe Gen5 lanes) is not in the catalog: the 8480+ stands in for it.
+  The datasheet's 14.3 kW maximum is not the model's power (the sum of
+  part TDPs and the assumed chassis).
+  """
+  part = 'B200-HGX'
+  return _dgx(
+    'dgx_b200',
+    part,
+    8,
+    'switch',
+    SAPPHIRE,
+    1024,
+    pcie_generation(SAPPHIRE, part),
+    8,
+    400,
+    'NVIDIA DGX B200 user guide: 8 x B200 (1,440 GB HBM3e), 2 x Xeon 8570 '
+    '(proxy: 8480+), 2 TB DDR in 32 DIMMs (1 TB a socket, 2 x 64 GB per '
+    'channel), 8 x ConnectX-7 400 Gb/s, 14.3 kW max',
+  )
+
+
+def mi300x_8() -> Platform:
+  """8 x MI300X on the 8-OAM board, fully connected by Infinity Fabric (7
+  links of 64 GB/s per direction each), 2 x EPYC 9654 (Genoa) with 768
+  GB DDR5 each (12 channels x 64 GB), 8 x 400 Gb/s NICs, one per GPU:
+  Supermicro AS-8125GS-TNMR2 as sold (2 x EPYC 9004, 24 DIMM slots).
+
+  DIMM size and NICs are a preset choice: 8 x 400 Gb/s is the usual
+  population of 8-GPU OAM servers (servethehome.com ASUS ESC A8A-E12U
+  review: eight 400 Gb/s NICs, one per GPU).
+  """
+  part = 'MI300X-OAM'
+  return _dgx(
+    'mi300x_8',
+    part,
+    8,
+    'fully_connected',
+    GENOA,
+    768,
+    pcie_generation(GENOA, part),
+    8,
+    400,
+    'Supermicro AS-8125GS-TNMR2 (2 x EPYC 9004, 8 x MI300X OAM); DDR 1.5 '
+    'TB (24 x 64 GB) and 8 x 400 Gb/s NICs are preset choices',
+  )
+
+
+def h100_pcie_8() -> Platform:
+  """8 x H100 PCIe cards in a 2-socket Sapphire Rapids PCIe server
+  (Supermicro SYS-421GE-TNRT class), 1 TB DDR5 a socket (8 channels x 2
+  x 64 GB, as DGX H100, so that the two differ in fabric and card only),
+  4 x 400 Gb/s NICs under the same PCIe switches (GPUDirect).
+
+  The fabric is bridged pairs: each card's NVLink bridge (12 NVLink4
+  links, 300 GB/s per direction) reaches its one bridged peer; the other
+  six peers are reached over PCIe, and a ring over the 8 runs at the
+  slower PCIe edge (`terms.pair_ring`). The host link is the slot's Gen5
+  x16.
+  """
+  part = 'H100-PCIe-80GB'
+  gen = pcie_generation(SAPPHIRE, part)
+  return _platform(
+    'h100_pcie_8',
+    'accelerator',
+    1,
+    2,
+    8,
+    catalog.cpu(SAPPHIRE, 1024),
+    catalog.accelerator(part),
+    accel_fabric(part, 'bridged_pairs'),
+    gen,
+    nic(4, 400, 'accelerator', gen, catalog.host_vendor(SAPPHIRE)),
+    25000,
+    1000,
+    'PCIe server, 8 x H100 PCIe, NVLink bridges on pairs (PCIe between '
+    'pairs); DDR 2 TB, 4 x 400 Gb/s NICs and chassis are preset choices',
+  )
+
+
 PLATFORMS = {
   f.__name__: f
   for f in (
@@ -545,6 +645,9 @@ PLATFORMS = {
     p4d,
     dgx_h100,
     dgx_h200,
+    dgx_b200,
+    mi300x_8,
+    h100_pcie_8,
   )
 }
 

@@ -136,6 +136,46 @@ ILLEGAL = {
     _design(part='MI300X-OAM', cpu=ROME, ddr_gb=1024, sockets=1),
     {'board', 'pcie_generation', 'nic_slot'},
   ),
+  # PCIe cards (issue 21): never on a switch fabric (their NVLink bridges
+  # join pairs, not the node), at most 8 in a server, on hosts they were
+  # sold with, the host link at the lower PCIe generation of the two ends.
+  'H100 PCIe on an NVSwitch fabric': (
+    _design('h100_pcie_8', topology='switch'),
+    {'topology'},
+  ),
+  # (The preset's 400 Gb/s NICs also exceed the L40S's Gen4 x16 link.)
+  'L40S fully connected (no links: a mesh of 1)': (
+    _design('h100_pcie_8', part='L40S', topology='fully_connected'),
+    {'topology', 'fabric_domain', 'pcie_generation', 'nic_slot'},
+  ),
+  'L40S on bridged pairs (it has no NVLink)': (
+    _design('h100_pcie_8', part='L40S', pcie_gen=4),
+    {'topology', 'nic_slot'},
+  ),
+  '16 L40S in one PCIe server': (
+    _design(
+      'h100_pcie_8', part='L40S', topology='pcie_only', accels=16, pcie_gen=4
+    ),
+    {'fabric_domain', 'board', 'nic_slot'},
+  ),
+  '6 H200 NVL in one PCIe server': (
+    _design('h100_pcie_8', part='H200-NVL-141GB', accels=6),
+    {'board'},
+  ),
+  'H100 PCIe (Gen5) on EPYC Milan (Gen4) at Gen5': (
+    _design('h100_pcie_8', cpu='EPYC-7763 (Milan)', ddr_gb=512),
+    {'board', 'pcie_generation', 'nic_slot'},
+  ),
+  'L40S (Gen4) at Gen5 on Sapphire Rapids': (
+    _design('h100_pcie_8', part='L40S', topology='pcie_only'),
+    {'pcie_generation', 'nic_slot'},
+  ),
+  'A100 PCIe (2021) with Skylake (2017)': (
+    _design(
+      'h100_pcie_8', part='A100-PCIe-80GB', cpu=SKYLAKE, ddr_gb=768, pcie_gen=3
+    ),
+    {'board', 'nic_slot'},
+  ),
 }
 
 
@@ -160,6 +200,35 @@ def test_legal_boards_pass_the_board_rule():
     _design(part='H100-SXM5-80GB', accels=4),
   ):
     assert 'board' not in {r for r, _ in bd.violations(p)}
+  # PCIe servers of 1, 2, 4 and 8 cards on the hosts they are sold with,
+  # the host link at the lower PCIe generation of the two ends.
+  for part, cpu, n, gen in (
+    ('H100-PCIe-80GB', SAPPHIRE, 8, 5),
+    ('H100-NVL-94GB', GENOA, 2, 5),
+    ('H200-NVL-141GB', SAPPHIRE, 4, 5),
+    ('L40S', GENOA, 8, 4),
+    ('L40S', 'EPYC-7763 (Milan)', 4, 4),
+    ('A100-PCIe-80GB', ROME, 1, 4),
+    ('A100-PCIe-80GB', platform_presets.CASCADE, 8, 3),
+  ):
+    ddr = {SAPPHIRE: 1024, GENOA: 768, ROME: 1024}.get(cpu, 768)
+    # A PCIe card's domain is its server (8): PCIe, and NVLink bridges
+    # on pairs where the card has them; never the design space's switch.
+    topos = {'pcie_only'} | ({'bridged_pairs'} if part != 'L40S' else set())
+    assert bd.FABRICS[part] == dict.fromkeys(topos, 8)
+    assert not bd.in_design_space(part)
+    for topo in topos:
+      p = _design(
+        'h100_pcie_8',
+        part=part,
+        topology=topo,
+        cpu=cpu,
+        accels=n,
+        ddr_gb=ddr,
+        pcie_gen=gen,
+      )
+      found = bd.violations(p)
+      assert {r for r, _ in found} <= {'nic_slot'}, (part, cpu, found)
   # Every catalog accelerator the design space uses is on some board.
   for name in catalog.accelerator_names():
     assert bd.boards_of(name), name

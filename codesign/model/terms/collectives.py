@@ -123,8 +123,9 @@ class Fabric(NamedTuple):
 def direct_share(p: Platform):
   """Share of a node's other accelerators that one reaches over its own
   fabric links: every one on a switch; `links` of them fully connected;
-  log2(A) + 1 on a hybrid cube mesh (DGX-1: 4 of 7); 2 on a ring; none
-  on PCIe only."""
+  log2(A) + 1 on a hybrid cube mesh (DGX-1: 4 of 7); 2 on a ring; its
+  one bridged peer on bridged pairs (PCIe cards joined in twos by NVLink
+  bridges: all `links` go to that peer); none on PCIe only."""
   f = p.fabric
   a = p.accelerators_per_node
   peers = a - 1.0
@@ -137,11 +138,29 @@ def direct_share(p: Platform):
     reach = jnp.log2(jnp.maximum(a, 1.0)) + 1.0
   elif topo == 'ring':
     reach = 2.0 * jnp.ones_like(a)
+  elif topo == 'bridged_pairs':
+    reach = jnp.ones_like(a)
   else:  # pcie_only
     return jnp.zeros_like(a)
   # p = 64: where the reach equals the peers (Zion: 7 links, 7 peers) the
   # share is 2^(-1/64) = 0.99, where p = 8 would route 8% via the host.
   return smooth_min(1.0, safe_div(reach, peers, 0.5), p=64)
+
+
+def pair_ring(p: Platform, bridge, relay):
+  """(bandwidth, latency per step) of a ring over bridged pairs.
+
+  Two accelerators ring over their bridge alone; from three the ring
+  alternates bridge edges inside each pair and PCIe edges between pairs
+  (through the host, at `relay`), so it moves at the slower edge's rate
+  and waits the PCIe hop's latency (`HostLink.latency`) each step. Blended
+  by g = clip(A - 2, 0, 1) in the relaxation.
+  """
+  g = jnp.clip(p.accelerators_per_node - 2.0, 0.0, 1.0)
+  ar = smooth_min(bridge, relay / jnp.maximum(g, 1e-6))
+  lat = p.fabric.latency
+  alpha = lat + g * jnp.maximum(p.host_link.latency - lat, 0.0)
+  return ar, alpha
 
 
 def switch_tiers(p: Platform):
@@ -209,6 +228,8 @@ def fabric(p: Platform, s: Stack, st: Setup) -> Fabric:
       ar = f.links_per_accelerator * f.link_bandwidth * f.efficiency
       direct, share = ar, direct_share(p)
       alpha = f.latency
+      if f.topology == 'bridged_pairs':
+        ar, alpha = pair_ring(p, ar, relay)
   nvls = (
     not st.cpu_trainer
     and p.fabric.in_switch_reduction

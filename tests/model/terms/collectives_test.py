@@ -99,6 +99,9 @@ def test_alltoall_and_allreduce_on_switch(comm_precision, nic_attach):
     ('hybrid_cube_mesh', 16.0, 6.0, smin64(1.0, 5.0 / 15.0)),
     ('ring', 8.0, 2.0, smin64(1.0, 2.0 / 7.0)),
     ('pcie_only', 8.0, 4.0, 0.0),
+    # Bridged pairs: one peer, whatever the links (H100 PCIe: 12).
+    ('bridged_pairs', 8.0, 12.0, smin64(1.0, 1.0 / 7.0)),
+    ('bridged_pairs', 2.0, 12.0, smin64(1.0, 1.0)),
     # One accelerator has no peers: the denominator's floor of 0.5.
     ('fully_connected', 1.0, 3.0, smin64(1.0, 3.0 / 0.5)),
   ],
