@@ -1,7 +1,10 @@
-"""Every workload preset on every platform preset, under each named
-placement and every stack preset: a finite, positive step time, or
-infeasible with the tier that overflows named; never NaN, and always a
-valid result.json."""
+"""Every workload preset on every platform preset, under the automatic
+placement and one of the two fixed ones (`hbm` and `ddr` by turns, so
+that every workload meets both on half the presets), with the stack
+presets by turns: a finite, positive step time, or infeasible with the
+tier that overflows named; never NaN, and always a valid result.json.
+Each evaluation runs op by op (about 0.1 s on 2 cores): the pairs are
+too varied in structure for one compile to serve them."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -23,7 +26,7 @@ def test_every_preset_pair_is_finite(workload_name):
   stacks = list(stack_presets.PRESETS)
   for i, name in enumerate(platform_presets.PLATFORMS):
     p = platform_presets.get(name)
-    for j, placement in enumerate(('auto', 'hbm', 'ddr')):
+    for j, placement in enumerate(('auto', ('hbm', 'ddr')[i % 2])):
       s = stack_presets.get(stacks[(i + j) % len(stacks)])
       where = (workload_name, name, placement, s.name)
       pl = planner.make(w, p, s, placement=placement, sharding='table_wise')
