@@ -68,6 +68,11 @@ def test_decode_index_matches_catalog_build():
       jax.tree.leaves(traced),
       strict=True,
     ):
+      if path == 'cpu.ddr_price':
+        # exp2 of the DIMM price curve (spec.dimms): numpy and XLA may
+        # round it differently in the last bit.
+        np.testing.assert_allclose(float(a), float(b), rtol=1e-14)
+        continue
       assert float(a) == float(b), path
 
 
