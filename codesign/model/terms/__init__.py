@@ -30,7 +30,8 @@ Terms, with the physics each one stands for:
 - `kernel_counts`, `host_time`, `compose`: the host side (operators the
   framework dispatches, CUDA graphs), device-side kernel gaps, and how
   host and device time combine.
-- `memory`, `capex_and_power`: feasibility per tier and the bill;
+- `memory`, `capex_and_power`: feasibility per tier and the bill (nodes
+  at the wall: `wall_power`, fans and supplies; `racks` at a rack's kW);
   `network_bill`: the scale-out network as built (a rail-optimized fat
   tree: switches per tier, links, NICs) and its price and power.
 """
@@ -40,7 +41,9 @@ from codesign.model.terms.budget import (
   host_copy,
   memory,
   nodes_capex_and_power,
+  racks,
   stack_hbm_reserved,
+  wall_power,
 )
 from codesign.model.terms.collectives import (
   Fabric,
@@ -145,6 +148,8 @@ __all__ = [
   'busiest_rank',
   'capex_and_power',
   'nodes_capex_and_power',
+  'racks',
+  'wall_power',
   'fat_tree',
   'network_bill',
   'tiers_listing',
