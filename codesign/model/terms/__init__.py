@@ -31,9 +31,10 @@ Terms, with the physics each one stands for:
   framework dispatches, CUDA graphs), device-side kernel gaps, and how
   host and device time combine.
 - `memory`, `capex_and_power`: feasibility per tier and the bill (nodes
-  at the wall: `wall_power`, fans and supplies; `racks` at a rack's kW);
-  `network_bill`: the scale-out network as built (a rail-optimized fat
-  tree: switches per tier, links, NICs) and its price and power.
+  at the wall: `wall_power`, fans and supplies; `racks` at a rack's kW;
+  `tco`, capex plus energy over a life); `network_bill`: the scale-out
+  network as built (a rail-optimized fat tree: switches per tier, links,
+  NICs) and its price and power.
 """
 
 from codesign.model.terms.budget import (
@@ -43,6 +44,7 @@ from codesign.model.terms.budget import (
   nodes_capex_and_power,
   racks,
   stack_hbm_reserved,
+  tco,
   wall_power,
 )
 from codesign.model.terms.collectives import (
@@ -149,6 +151,7 @@ __all__ = [
   'capex_and_power',
   'nodes_capex_and_power',
   'racks',
+  'tco',
   'wall_power',
   'fat_tree',
   'network_bill',

@@ -178,3 +178,24 @@ def racks(p: Platform, rack_w: float) -> dict:
     'racks': math.ceil(nodes / max(per_rack, 1)),
     'fits': per_rack >= 1,
   }
+
+
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+
+
+def tco(capex_usd, power_w, life_years, usd_per_kwh, pue) -> dict:
+  """Total cost of ownership: capex plus the energy of `power_w` (the
+  cluster at its maximum: an upper bound of what it draws) drawn for
+  `life_years`, the facility's overhead included (`pue`, power usage
+  effectiveness: facility power over IT power), at `usd_per_kwh`."""
+  energy_kwh = power_w / 1e3 * HOURS_PER_YEAR * life_years * pue
+  energy_usd = energy_kwh * usd_per_kwh
+  return {
+    'life_years': life_years,
+    'usd_per_kwh': usd_per_kwh,
+    'pue': pue,
+    'energy_kwh': energy_kwh,
+    'energy_usd': energy_usd,
+    'capex_usd': capex_usd,
+    'total_usd': capex_usd + energy_usd,
+  }

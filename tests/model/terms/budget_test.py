@@ -248,3 +248,14 @@ def test_racks_at_a_rack_power():
   assert (r['nodes_per_rack'], r['racks'], r['fits']) == (4, 3, True)
   r = budget.racks(p, 8e3)
   assert (r['nodes_per_rack'], r['racks'], r['fits']) == (0, 10, False)
+
+
+def test_tco_is_capex_plus_energy_over_the_life():
+  """10 kW for 5 years (8766 h each) x PUE 1.58 = 692,514 kWh; at 0.08
+  USD/kWh 55,401.12 USD, beside 1e6 USD of capex."""
+  from codesign.model.terms import budget
+
+  t = budget.tco(1e6, 10e3, 5.0, 0.08, 1.58)
+  assert t['energy_kwh'] == pytest.approx(692514.0)
+  assert t['energy_usd'] == pytest.approx(55401.12)
+  assert t['total_usd'] == pytest.approx(1055401.12)
