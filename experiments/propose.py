@@ -51,7 +51,9 @@ flags.DEFINE_float(
   'budget_usd', 1e6, 'Capex limit of the cluster in USD (0: no limit).'
 )
 flags.DEFINE_float(
-  'power_w', 0.0, 'Power limit of the cluster at TDP in W (0: no limit).'
+  'power_w',
+  0.0,
+  'Power limit of the cluster at the wall in W (0: no limit).',
 )
 flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.', lower_bound=1)
 flags.DEFINE_float(

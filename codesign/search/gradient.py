@@ -105,7 +105,7 @@ class Problem:
     stack: the software stack that trains it.
     objective: one of OBJECTIVES.
     budget_usd: capex limit of the whole cluster, or None.
-    power_w: power limit of the whole cluster at TDP, or None.
+    power_w: power limit of the whole cluster at the wall, or None.
     samples: samples to train, for `time_to_train`.
   """
 

@@ -91,10 +91,10 @@ class Settings:
     workload: a `Workload`, a preset name or a workload JSON file.
     objective: one of `search.OBJECTIVES`: `throughput` (samples/s),
       `throughput_per_usd` (samples/s per USD of capex),
-      `throughput_per_watt` (samples/s per W at TDP) or `time_to_train`
+      `throughput_per_watt` (samples/s per W at the wall) or `time_to_train`
       (seconds to train `samples`).
     budget_usd: capex limit of the whole cluster in USD; None or 0: none.
-    power_w: power limit of the whole cluster at TDP in W; None or 0: none.
+    power_w: power limit of the whole cluster at the wall in W; None or 0: none.
     max_nodes: largest number of nodes.
     samples: samples to train, for `time_to_train`.
     starts: search starts run at once.
