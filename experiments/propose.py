@@ -44,7 +44,13 @@ from experiments import common
 flags.DEFINE_enum(
   'objective',
   'throughput_per_usd',
-  ['throughput', 'throughput_per_usd', 'throughput_per_watt', 'time_to_train'],
+  [
+    'throughput',
+    'throughput_per_usd',
+    'throughput_per_watt',
+    'time_to_train',
+    'throughput_per_tco',
+  ],
   'What to optimize.',
 )
 flags.DEFINE_float(

@@ -2,11 +2,13 @@
 
 The problem (`Problem`): a design space (`codesign.search.design_space`), a
 workload, an objective and the buyer's limits. Objectives (`OBJECTIVES`):
-`throughput` (samples/s), `throughput_per_usd`, `throughput_per_watt`
-(maximized) and `time_to_train` (seconds for `samples` samples,
-minimized); the search minimizes a log-scale loss of each, so gradients
-are scale free. Constraints (`CONSTRAINTS`, each a relative violation g,
-feasible when g <= 0): capex budget, power budget, HBM and DDR capacity
+`throughput` (samples/s), `throughput_per_usd`, `throughput_per_watt`,
+`throughput_per_tco` (per USD of capex plus energy,
+`Problem.energy_usd_per_w`; maximized) and `time_to_train` (seconds for
+`samples` samples, minimized); the search minimizes a log-scale loss of
+each, so gradients are scale free. Constraints (`CONSTRAINTS`, each a
+relative violation g, feasible when g <= 0): capex budget, power budget,
+HBM and DDR capacity
 (the cost model's memory required over available), and the buildability
 rules that are inequalities on the number axes (`buildability.TRACED`:
 the CPU's maximum sockets and DDR per socket, its minimum sockets, the
@@ -84,6 +86,7 @@ OBJECTIVES = (
   'throughput_per_usd',
   'throughput_per_watt',
   'time_to_train',
+  'throughput_per_tco',
 )
 # Internal objectives (minimized): the cheapest platform that holds the
 # tables, used to explain infeasible requests.
@@ -107,6 +110,8 @@ class Problem:
     budget_usd: capex limit of the whole cluster, or None.
     power_w: power limit of the whole cluster at the wall, or None.
     samples: samples to train, for `time_to_train`.
+    energy_usd_per_w: USD of energy per W of the cluster's power over its
+      life, for `throughput_per_tco` (`terms.energy_usd_per_w`).
   """
 
   space: ds.DesignSpace
@@ -116,6 +121,7 @@ class Problem:
   budget_usd: float | None = None
   power_w: float | None = None
   samples: float = 1e9
+  energy_usd_per_w: float = 0.0
 
 
 def check_problem(problem: Problem) -> Problem:
@@ -197,6 +203,9 @@ def objective_value(problem: Problem, r: cost_model.CostReport):
     return r.perf_per_watt
   if o == 'time_to_train':
     return problem.samples / r.throughput
+  if o == 'throughput_per_tco':
+    # samples/s per USD of capex plus the energy of the power (terms.tco).
+    return r.throughput / (r.capex + r.power * problem.energy_usd_per_w)
   if o == 'capex':
     return r.capex
   return r.power
@@ -207,6 +216,7 @@ def maximized(objective: str) -> bool:
     'throughput',
     'throughput_per_usd',
     'throughput_per_watt',
+    'throughput_per_tco',
   )
 
 

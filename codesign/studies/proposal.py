@@ -91,8 +91,10 @@ class Settings:
     workload: a `Workload`, a preset name or a workload JSON file.
     objective: one of `search.OBJECTIVES`: `throughput` (samples/s),
       `throughput_per_usd` (samples/s per USD of capex),
-      `throughput_per_watt` (samples/s per W at the wall) or `time_to_train`
-      (seconds to train `samples`).
+      `throughput_per_watt` (samples/s per W at the wall),
+      `time_to_train` (seconds to train `samples`) or
+      `throughput_per_tco` (samples/s per USD of capex plus energy over
+      `life_years`, `terms.tco`).
     budget_usd: capex limit of the whole cluster in USD; None or 0: none.
     power_w: power limit of the whole cluster at the wall in W; None or 0: none.
     max_nodes: largest number of nodes.
@@ -170,13 +172,20 @@ def within_limits(fig: dict, limits: dict) -> bool:
   return bool(ok)
 
 
-def objective_of(fig: dict, objective: str, samples: float) -> float:
-  """The objective value of figures `fig`, in `OBJECTIVE_UNITS[objective]`."""
+def objective_of(
+  fig: dict, objective: str, samples: float, energy_usd_per_w: float = 0.0
+) -> float:
+  """The objective value of figures `fig`, in `OBJECTIVE_UNITS[objective]`
+  (`throughput_per_tco`: samples/s per USD of capex plus the energy of
+  the power at `energy_usd_per_w`, `terms.tco`)."""
+  throughput = fig['throughput_samples_per_s']
+  if objective == 'throughput_per_tco':
+    return throughput / (fig['capex_usd'] + fig['power_w'] * energy_usd_per_w)
   return {
-    'throughput': fig['throughput_samples_per_s'],
+    'throughput': throughput,
     'throughput_per_usd': fig['perf_per_usd'],
     'throughput_per_watt': fig['perf_per_watt'],
-    'time_to_train': samples / fig['throughput_samples_per_s'],
+    'time_to_train': samples / throughput,
   }[objective]
 
 
@@ -188,8 +197,8 @@ def _auto_plan_wins(problem, auto_fig, fig, limits) -> bool:
     return False
   if not within_limits(auto_fig, limits):
     return False
-  a = objective_of(auto_fig, problem.objective, problem.samples)
-  b = objective_of(fig, problem.objective, problem.samples)
+  a = _objective(problem, auto_fig)
+  b = _objective(problem, fig)
   return a > b if gradient.maximized(problem.objective) else a < b
 
 
@@ -199,6 +208,7 @@ def _limits(problem, max_nodes) -> dict:
     'power_w': problem.power_w,
     'max_nodes': max_nodes,
     'samples': problem.samples,
+    'energy_usd_per_w': problem.energy_usd_per_w,
   }
 
 
@@ -390,6 +400,9 @@ def _search(request: _Request, progress) -> proposal_search.Found:
       'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
       'power_w': float(settings.power_w) if settings.power_w else None,
       'samples': float(settings.samples),
+      'energy_usd_per_w': terms.energy_usd_per_w(
+        settings.life_years, settings.usd_per_kwh, settings.pue
+      ),
     },
     {
       'max_nodes': request.max_nodes,
@@ -438,7 +451,9 @@ class _Proposal:
 
 def _objective(problem, fig: dict) -> float:
   """The problem's objective value of figures `fig`."""
-  return objective_of(fig, problem.objective, problem.samples)
+  return objective_of(
+    fig, problem.objective, problem.samples, problem.energy_usd_per_w
+  )
 
 
 def _score(problem, limits: dict, fig: dict) -> float | None:
@@ -765,7 +780,9 @@ def table(result: dict) -> str:
   objective, limits = result['objective'], result['limits']
 
   def row(name, pj, fig):
-    value = objective_of(fig, objective, limits['samples'])
+    value = objective_of(
+      fig, objective, limits['samples'], limits.get('energy_usd_per_w', 0.0)
+    )
     ok = 'yes' if within_limits(fig, limits) else 'NO'
     reason = '' if ok == 'yes' else f' ({why_not(fig, limits)})'
     return (
@@ -870,7 +887,9 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
       fig['throughput_samples_per_s'],
       fig['capex_usd'],
       fig['power_w'],
-      objective_of(fig, objective, limits['samples']),
+      objective_of(
+        fig, objective, limits['samples'], limits.get('energy_usd_per_w', 0.0)
+      ),
       within_limits(fig, limits),
       why_not(fig, limits),
       fig['bottleneck'],

@@ -39,6 +39,7 @@ Terms, with the physics each one stands for:
 
 from codesign.model.terms.budget import (
   capex_and_power,
+  energy_usd_per_w,
   host_copy,
   memory,
   nodes_capex_and_power,
@@ -152,6 +153,7 @@ __all__ = [
   'nodes_capex_and_power',
   'racks',
   'tco',
+  'energy_usd_per_w',
   'wall_power',
   'fat_tree',
   'network_bill',

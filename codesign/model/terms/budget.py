@@ -183,13 +183,19 @@ def racks(p: Platform, rack_w: float) -> dict:
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 
 
+def energy_usd_per_w(life_years, usd_per_kwh, pue) -> float:
+  """USD of energy per W drawn without a pause for `life_years` at
+  `usd_per_kwh`, times the facility's `pue`."""
+  return HOURS_PER_YEAR * life_years * pue * usd_per_kwh / 1e3
+
+
 def tco(capex_usd, power_w, life_years, usd_per_kwh, pue) -> dict:
   """Total cost of ownership: capex plus the energy of `power_w` (the
   cluster at its maximum: an upper bound of what it draws) drawn for
   `life_years`, the facility's overhead included (`pue`, power usage
   effectiveness: facility power over IT power), at `usd_per_kwh`."""
   energy_kwh = power_w / 1e3 * HOURS_PER_YEAR * life_years * pue
-  energy_usd = energy_kwh * usd_per_kwh
+  energy_usd = power_w * energy_usd_per_w(life_years, usd_per_kwh, pue)
   return {
     'life_years': life_years,
     'usd_per_kwh': usd_per_kwh,

@@ -259,3 +259,11 @@ def test_tco_is_capex_plus_energy_over_the_life():
   assert t['energy_kwh'] == pytest.approx(692514.0)
   assert t['energy_usd'] == pytest.approx(55401.12)
   assert t['total_usd'] == pytest.approx(1055401.12)
+
+
+def test_energy_usd_per_w():
+  """8766 h x 5 years x PUE 1.58 x 0.08 USD/kWh / 1000 = 5.540112 USD of
+  energy per W of power over the life."""
+  from codesign.model.terms import budget
+
+  assert budget.energy_usd_per_w(5.0, 0.08, 1.58) == pytest.approx(5.540112)
