@@ -182,15 +182,12 @@ def capex_line(b: dict) -> str:
     )
   else:
     switches = 'no scale-out switches (one node)'
-  line = (
+  return (
     f'capex ${b["total_usd"]:,.0f}: nodes ${b["nodes_usd"]:,.0f}; network '
     f'${n["usd"]:,.0f} = NICs ${n["nic_usd"]:,.0f} '
     f'({n["nic_count"]:,.0f} x {n["nic_bandwidth_gbit_per_s"]:.0f} Gb/s); '
     f'{switches}'
   )
-  if 'racks' in b:
-    line += '\n' + racks_line(b['racks'])
-  return line
 
 
 def racks_line(r: dict) -> str:

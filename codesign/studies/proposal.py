@@ -811,7 +811,10 @@ def table(result: dict) -> str:
     f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
   )
   if 'capex_breakdown' in result['proposal']:
-    lines.append(report.capex_line(result['proposal']['capex_breakdown']))
+    bill = result['proposal']['capex_breakdown']
+    lines.append(report.capex_line(bill))
+    if 'racks' in bill:
+      lines.append(report.racks_line(bill['racks']))
   if 'tco' in result['proposal']:
     lines.append(tco_line(result['proposal']['tco']))
   prices = result.get('prices', {}).get('set_by_flag_usd', {})
