@@ -231,7 +231,7 @@ def evaluate(
     `memory` (tier -> `required_bytes` and `available_bytes` per
     accelerator for `hbm`, per node for `ddr`), `feasible`,
     `overflowing_tiers`, `feasibility_margin` (positive when everything
-    fits), `capex_usd` (whole cluster), `power_w` (whole cluster at TDP),
+    fits), `capex_usd` (whole cluster), `power_w` (whole cluster at the wall),
     `perf_per_usd` (samples/s per USD), `perf_per_watt` (samples/s per
     W), and the `workload`, `platform` and `stack` names.
 
@@ -282,10 +282,10 @@ def propose(
   Args:
     workload: a `Workload`, a preset name or a workload JSON file.
     objective: `throughput` (samples/s), `throughput_per_usd` (samples/s
-      per USD of capex), `throughput_per_watt` (samples/s per W at TDP) or
+      per USD of capex), `throughput_per_watt` (samples/s per W at the wall) or
       `time_to_train` (seconds to train `samples`; minimized).
     budget_usd: capex limit of the whole cluster in USD (None: none).
-    power_w: power limit of the whole cluster at TDP in W (None: none).
+    power_w: power limit of the whole cluster at the wall in W (None: none).
     max_nodes: largest number of nodes.
     stack: a `Stack`, a stack preset name or a stack JSON file: the
       accelerator trainer's.

@@ -44,14 +44,22 @@ from experiments import common
 flags.DEFINE_enum(
   'objective',
   'throughput_per_usd',
-  ['throughput', 'throughput_per_usd', 'throughput_per_watt', 'time_to_train'],
+  [
+    'throughput',
+    'throughput_per_usd',
+    'throughput_per_watt',
+    'time_to_train',
+    'throughput_per_tco',
+  ],
   'What to optimize.',
 )
 flags.DEFINE_float(
   'budget_usd', 1e6, 'Capex limit of the cluster in USD (0: no limit).'
 )
 flags.DEFINE_float(
-  'power_w', 0.0, 'Power limit of the cluster at TDP in W (0: no limit).'
+  'power_w',
+  0.0,
+  'Power limit of the cluster at the wall in W (0: no limit).',
 )
 flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.', lower_bound=1)
 flags.DEFINE_float(
@@ -111,6 +119,32 @@ flags.DEFINE_float(
   'Throughput objectives: propose the cheapest design within this share '
   'of the best found (0.02: 2%), not a dearer one that is barely faster.',
 )
+flags.DEFINE_float(
+  'rack_kw',
+  40.8,
+  'Power of one rack in kW (default: four DGX H100 at 10.2 kW, NVIDIA '
+  "DGX SuperPOD's design): the proposal's bill counts the racks its nodes "
+  'need at the wall, and says when one node alone exceeds a rack (0: no '
+  'racks counted).',
+)
+flags.DEFINE_float(
+  'life_years',
+  5.0,
+  "Years of service in the proposal's TCO (capex plus energy; printed "
+  'beside it; assumption: 5-6 year server depreciation).',
+)
+flags.DEFINE_float(
+  'usd_per_kwh',
+  0.08,
+  "Electricity price in the proposal's TCO, USD per kWh (assumption: US "
+  'industrial average, about 0.08 in 2023).',
+)
+flags.DEFINE_float(
+  'pue',
+  1.58,
+  "Power usage effectiveness in the proposal's TCO: facility over IT "
+  "power, at least 1 (assumption: Uptime Institute's 2023 average).",
+)
 flags.DEFINE_string(
   'cpu_stack',
   'ipex_cpu',
@@ -143,7 +177,7 @@ def main():
   from codesign.core import results
   from codesign.studies import proposal
 
-  for key in ('budget_usd', 'power_w'):
+  for key in ('budget_usd', 'power_w', 'rack_kw'):
     if getattr(FLAGS, key) < 0:
       raise InputError(f'--{key} must not be negative')
   names = {f.name for f in dataclasses.fields(proposal.Settings)}

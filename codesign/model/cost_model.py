@@ -90,7 +90,7 @@ class CostReport:
       positive when everything fits.
     feasible: boolean, every tier fits.
     capex: USD for the whole cluster.
-    power: W for the whole cluster at TDP.
+    power: W for the whole cluster at the wall.
     perf_per_usd: samples/s per USD.
     perf_per_watt: samples/s per W.
     bottleneck_index: index into COMPONENTS of the largest term.

@@ -132,7 +132,7 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
   ]
 
 
-def capex_breakdown(p: Platform) -> dict:
+def capex_breakdown(p: Platform, rack_w: float | None = None) -> dict:
   """The bill of a concrete platform, the network apart from the nodes
   (result.json's `capex_breakdown`): the nodes (chassis, CPUs and DDR,
   accelerators and HBM, their fabric) and the scale-out network (NICs,
@@ -156,13 +156,16 @@ def capex_breakdown(p: Platform) -> dict:
     'usd': _f(net['usd']),
     'w': _f(net['w']),
   }
-  return {
+  out = {
     'nodes_usd': _f(nodes_usd),
     'nodes_w': _f(nodes_w),
     'network': network,
     'total_usd': _f(nodes_usd) + network['usd'],
     'total_w': _f(nodes_w) + network['w'],
   }
+  if rack_w:
+    out['racks'] = terms.racks(p, rack_w)
+  return out
 
 
 def capex_line(b: dict) -> str:
@@ -184,4 +187,18 @@ def capex_line(b: dict) -> str:
     f'${n["usd"]:,.0f} = NICs ${n["nic_usd"]:,.0f} '
     f'({n["nic_count"]:,.0f} x {n["nic_bandwidth_gbit_per_s"]:.0f} Gb/s); '
     f'{switches}'
+  )
+
+
+def racks_line(r: dict) -> str:
+  """The racks of a bill (`terms.racks`), one line."""
+  if not r['fits']:
+    return (
+      f'racks: OVER RACK POWER: one node draws {r["node_kw"]:.1f} kW at the '
+      f'wall, above the {r["rack_kw"]:g} kW of a rack (--rack_kw)'
+    )
+  return (
+    f'racks: {r["racks"]} of {r["rack_kw"]:g} kW (--rack_kw), '
+    f'{r["nodes_per_rack"]} node{"s" if r["nodes_per_rack"] > 1 else ""} '
+    f'of {r["node_kw"]:.1f} kW at the wall per rack'
   )

@@ -28,8 +28,10 @@ Technology couplings of real parts (the rules: `codesign.search.buildability`):
   devices than one level of switches holds break the `pcie` constraint;
 - DDR bandwidth comes with the CPU (channels x MT/s); DDR is bought per
   channel (one or two DIMMs, every channel alike), up to the CPU's maximum
-  per socket; a CPU allows `min_sockets` to `max_sockets` per node (all
-  search constraints);
+  per socket; a DIMM's price per GB rises with its size and two DIMMs per
+  channel run slower (`codesign.spec.dimms`: smooth in the relaxation,
+  exact at the grid's sizes); a CPU allows `min_sockets` to
+  `max_sockets` per node (all search constraints);
 - NICs come in catalog line rates (100 to 800 Gb/s), and only where there
   is more than one node: a single node has one front-end NIC at the lowest
   rate, whatever the NIC axes say (`buildability.canonical_index`); a NIC
@@ -68,7 +70,7 @@ from codesign.core.units import GB
 from codesign.search import buildability as bd
 from codesign.search import part_tables as pt
 from codesign.search import plan_space
-from codesign.spec import catalog, hardware, platform_presets
+from codesign.spec import catalog, dimms, hardware, platform_presets
 from codesign.spec import plan as plan_lib
 from codesign.spec import workload as wl
 from codesign.spec.stack import Stack
@@ -395,6 +397,9 @@ def _assemble(space, template, acc, cpu, numbers):
     cpu[nc + i] for i in range(7)
   )
   post = cpu[nc + 7]  # the host's NIC post overhead (its maker's)
+  # DIMMs per channel, their size and the channel speed they allow
+  # (`dimms.population`; the row's DDR bandwidth and price are at 1DPC).
+  _, _, ddr_speed, ddr_usd = dimms.population(ddr_ch, cpu[nc + 8])
   cpu_trainer = space.trainer == 'cpu'
   slot = cpu_pcie if cpu_trainer else jnp.minimum(acc_pcie, cpu_pcie)
   w = bd.wiring(nodes, sockets, accels, nics, nic_bw, lanes, multi)
@@ -403,11 +408,10 @@ def _assemble(space, template, acc, cpu, numbers):
     template.accelerator,
     **{f: acc[i] for i, f in enumerate(pt.ACC_FIELDS)},
   )
-  cpu_part = replace(
-    template.cpu,
-    ddr_capacity=ddr,
-    **{f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)},
-  )
+  cpu_fields = {f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)}
+  cpu_fields['ddr_bandwidth'] = cpu_fields['ddr_bandwidth'] * ddr_speed
+  cpu_fields['ddr_price'] = ddr_usd
+  cpu_part = replace(template.cpu, ddr_capacity=ddr, **cpu_fields)
   return replace(
     template,
     nodes=nodes,

@@ -2,11 +2,13 @@
 
 The problem (`Problem`): a design space (`codesign.search.design_space`), a
 workload, an objective and the buyer's limits. Objectives (`OBJECTIVES`):
-`throughput` (samples/s), `throughput_per_usd`, `throughput_per_watt`
-(maximized) and `time_to_train` (seconds for `samples` samples,
-minimized); the search minimizes a log-scale loss of each, so gradients
-are scale free. Constraints (`CONSTRAINTS`, each a relative violation g,
-feasible when g <= 0): capex budget, power budget, HBM and DDR capacity
+`throughput` (samples/s), `throughput_per_usd`, `throughput_per_watt`,
+`throughput_per_tco` (per USD of capex plus energy,
+`Problem.energy_usd_per_w`; maximized) and `time_to_train` (seconds for
+`samples` samples, minimized); the search minimizes a log-scale loss of
+each, so gradients are scale free. Constraints (`CONSTRAINTS`, each a
+relative violation g, feasible when g <= 0): capex budget, power budget,
+HBM and DDR capacity
 (the cost model's memory required over available), and the buildability
 rules that are inequalities on the number axes (`buildability.TRACED`:
 the CPU's maximum sockets and DDR per socket, its minimum sockets, the
@@ -88,6 +90,7 @@ OBJECTIVES = (
   'throughput_per_usd',
   'throughput_per_watt',
   'time_to_train',
+  'throughput_per_tco',
 )
 # Internal objectives (minimized): the cheapest platform that holds the
 # tables, used to explain infeasible requests.
@@ -109,8 +112,10 @@ class Problem:
     stack: the software stack that trains it.
     objective: one of OBJECTIVES.
     budget_usd: capex limit of the whole cluster, or None.
-    power_w: power limit of the whole cluster at TDP, or None.
+    power_w: power limit of the whole cluster at the wall, or None.
     samples: samples to train, for `time_to_train`.
+    energy_usd_per_w: USD of energy per W of the cluster's power over its
+      life, for `throughput_per_tco` (`terms.energy_usd_per_w`).
   """
 
   space: ds.DesignSpace
@@ -120,6 +125,7 @@ class Problem:
   budget_usd: float | None = None
   power_w: float | None = None
   samples: float = 1e9
+  energy_usd_per_w: float = 0.0
 
 
 def check_problem(problem: Problem) -> Problem:
@@ -192,7 +198,7 @@ def check_config(config: Config) -> Config:
 # What the buyer asks, passed to the compiled programs as numbers
 # (`question_of`), not built into them: one compile serves every budget,
 # power limit, sample count and objective.
-QUESTION = ('budget_usd', 'power_w', 'samples', 'objective')
+QUESTION = ('budget_usd', 'power_w', 'samples', 'objective', 'energy_usd_per_w')
 _CODES = OBJECTIVES + _MIN_OBJECTIVES  # objective -> its number
 
 
@@ -206,6 +212,7 @@ def question_of(problem: Problem) -> np.ndarray:
       problem.power_w or np.inf,
       problem.samples,
       _CODES.index(problem.objective),
+      problem.energy_usd_per_w,
     ],
     np.float64,
   )
@@ -220,16 +227,20 @@ def program_key(problem: Problem) -> Problem:
     budget_usd=None,
     power_w=None,
     samples=1.0,
+    energy_usd_per_w=0.0,
   )
 
 
-def _objective_values(r: cost_model.CostReport, samples) -> dict:
-  """Every objective (and internal one) of a report, natural units."""
+def _objective_values(r: cost_model.CostReport, samples, energy) -> dict:
+  """Every objective (and internal one) of a report, natural units;
+  `energy`: USD of energy per W over the life (`throughput_per_tco`)."""
   return {
     'throughput': r.throughput,
     'throughput_per_usd': r.perf_per_usd,
     'throughput_per_watt': r.perf_per_watt,
     'time_to_train': samples / r.throughput,
+    # samples/s per USD of capex plus the energy of the power (terms.tco).
+    'throughput_per_tco': r.throughput / (r.capex + r.power * energy),
     'capex': r.capex,
     'power': r.power,
   }
@@ -240,8 +251,9 @@ def objective_value(problem: Problem, r: cost_model.CostReport, question=None):
   samples/s/W, seconds, USD or W): the problem's own, or the one
   `question` (QUESTION, maybe traced) names."""
   if question is None:
-    return _objective_values(r, problem.samples)[problem.objective]
-  values = _objective_values(r, question[2])
+    values = _objective_values(r, problem.samples, problem.energy_usd_per_w)
+    return values[problem.objective]
+  values = _objective_values(r, question[2], question[4])
   stacked = jnp.stack([values[o] for o in _CODES])
   return stacked[jnp.asarray(question[3]).astype(jnp.int32)]
 
@@ -251,6 +263,7 @@ def maximized(objective: str) -> bool:
     'throughput',
     'throughput_per_usd',
     'throughput_per_watt',
+    'throughput_per_tco',
   )
 
 

@@ -8,10 +8,11 @@ leaves (`hardware.Accelerator` / `hardware.CpuSocket`, SI units) and the
 per-part numbers the platform does not hold directly (the `*_AUX` names:
 fabric links and bandwidth, PCIe x16 bandwidth of the part's generation,
 the accelerator's fabric domain in the design space, the CPU's socket
-range, DDR per socket and channels, and PCIe lanes per socket alone and in
-a multi-socket node; `codesign.search.buildability`). `default_parts` and
-`select_parts` say which parts a space offers (the user's --only_parts,
---exclude_parts and --available_by).
+range, DDR per socket and channels, PCIe lanes per socket alone and in
+a multi-socket node, `codesign.search.buildability`; its NIC post
+overhead and its 2DPC DDR speed share, `codesign.spec.dimms`).
+`default_parts` and `select_parts` say which parts a space offers (the
+user's --only_parts, --exclude_parts and --available_by).
 
 Prices the user sets (--price PART=USD) are data passed explicitly, never
 global state: `Prices` pairs (catalog part, USD each), read by
@@ -33,7 +34,7 @@ from codesign.core.errors import InputError
 from codesign.core.pytree import replace
 from codesign.core.units import GB
 from codesign.search import buildability
-from codesign.spec import catalog, hardware, platform_presets
+from codesign.spec import catalog, dimms, hardware, platform_presets
 
 # (catalog part name, USD of one part), sorted by name; hashable, so a
 # design space can carry it.
@@ -60,6 +61,7 @@ CPU_AUX = (
   'pcie_lanes',
   'pcie_lanes_multi',
   'nic_post_overhead',
+  'ddr_speed_2dpc',
 )
 
 
@@ -92,6 +94,7 @@ def cpu_row(name: str, prices: Prices = ()) -> list[float]:
     float(f['pcie_lanes']),
     float(f['pcie_lanes_multi']),
     platform_presets.POST_OVERHEAD_S[catalog.host_vendor(name)],
+    dimms.speed_2dpc(name),
   ]
   return [float(getattr(c, f)) for f in CPU_FIELDS] + aux
 

@@ -7,6 +7,7 @@ their JSON.
   plan              where tables live and how they are sharded
   *_presets         named workloads, platforms and stacks, with sources
   catalog           real parts, prices and power (data/catalog.json)
+  dimms             DDR as bought: price per GB by DIMM size, 2DPC speed
   schema            the inputs as JSON, in boundary units, and back
 
 Imports: core.

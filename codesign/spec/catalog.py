@@ -13,6 +13,7 @@ import json
 from codesign.core.errors import InputError
 from codesign.core.paths import DATA_DIR
 from codesign.core.units import GB, TFLOPS
+from codesign.spec import dimms
 from codesign.spec.hardware import Accelerator, CpuSocket
 
 
@@ -24,11 +25,6 @@ def raw() -> dict:
 # Values the public record does not give. Each is a modelling parameter with
 # the reasoning that picked it; issue 3 calibrates the efficiency ones.
 ASSUMED = {
-  'ddr_price_per_gb': (
-    2.4,
-    'catalog links.memory_price.ddr5_usd_per_GB (LLMCompass, DRAMeXchange '
-    'spot Oct 2023, low confidence), used for DDR4 too',
-  ),
   'hbm_price_per_gb': (
     17.0,
     'catalog links.memory_price: H100 80 GB HBM BOM estimate ~$1,350 '
@@ -350,8 +346,46 @@ def pcie_x16_bandwidth(gen: int) -> float:
   return raw()['links']['pcie'][key]['GBps_per_direction'] * GB
 
 
-def cpu(name: str, ddr_capacity_gb: float) -> CpuSocket:
-  """The catalog CPU `name` with `ddr_capacity_gb` of DDR on the socket."""
+def _cpu_price(name: str, d: dict, src: str) -> tuple[float, str]:
+  """(USD, source) of CPU `name`: the catalog's, else `_CPU_PRICE`."""
+  if d['price_usd_rough']:
+    return float(d['price_usd_rough']), src
+  return _CPU_PRICE[name]
+
+
+def _socket_link(d: dict, src: str) -> tuple[float, str]:
+  """(GB/s per direction, source) of one inter-socket link."""
+  if d['socket_link_GBps_per_direction'] is None:
+    # UPI 2.0 x24 at 16 GT/s: 16e9 * 24 / 8 bytes/s.
+    return 16.0 * 24 / 8, src + ' (derived: 16 GT/s x 24 lanes / 8 bits)'
+  return d['socket_link_GBps_per_direction'], src
+
+
+def _ddr_population(name: str, per_channel: float, dimms_per_channel):
+  """(speed share, USD per GB, the population and its speed in words) of
+  a channel of CPU `name` holding
+  `per_channel` bytes in `dimms_per_channel` DIMMs (None: the default
+  population, `dimms.dimms_per_channel`)."""
+  if dimms_per_channel is None:
+    dimms_per_channel = float(dimms.dimms_per_channel(per_channel))
+  share = float(dimms.speed_share(dimms_per_channel, dimms.speed_2dpc(name)))
+  usd_per_gb = float(dimms.usd_per_gb(per_channel / dimms_per_channel))
+  words = (
+    f'x {share:.4g} at {dimms_per_channel:g} DIMM(s) of '
+    f'{per_channel / dimms_per_channel / GB:g} GB per channel: '
+    + dimms.speed_source(name)
+  )
+  return share, usd_per_gb, words
+
+
+def cpu(
+  name: str, ddr_capacity_gb: float, dimms_per_channel: float | None = None
+) -> CpuSocket:
+  """The catalog CPU `name` with `ddr_capacity_gb` of DDR on the socket,
+  every channel alike with `dimms_per_channel` DIMMs (default: one DIMM
+  up to the largest sold, two above: `dimms.dimms_per_channel`). The DDR
+  is priced per GB at its DIMM size (`dimms.usd_per_gb`) and runs at the
+  CPU's speed for that many DIMMs per channel (`dimms.speed_share`)."""
   parts = raw()['cpus']
   if name not in parts:
     raise InputError(
@@ -359,24 +393,20 @@ def cpu(name: str, ddr_capacity_gb: float) -> CpuSocket:
     )
   d = parts[name]
   src = _src(f'cpus.{name}', d)
-  if d['price_usd_rough']:
-    price, price_src = float(d['price_usd_rough']), src
-  else:
-    price, price_src = _CPU_PRICE[name]
-  link_bw = d['socket_link_GBps_per_direction']
-  link_src = src
-  if link_bw is None:  # UPI 2.0 x24 at 16 GT/s: 16e9 * 24 / 8 bytes/s.
-    link_bw = 16.0 * 24 / 8
-    link_src = src + ' (derived: 16 GT/s x 24 lanes / 8 bits)'
+  price, price_src = _cpu_price(name, d, src)
+  link_bw, link_src = _socket_link(d, src)
   lanes = d['pcie_lanes']
   pcie = pcie_x16_bandwidth(d['pcie_gen']) * lanes / 16
   speedup = _CPU_BF16_SPEEDUP.get(name, 1.0)
   fp32 = d['peak_fp32_tflops_at_base'] * TFLOPS
+  share, usd_per_gb, population = _ddr_population(
+    name, ddr_capacity_gb * GB / d['mem_channels'], dimms_per_channel
+  )
   return CpuSocket(
     name=name,
     peak_flops_fp32=fp32,
     peak_flops_bf16=fp32 * speedup,
-    ddr_bandwidth=d['ddr_bw_GBps_per_socket'] * GB,
+    ddr_bandwidth=d['ddr_bw_GBps_per_socket'] * GB * share,
     ddr_capacity=ddr_capacity_gb * GB,
     socket_links=float(d['socket_link_count']),
     socket_link_bandwidth=link_bw * GB,
@@ -387,14 +417,14 @@ def cpu(name: str, ddr_capacity_gb: float) -> CpuSocket:
     update_efficiency=assumed('cpu_update_efficiency'),
     kernel_overhead=assumed('cpu_kernel_overhead_us') * 1e-6,
     price=price,
-    ddr_price=assumed('ddr_price_per_gb') / GB,
+    ddr_price=usd_per_gb / GB,
     power=float(d['tdp_w']),
     ddr_power=assumed('ddr_power_w_per_gb') / GB,
     access_granularity=64,
     sources=(
       ('peak_flops_fp32', src + ' (cores x FLOP/cycle x base GHz)'),
       ('peak_flops_bf16', src + f' (x{speedup} for 16-bit)'),
-      ('ddr_bandwidth', src + ' (channels x MT/s x 8 B)'),
+      ('ddr_bandwidth', src + f' (channels x MT/s x 8 B) {population}'),
       ('ddr_capacity', 'platform preset choice (DIMM population)'),
       ('socket_links', src),
       ('socket_link_bandwidth', link_src),
@@ -405,7 +435,7 @@ def cpu(name: str, ddr_capacity_gb: float) -> CpuSocket:
       ('update_efficiency', _assume('cpu_update_efficiency')),
       ('kernel_overhead', _assume('cpu_kernel_overhead_us')),
       ('price', price_src),
-      ('ddr_price', _assume('ddr_price_per_gb')),
+      ('ddr_price', dimms.PRICE_SOURCE),
       ('power', src),
       ('ddr_power', _assume('ddr_power_w_per_gb')),
       ('access_granularity', 'x86 cache line, 64 B'),

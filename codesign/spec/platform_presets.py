@@ -392,6 +392,7 @@ def _dgx(
   nics,
   nic_gbps,
   notes,
+  dimms_per_channel=None,
 ):
   host = 'amd' if cpu.startswith('EPYC') else 'intel'
   return _platform(
@@ -400,7 +401,7 @@ def _dgx(
     1,
     2,
     accels,
-    catalog.cpu(cpu, ddr_per_socket_gb),
+    catalog.cpu(cpu, ddr_per_socket_gb, dimms_per_channel),
     catalog.accelerator(part),
     accel_fabric(part, topology),
     pcie,
@@ -463,6 +464,14 @@ def dgx_a100_40gb() -> Platform:
   )
 
 
+# The 2 TB DGX hosts hold 32 DIMMs over 2 sockets x 8 channels: two 64 GB
+# DIMMs per channel (DGX B200 user guide, "2 TB using 32 x DIMMs",
+# https://docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200
+# .html; the DGX H100/H200 and DGX A100 (2 TB) guides list the same
+# population, not retrieved here; medium).
+DGX_2TB_DIMMS_PER_CHANNEL = 2.0
+
+
 def dgx_a100_80gb() -> Platform:
   """DGX A100 (80 GB): 8 x A100-80GB on NVSwitch, 2 x EPYC 7742, 2 TB DDR,
   8 x 200 Gb/s HDR InfiniBand."""
@@ -476,7 +485,8 @@ def dgx_a100_80gb() -> Platform:
     4,
     8,
     200,
-    'DDR 2 TB total',
+    'DDR 2 TB total in 32 x 64 GB DIMMs (2 per channel)',
+    dimms_per_channel=DGX_2TB_DIMMS_PER_CHANNEL,
   )
 
 
@@ -510,7 +520,8 @@ def dgx_h100() -> Platform:
     5,
     8,
     400,
-    'DDR 2 TB total',
+    'DDR 2 TB total in 32 x 64 GB DIMMs (2 per channel)',
+    dimms_per_channel=DGX_2TB_DIMMS_PER_CHANNEL,
   )
 
 
@@ -526,7 +537,8 @@ def dgx_h200() -> Platform:
     5,
     8,
     400,
-    'DDR 2 TB total',
+    'DDR 2 TB total in 32 x 64 GB DIMMs (2 per channel)',
+    dimms_per_channel=DGX_2TB_DIMMS_PER_CHANNEL,
   )
 
 

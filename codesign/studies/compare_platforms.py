@@ -14,7 +14,7 @@ platforms beyond.
 
 Units: sizes in GB (1e9 B) at the boundary, bytes inside; throughput in
 samples/s, perf per dollar in samples/s per USD of capex, perf per watt in
-samples/s per W at TDP.
+samples/s per W at the wall.
 """
 
 import dataclasses

@@ -48,7 +48,7 @@ class Settings:
     sharding: one of `plan.SHARDINGS`, for every table of every design.
     min_budget_usd, max_budget_usd: the smallest and largest capex limit
       of the whole cluster, USD (0 < min < max).
-    min_power_w, max_power_w: the smallest and largest power limit at TDP,
+    min_power_w, max_power_w: the smallest and largest power limit at the wall,
       W (0 < min < max).
     budgets: limits per kind (capex and power), log-spaced, >= 2; the
       searches number 2 * budgets.

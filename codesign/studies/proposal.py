@@ -30,7 +30,7 @@ import numpy as np
 
 from codesign.core import interrupts
 from codesign.core.errors import InputError
-from codesign.model import cost_model, planner, report
+from codesign.model import cost_model, planner, report, terms
 from codesign.search import (
   buildability,
   design_space,
@@ -64,6 +64,23 @@ PRESETS = (
 OBJECTIVE_UNITS = shared.OBJECTIVE_UNITS
 # Keys of `run`'s result that are not part of result.json.
 EXTRA_KEYS = ('proposal_json', 'timing')
+# NVIDIA's DGX SuperPOD data-center design puts four DGX H100 in a rack,
+# 40.8 kW at their 10.2 kW maxima (https://unanswered.io/guide/nvidia-h100-
+# gpu-density-per-node-rack, citing docs.nvidia.com/dgx-superpod/design-
+# guides/dgx-superpod-data-center-design-h100; medium). Many data centers
+# allow 10-15 kW a rack (same page): --rack_kw sets it.
+RACK_KW = 40.8
+# The TCO printed beside a proposal (`terms.tco`), each a flag:
+# - 5 years of service (assumption: servers are commonly depreciated over
+#   5-6 years; low);
+LIFE_YEARS = 5.0
+# - 0.08 USD/kWh (assumption: the US average industrial electricity price
+#   was about 8 cents/kWh in 2023, EIA Electric Power Monthly, as recalled,
+#   not retrieved; low);
+USD_PER_KWH = 0.08
+# - PUE 1.58 (assumption: the Uptime Institute's 2023 survey average, as
+#   recalled, not retrieved; low).
+PUE = 1.58
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,10 +91,12 @@ class Settings:
     workload: a `Workload`, a preset name or a workload JSON file.
     objective: one of `search.OBJECTIVES`: `throughput` (samples/s),
       `throughput_per_usd` (samples/s per USD of capex),
-      `throughput_per_watt` (samples/s per W at TDP) or `time_to_train`
-      (seconds to train `samples`).
+      `throughput_per_watt` (samples/s per W at the wall),
+      `time_to_train` (seconds to train `samples`) or
+      `throughput_per_tco` (samples/s per USD of capex plus energy over
+      `life_years`, `terms.tco`).
     budget_usd: capex limit of the whole cluster in USD; None or 0: none.
-    power_w: power limit of the whole cluster at TDP in W; None or 0: none.
+    power_w: power limit of the whole cluster at the wall in W; None or 0: none.
     max_nodes: largest number of nodes.
     samples: samples to train, for `time_to_train`.
     starts: search starts run at once.
@@ -102,6 +121,12 @@ class Settings:
     tolerance: for throughput objectives, the proposal is the cheapest
       design within this share of the best found
       (`proposal_search.cheapest_within`), in [0, 1).
+    rack_kw: power of one rack in kW: the proposal's bill counts the
+      racks its nodes need at the wall (`terms.racks`) and says when one
+      node alone exceeds a rack; None or 0: no racks counted.
+    life_years, usd_per_kwh, pue: the TCO printed beside the proposal
+      (`terms.tco`): capex plus the energy of its maximum power over
+      `life_years` at `usd_per_kwh`, times the facility's `pue`.
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -123,6 +148,10 @@ class Settings:
   price: tuple[str, ...] = ()
   trainers: tuple[str, ...] = ('accelerator', 'cpu')
   tolerance: float = proposal_search.TOLERANCE
+  rack_kw: float | None = RACK_KW
+  life_years: float = LIFE_YEARS
+  usd_per_kwh: float = USD_PER_KWH
+  pue: float = PUE
 
 
 def _figures(p, w, plan, stack) -> dict:
@@ -143,13 +172,20 @@ def within_limits(fig: dict, limits: dict) -> bool:
   return bool(ok)
 
 
-def objective_of(fig: dict, objective: str, samples: float) -> float:
-  """The objective value of figures `fig`, in `OBJECTIVE_UNITS[objective]`."""
+def objective_of(
+  fig: dict, objective: str, samples: float, energy_usd_per_w: float = 0.0
+) -> float:
+  """The objective value of figures `fig`, in `OBJECTIVE_UNITS[objective]`
+  (`throughput_per_tco`: samples/s per USD of capex plus the energy of
+  the power at `energy_usd_per_w`, `terms.tco`)."""
+  throughput = fig['throughput_samples_per_s']
+  if objective == 'throughput_per_tco':
+    return throughput / (fig['capex_usd'] + fig['power_w'] * energy_usd_per_w)
   return {
-    'throughput': fig['throughput_samples_per_s'],
+    'throughput': throughput,
     'throughput_per_usd': fig['perf_per_usd'],
     'throughput_per_watt': fig['perf_per_watt'],
-    'time_to_train': samples / fig['throughput_samples_per_s'],
+    'time_to_train': samples / throughput,
   }[objective]
 
 
@@ -161,8 +197,8 @@ def _auto_plan_wins(problem, auto_fig, fig, limits) -> bool:
     return False
   if not within_limits(auto_fig, limits):
     return False
-  a = objective_of(auto_fig, problem.objective, problem.samples)
-  b = objective_of(fig, problem.objective, problem.samples)
+  a = _objective(problem, auto_fig)
+  b = _objective(problem, fig)
   return a > b if gradient.maximized(problem.objective) else a < b
 
 
@@ -172,6 +208,7 @@ def _limits(problem, max_nodes) -> dict:
     'power_w': problem.power_w,
     'max_nodes': max_nodes,
     'samples': problem.samples,
+    'energy_usd_per_w': problem.energy_usd_per_w,
   }
 
 
@@ -281,10 +318,12 @@ def _request(settings: Settings, on_step) -> _Request:
   preset_names = tuple(settings.presets)
   for name in preset_names:
     presets_lib.get(name)  # an unknown name fails before the search
-  for key in ('budget_usd', 'power_w'):
+  for key in ('budget_usd', 'power_w', 'rack_kw', 'life_years', 'usd_per_kwh'):
     value = getattr(settings, key)
     if value is not None and value < 0:
       raise InputError(f'{key} must not be negative')
+  if not settings.pue >= 1.0:
+    raise InputError(f'pue must be at least 1, got {settings.pue}')
   if not 0.0 <= settings.tolerance < 1.0:
     raise InputError(f'tolerance must lie in [0, 1), got {settings.tolerance}')
   prices = part_tables.parse_prices(tuple(settings.price))
@@ -361,6 +400,9 @@ def _search(request: _Request, progress) -> proposal_search.Found:
       'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
       'power_w': float(settings.power_w) if settings.power_w else None,
       'samples': float(settings.samples),
+      'energy_usd_per_w': terms.energy_usd_per_w(
+        settings.life_years, settings.usd_per_kwh, settings.pue
+      ),
     },
     {
       'max_nodes': request.max_nodes,
@@ -409,7 +451,9 @@ class _Proposal:
 
 def _objective(problem, fig: dict) -> float:
   """The problem's objective value of figures `fig`."""
-  return objective_of(fig, problem.objective, problem.samples)
+  return objective_of(
+    fig, problem.objective, problem.samples, problem.energy_usd_per_w
+  )
 
 
 def _score(problem, limits: dict, fig: dict) -> float | None:
@@ -538,7 +582,7 @@ def _result(request, found, proposal, continuous, presets, ranking) -> dict:
     'objective': problem.objective,
     'objective_unit': OBJECTIVE_UNITS[problem.objective],
     'limits': limits,
-    'proposal': _proposal_section(problem, proposal),
+    'proposal': _proposal_section(problem, proposal, request.settings),
     'continuous_optimum': _continuous_section(found, continuous),
     'presets': [
       {
@@ -569,9 +613,13 @@ def _result(request, found, proposal, continuous, presets, ranking) -> dict:
   }
 
 
-def _proposal_section(problem, proposal: _Proposal) -> dict:
+def _proposal_section(problem, proposal: _Proposal, settings) -> dict:
   """result.json's `proposal`: platform and plan JSON, objective, limits,
-  plan source, constraint values, figures with the auto plan, figures."""
+  plan source, constraint values, figures with the auto plan, figures,
+  the bill (with its racks at `settings.rack_kw` kW per rack, if given)
+  and its TCO (`terms.tco` at the settings' life, price and PUE)."""
+  rack_w = settings.rack_kw * 1e3 if settings.rack_kw else None
+  fig = proposal.fig
   return {
     'platform': proposal.pj,
     'plan': proposal.plj,
@@ -584,8 +632,26 @@ def _proposal_section(problem, proposal: _Proposal) -> dict:
     'with_auto_plan': proposal.auto_fig,
     **proposal.fig,
     # The bill, the network apart from the nodes (model.report).
-    'capex_breakdown': report.capex_breakdown(proposal.p),
+    'capex_breakdown': report.capex_breakdown(proposal.p, rack_w),
+    'tco': terms.tco(
+      fig['capex_usd'],
+      fig['power_w'],
+      settings.life_years,
+      settings.usd_per_kwh,
+      settings.pue,
+    ),
   }
+
+
+def tco_line(t: dict) -> str:
+  """The TCO of a proposal (`terms.tco`), one line, with its settings."""
+  return (
+    f'TCO ${t["total_usd"]:,.0f} over {t["life_years"]:g} years '
+    f'(--life_years): capex ${t["capex_usd"]:,.0f} + energy '
+    f'${t["energy_usd"]:,.0f} ({t["energy_kwh"] / 1e3:,.0f} MWh at the '
+    f'maximum power x PUE {t["pue"]:g} (--pue), ${t["usd_per_kwh"]:g}/kWh '
+    '(--usd_per_kwh))'
+  )
 
 
 def _continuous_section(found, continuous: tuple) -> dict:
@@ -714,7 +780,9 @@ def table(result: dict) -> str:
   objective, limits = result['objective'], result['limits']
 
   def row(name, pj, fig):
-    value = objective_of(fig, objective, limits['samples'])
+    value = objective_of(
+      fig, objective, limits['samples'], limits.get('energy_usd_per_w', 0.0)
+    )
     ok = 'yes' if within_limits(fig, limits) else 'NO'
     reason = '' if ok == 'yes' else f' ({why_not(fig, limits)})'
     return (
@@ -743,7 +811,12 @@ def table(result: dict) -> str:
     f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
   )
   if 'capex_breakdown' in result['proposal']:
-    lines.append(report.capex_line(result['proposal']['capex_breakdown']))
+    bill = result['proposal']['capex_breakdown']
+    lines.append(report.capex_line(bill))
+    if 'racks' in bill:
+      lines.append(report.racks_line(bill['racks']))
+  if 'tco' in result['proposal']:
+    lines.append(tco_line(result['proposal']['tco']))
   prices = result.get('prices', {}).get('set_by_flag_usd', {})
   lines.append(parts_line(pj, tuple(sorted(prices.items()))))
   lines.extend(_honesty_lines(result))
@@ -817,7 +890,9 @@ def csv_table(result: dict) -> tuple[list[str], list[list]]:
       fig['throughput_samples_per_s'],
       fig['capex_usd'],
       fig['power_w'],
-      objective_of(fig, objective, limits['samples']),
+      objective_of(
+        fig, objective, limits['samples'], limits.get('energy_usd_per_w', 0.0)
+      ),
       within_limits(fig, limits),
       why_not(fig, limits),
       fig['bottleneck'],

@@ -63,9 +63,9 @@ class Settings:
     workloads: workloads (`Workload`s, preset names or JSON files).
     objective: one of `search.OBJECTIVES`: `throughput` (samples/s),
       `throughput_per_usd` (samples/s per USD of capex),
-      `throughput_per_watt` (samples/s per W at TDP), `time_to_train` (s).
+      `throughput_per_watt` (samples/s per W at the wall), `time_to_train` (s).
     budget_usd: capex limit of the whole cluster, USD; 0 or None: none.
-    power_w: power limit of the whole cluster at TDP, W; 0 or None: none.
+    power_w: power limit of the whole cluster at the wall, W; 0 or None: none.
     max_nodes: largest number of nodes.
     starts: gradient search starts.
     steps: gradient search Adam steps.

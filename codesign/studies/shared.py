@@ -63,6 +63,7 @@ OBJECTIVE_UNITS = {
   'throughput_per_usd': 'samples/s/$',
   'throughput_per_watt': 'samples/s/W',
   'time_to_train': 's',
+  'throughput_per_tco': 'samples/s/$TCO',
   'capex': '$',
   'power': 'W',
 }
@@ -71,6 +72,7 @@ OBJECTIVE_COLUMN_UNITS = {
   'throughput_per_usd': 'samples_per_s_per_usd',
   'throughput_per_watt': 'samples_per_s_per_w',
   'time_to_train': 's',
+  'throughput_per_tco': 'samples_per_s_per_tco_usd',
 }
 
 

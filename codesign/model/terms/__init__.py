@@ -30,17 +30,23 @@ Terms, with the physics each one stands for:
 - `kernel_counts`, `host_time`, `compose`: the host side (operators the
   framework dispatches, CUDA graphs), device-side kernel gaps, and how
   host and device time combine.
-- `memory`, `capex_and_power`: feasibility per tier and the bill;
-  `network_bill`: the scale-out network as built (a rail-optimized fat
-  tree: switches per tier, links, NICs) and its price and power.
+- `memory`, `capex_and_power`: feasibility per tier and the bill (nodes
+  at the wall: `wall_power`, fans and supplies; `racks` at a rack's kW;
+  `tco`, capex plus energy over a life); `network_bill`: the scale-out
+  network as built (a rail-optimized fat tree: switches per tier, links,
+  NICs) and its price and power.
 """
 
 from codesign.model.terms.budget import (
   capex_and_power,
+  energy_usd_per_w,
   host_copy,
   memory,
   nodes_capex_and_power,
+  racks,
   stack_hbm_reserved,
+  tco,
+  wall_power,
 )
 from codesign.model.terms.collectives import (
   Fabric,
@@ -146,6 +152,10 @@ __all__ = [
   'busiest_rank',
   'capex_and_power',
   'nodes_capex_and_power',
+  'racks',
+  'tco',
+  'energy_usd_per_w',
+  'wall_power',
   'fat_tree',
   'network_bill',
   'tiers_listing',

@@ -1,4 +1,5 @@
-"""Feasibility per memory tier and the bill (capex and power)."""
+"""Feasibility per memory tier and the bill (capex, power at the wall,
+racks)."""
 
 import jax.numpy as jnp
 
@@ -98,9 +99,39 @@ def memory(p, w, s, t, lk: Lookups, st: Setup, dense_mem, busiest: dict):
   return {'hbm': hbm_req, 'ddr': ddr_req}, {'hbm': hbm_avail, 'ddr': ddr_avail}
 
 
+# A node's wall power at its datasheet maximum is more than the sum of its
+# parts' TDPs: its fans remove that heat and its power supplies convert it.
+# - Fans at full speed draw 10-15% or more of a server's power (Neudorfer,
+#   eWeek 2009, http://www.eweek.com/c/a/IT-Infrastructure/How-to-Optimize-
+#   the-Energy-Efficiency-of-Your-Server/2/; medium): the upper end, as a
+#   datasheet maximum is at full fan speed. Fan power is counted as a share
+#   of the parts' power (the heat the fans move).
+FAN_SHARE = 0.15
+# - 80 PLUS Titanium, 230 V internal redundant (the DGX supplies: 3 kW and
+#   3.3 kW units, load shared): 96% efficient at 50% load, 91% at 100%
+#   (https://en.wikipedia.org/wiki/80_Plus, tomshardware.com 80-plus-psu-
+#   efficiency,4848-2; high): 0.94 between the two.
+PSU_EFFICIENCY = 0.94
+# Datasheet maxima the form is judged against (WORKSPACE, Honest answers):
+# DGX A100 6.5 kW (NVIDIA DGX A100 user guide, via pcnews.ru/news/
+# ...-985106.html; medium), DGX H100 10.2 kW (DGX H100/H200 user guide,
+# via unanswered.io/guide/nvidia-dgx-power-consumption-watts; medium), DGX
+# B200 14.3 kW (https://docs.nvidia.com/dgx/dgxb200-user-guide/
+# introduction-to-dgxb200.html; high).
+DATASHEET_MAX_W = {'dgx_a100': 6500.0, 'dgx_h100': 10200.0, 'dgx_b200': 14300.0}
+
+
+def wall_power(parts_w):
+  """Wall power (W) of a node whose parts draw `parts_w` at TDP: the fans
+  that cool them (`FAN_SHARE`) and the supplies' loss (`PSU_EFFICIENCY`)
+  added."""
+  return parts_w * (1.0 + FAN_SHARE) / PSU_EFFICIENCY
+
+
 def nodes_capex_and_power(p: Platform):
   """(USD, W) of the nodes alone (chassis, sockets and DDR, accelerators
-  and HBM, their fabric), without the NICs and the network."""
+  and HBM, their fabric), without the NICs and the network. Power is at
+  the wall (`wall_power` of the parts' TDPs)."""
   cpu, acc = p.cpu, p.accelerator
   sockets, accels = p.sockets_per_node, p.accelerators_per_node
   n_acc = 0.0 if p.trainer == 'cpu' else accels
@@ -116,12 +147,61 @@ def nodes_capex_and_power(p: Platform):
     + sockets * (cpu.power + cpu.ddr_capacity * cpu.ddr_power)
     + n_acc * (acc.power + fab_bw * p.fabric.bandwidth_power)
   )
-  return p.nodes * node_usd, p.nodes * node_w
+  return p.nodes * node_usd, p.nodes * wall_power(node_w)
 
 
 def capex_and_power(p: Platform):
-  """(USD, W) of the whole cluster at TDP: the nodes and the network (the
-  NICs, the fat tree's switches and links: `network_bill`)."""
+  """(USD, W) of the whole cluster at its maximum: the nodes at the wall
+  (`nodes_capex_and_power`) and the network (the NICs, the fat tree's
+  switches and links at their rated power: `network_bill`)."""
   usd, w = nodes_capex_and_power(p)
   net = network_bill(p)
   return usd + net['usd'], w + net['w']
+
+
+def racks(p: Platform, rack_w: float) -> dict:
+  """The racks a concrete platform needs at `rack_w` W per rack: each node
+  at its wall power with its NICs (`nodes_capex_and_power`, the NICs of
+  `network_bill`), as many whole nodes per rack as fit, the network's
+  switches not counted. `fits` is False when one node alone exceeds a
+  rack (then each node is counted as a rack of its own)."""
+  import math
+
+  _, nodes_w = nodes_capex_and_power(p)
+  nodes = float(p.nodes)
+  node_w = (float(nodes_w) + float(network_bill(p)['nic_w'])) / nodes
+  per_rack = math.floor(rack_w / node_w)
+  return {
+    'rack_kw': rack_w / 1e3,
+    'node_kw': node_w / 1e3,
+    'nodes_per_rack': per_rack,
+    'racks': math.ceil(nodes / max(per_rack, 1)),
+    'fits': per_rack >= 1,
+  }
+
+
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+
+
+def energy_usd_per_w(life_years, usd_per_kwh, pue) -> float:
+  """USD of energy per W drawn without a pause for `life_years` at
+  `usd_per_kwh`, times the facility's `pue`."""
+  return HOURS_PER_YEAR * life_years * pue * usd_per_kwh / 1e3
+
+
+def tco(capex_usd, power_w, life_years, usd_per_kwh, pue) -> dict:
+  """Total cost of ownership: capex plus the energy of `power_w` (the
+  cluster at its maximum: an upper bound of what it draws) drawn for
+  `life_years`, the facility's overhead included (`pue`, power usage
+  effectiveness: facility power over IT power), at `usd_per_kwh`."""
+  energy_kwh = power_w / 1e3 * HOURS_PER_YEAR * life_years * pue
+  energy_usd = power_w * energy_usd_per_w(life_years, usd_per_kwh, pue)
+  return {
+    'life_years': life_years,
+    'usd_per_kwh': usd_per_kwh,
+    'pue': pue,
+    'energy_kwh': energy_kwh,
+    'energy_usd': energy_usd,
+    'capex_usd': capex_usd,
+    'total_usd': capex_usd + energy_usd,
+  }

@@ -134,13 +134,40 @@ def test_capex_and_power():
   assert net_usd == 90000
   close(r['capex'], 2 * node_usd + net_usd)
   # Per node: 500 W; 2 x (200 + 100 GB x 0.1 W/GB); 4 x (300 + 100 GB/s x
-  # 0.05 W per GB/s); NICs 25 GB/s x 1 W per GB/s. The network: 64 ports
+  # 0.05 W per GB/s), at the wall: x (1 + 0.15 fans) / 0.94 supplies
+  # (terms.wall_power); NICs 25 GB/s x 1 W per GB/s. The network: 64 ports
   # x 12.5 GB/s x 1 W per GB/s; 4 links x 12.5 GB/s x 2 W per GB/s.
-  node_w = 500 + 2 * 210 + 4 * 305 + 25
+  node_w = (500 + 2 * 210 + 4 * 305) * 1.15 / 0.94 + 25
   net_w = 64 * 12.5 + 4 * 12.5 * 2
   close(r['power'], 2 * node_w + net_w)
   close(r['perf_per_usd'], r['throughput'] / (2 * node_usd + net_usd))
   close(r['perf_per_watt'], r['throughput'] / (2 * node_w + net_w))
+
+
+def test_node_power_at_the_wall_against_datasheets():
+  """DGX H100 preset: parts at TDP 1000 W chassis + 2 x (350 W + 1024 GB x
+  0.1 W/GB) + 8 x (700 W + 22.5 W of fabric links, fabric_power) =
+  7684.8 W; at the wall x 1.15 / 0.94 = 9401.8 W, plus 8 NICs x 50 GB/s
+  x 0.5 W per GB/s = 200 W: 9.60 kW against the 10.2 kW datasheet
+  maximum (was 7.88 kW, the sum of TDPs). DGX A100 (80 GB): 4975.2 W of
+  parts, 6.09 kW at the wall + 100 W of NICs against 6.5 kW."""
+  from codesign.model.terms import budget
+  from codesign.spec import platform_presets
+
+  assert budget.wall_power(1000.0) == pytest.approx(1000 * 1.15 / 0.94)
+  h100 = platform_presets.get('dgx_h100')
+  parts = 1000 + 2 * (350 + 102.4) + 8 * (700 + 22.5)
+  assert parts == pytest.approx(7684.8)
+  _, node_w = budget.nodes_capex_and_power(h100)
+  close(node_w, parts * 1.15 / 0.94)
+  _, total_w = budget.capex_and_power(h100)
+  close(total_w, parts * 1.15 / 0.94 + 200)
+  assert 0.9 < float(total_w) / budget.DATASHEET_MAX_W['dgx_h100'] < 1.0
+  a100 = platform_presets.get('dgx_a100_80gb')
+  parts = 1000 + 2 * (225 + 102.4) + 8 * (400 + 15.0)
+  _, total_w = budget.capex_and_power(a100)
+  close(total_w, parts * 1.15 / 0.94 + 100)
+  assert 0.9 < float(total_w) / budget.DATASHEET_MAX_W['dgx_a100'] < 1.0
 
 
 # ---- memory as the stack keeps it (issue 21) --------------------------------
@@ -204,3 +231,39 @@ def test_stack_hbm_reservations():
     w, hardware.as_arrays(p), s, plan.sharding, plan.hbm_fraction
   )
   close(float(need), run(p, w, plan, s)['required']['hbm'])
+
+
+def test_racks_at_a_rack_power():
+  """10 DGX H100 nodes of 9601.8 W at the wall (with their 200 W of NICs,
+  as above) at 40 kW per rack: floor(40 / 9.6018) = 4 nodes per rack, 3
+  racks; at 8 kW a node alone does not fit."""
+  from codesign.core.pytree import replace
+  from codesign.model.terms import budget
+  from codesign.spec import platform_presets
+
+  p = replace(platform_presets.get('dgx_h100'), nodes=10.0)
+  r = budget.racks(p, 40e3)
+  node_w = 7684.8 * 1.15 / 0.94 + 200
+  assert r['node_kw'] == pytest.approx(node_w / 1e3)
+  assert (r['nodes_per_rack'], r['racks'], r['fits']) == (4, 3, True)
+  r = budget.racks(p, 8e3)
+  assert (r['nodes_per_rack'], r['racks'], r['fits']) == (0, 10, False)
+
+
+def test_tco_is_capex_plus_energy_over_the_life():
+  """10 kW for 5 years (8766 h each) x PUE 1.58 = 692,514 kWh; at 0.08
+  USD/kWh 55,401.12 USD, beside 1e6 USD of capex."""
+  from codesign.model.terms import budget
+
+  t = budget.tco(1e6, 10e3, 5.0, 0.08, 1.58)
+  assert t['energy_kwh'] == pytest.approx(692514.0)
+  assert t['energy_usd'] == pytest.approx(55401.12)
+  assert t['total_usd'] == pytest.approx(1055401.12)
+
+
+def test_energy_usd_per_w():
+  """8766 h x 5 years x PUE 1.58 x 0.08 USD/kWh / 1000 = 5.540112 USD of
+  energy per W of power over the life."""
+  from codesign.model.terms import budget
+
+  assert budget.energy_usd_per_w(5.0, 0.08, 1.58) == pytest.approx(5.540112)
