@@ -496,6 +496,26 @@ def table(result: dict) -> str:
   """The profile, the checks, the local and the public cases (measured
   and predicted step times in ms, relative errors) and the public fit, as
   plain text (a `run` result)."""
+  r = result
+  local_line = (
+    f'local: median |error| {r["median_abs_rel_error_local"]:.1%}, worst '
+    f'{r["max_abs_rel_error_local"]:.1%}'
+  )
+  lines = _local_lines(result)
+  if r['public_fit'] is None:
+    return '\n'.join(lines + [local_line + '; public cases not run'])
+  lines += _public_lines(result)
+  lines.append(
+    f'{local_line}; public: median '
+    f'{r["median_abs_rel_error_public"]:.1%}, worst '
+    f'{r["max_abs_rel_error_public"]:.1%} (priors median '
+    f'{r["median_abs_rel_error_public_prior"]:.1%})'
+  )
+  return '\n'.join(lines)
+
+
+def _local_lines(result: dict) -> list[str]:
+  """The profile, its fit, the XLA checks and the local cases."""
   profile, fit = result['device_profile'], result['fit']
   keys = (
     *device_profile.PEAK_KEYS,
@@ -528,16 +548,14 @@ def table(result: dict) -> str:
       f'{c["predicted"] * 1e3:8.2f} ms  {c["rel_error"]:+.1%}  '
       f'({c["bottleneck"]})'
     )
-  r = result
-  local_line = (
-    f'local: median |error| {r["median_abs_rel_error_local"]:.1%}, worst '
-    f'{r["max_abs_rel_error_local"]:.1%}'
-  )
-  if r['public_fit'] is None:
-    return '\n'.join(lines + [local_line + '; public cases not run'])
-  lines.append(
+  return lines
+
+
+def _public_lines(result: dict) -> list[str]:
+  """The public cases and the fitted parameters."""
+  lines = [
     'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out):'
-  )
+  ]
   for c in result['public_cases']:
     lines.append(
       f'  {c["name"]:8s} {c["stack"]:14s} measured '
@@ -551,13 +569,7 @@ def table(result: dict) -> str:
       f'  {name:28s} {f["value"]:.4g} (folds {f["loco_min"]:.4g}-'
       f'{f["loco_max"]:.4g}; prior {f["prior"]:.4g}){bound}'
     )
-  lines.append(
-    f'{local_line}; public: median '
-    f'{r["median_abs_rel_error_public"]:.1%}, worst '
-    f'{r["max_abs_rel_error_public"]:.1%} (priors median '
-    f'{r["median_abs_rel_error_public_prior"]:.1%})'
-  )
-  return '\n'.join(lines)
+  return lines
 
 
 CSV_HEADER = [

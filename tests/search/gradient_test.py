@@ -297,11 +297,21 @@ def test_throughput_per_tco_objective():
   from codesign.studies import proposal
 
   problem = types.SimpleNamespace(
-    objective='throughput_per_tco', energy_usd_per_w=5.540112
+    objective='throughput_per_tco', energy_usd_per_w=5.540112, samples=1e9
   )
-  r = types.SimpleNamespace(throughput=1e6, capex=2e5, power=1e4)
+  r = types.SimpleNamespace(
+    throughput=1e6,
+    capex=2e5,
+    power=1e4,
+    perf_per_usd=1e6 / 2e5,
+    perf_per_watt=1e6 / 1e4,
+  )
   value = gradient.objective_value(problem, r)
   assert value == pytest.approx(1e6 / 255401.12)
+  # The same from the search's compiled form (the question as numbers).
+  question = np.array([np.inf, np.inf, 1e9, 0.0, 5.540112])
+  question[3] = gradient.OBJECTIVES.index('throughput_per_tco')
+  assert float(gradient.objective_value(problem, r, question)) == value
   assert gradient.maximized('throughput_per_tco')
   fig = {'throughput_samples_per_s': 1e6, 'capex_usd': 2e5, 'power_w': 1e4}
   assert proposal.objective_of(
