@@ -65,6 +65,8 @@ FORMATS: dict[str, tuple[Callable[[float], str], str]] = {
   'millions1': (lambda v: f'{v / 1e6:.1f}', _NUMBER),
   'kusd': (lambda v: f'${v / 1e3:.0f}k', r'\$' + _NUMBER + 'k'),
   'f1': (lambda v: f'{v:.1f}', _NUMBER),
+  'giga0': (lambda v: f'{v / 1e9:.0f}', _NUMBER),
+  'int': (lambda v: f'{v:.0f}', '[0-9]+'),
 }
 
 
@@ -206,6 +208,22 @@ FIGURES: tuple[Figure, ...] = (
     _PROPOSE,
     'proposal.perf_per_usd',
     'f1',
+    slow=True,
+  ),
+  Figure(
+    'WORKSPACE.md',
+    'per $); it buys',
+    _PROPOSE,
+    'ddr.bought_bytes_per_node',
+    'giga0',
+    slow=True,
+  ),
+  Figure(
+    'WORKSPACE.md',
+    'snapping now moves it to its nearest sold board (',
+    _PROPOSE,
+    'search.rejected_unbuildable.board',
+    'int',
     slow=True,
   ),
 )
