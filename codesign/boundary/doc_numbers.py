@@ -226,6 +226,23 @@ FIGURES: tuple[Figure, ...] = (
     'int',
     slow=True,
   ),
+  # WORKSPACE, Studies: compare_platforms's defaults (about 75 s)
+  *(
+    Figure(
+      'WORKSPACE.md',
+      before,
+      Run('compare_platforms'),
+      f'platforms.{platform}.throughput_samples_per_s.{size}',
+      'M2',
+      slow=True,
+    )
+    for before, platform, size in (
+      ('leads throughput at every size:', 'zionex', 0),  # 10 GB
+      ('falling slowly to', 'zionex', 12),  # 2.5 TB
+      ('spills to DDR (10 TB:', 'zionex', -1),  # 10 TB
+      ('dgx_h100 leads throughput (', 'dgx_h100', 0),
+    )
+  ),
 )
 
 
@@ -287,12 +304,18 @@ def locate(text: str, figure: Figure) -> tuple[int, int]:
 
 
 def value_of(result: Mapping, key: str) -> float:
-  """The number at dotted `key` of a run's result."""
+  """The number at dotted `key` of a run's result (a part that is an
+  integer indexes a list: `platforms.zionex.throughput_samples_per_s.-1`)."""
   value = result
   for part in key.split('.'):
-    if not isinstance(value, Mapping) or part not in value:
+    if isinstance(value, list) and re.fullmatch('-?[0-9]+', part):
+      if not -len(value) <= int(part) < len(value):
+        raise InputError(f'the run has no result key {key!r}')
+      value = value[int(part)]
+    elif isinstance(value, Mapping) and part in value:
+      value = value[part]
+    else:
       raise InputError(f'the run has no result key {key!r}')
-    value = value[part]
   return float(value)
 
 

@@ -101,6 +101,14 @@ def test_a_lost_anchor_is_one_sentence(doc, words):
     dn.locate(doc, FIGS[0])
 
 
-def test_a_missing_result_key_is_one_sentence():
-  with pytest.raises(InputError, match="no result key 'bill.gone'"):
-    dn.value_of(RESULTS[RUN_B], 'bill.gone')
+def test_a_key_indexes_lists():
+  result = {'platforms': {'z': {'thr': [1.0, 2.0, 3.0]}}}
+  assert dn.value_of(result, 'platforms.z.thr.0') == 1.0
+  assert dn.value_of(result, 'platforms.z.thr.-1') == 3.0
+
+
+@pytest.mark.parametrize('key', ['bill.gone', 'bill.network.0', 'list.3'])
+def test_a_missing_result_key_is_one_sentence(key):
+  result = {**RESULTS[RUN_B], 'list': [1.0]}
+  with pytest.raises(InputError, match=f"no result key '{key}'"):
+    dn.value_of(result, key)
