@@ -67,6 +67,9 @@ FORMATS: dict[str, tuple[Callable[[float], str], str]] = {
   'f1': (lambda v: f'{v:.1f}', _NUMBER),
   'giga0': (lambda v: f'{v / 1e9:.0f}', _NUMBER),
   'int': (lambda v: f'{v:.0f}', '[0-9]+'),
+  'k0': (lambda v: f'{v / 1e3:.0f}k', _NUMBER + 'k'),
+  'share_pct0': (lambda v: f'{v * 100:.0f}%', _NUMBER + '%'),
+  'ms2': (lambda v: f'{v * 1e3:.2f}', _NUMBER),
 }
 
 
@@ -84,6 +87,8 @@ _V1_HUGECTR = evaluate('mlperf_dlrm_v1', 'dgx_a100_80gb', 'hugectr')
 _DCNV2 = 'mlperf_dlrm_dcnv2'
 _THROUGHPUT = 'throughput_samples_per_s'
 _PROPOSE = Run('propose')
+_SCALE_OUT = Run('scale_out')
+_ROW_WISE = Run('scale_out', (('sharding', 'row_wise'),))
 _NETWORK = evaluate('criteo_kaggle', 'dgx_h100', '', 'platform.nodes=1024')
 
 FIGURES: tuple[Figure, ...] = (
@@ -241,6 +246,49 @@ FIGURES: tuple[Figure, ...] = (
       ('falling slowly to', 'zionex', 12),  # 2.5 TB
       ('spills to DDR (10 TB:', 'zionex', -1),  # 10 TB
       ('dgx_h100 leads throughput (', 'dgx_h100', 0),
+    )
+  ),
+  # WORKSPACE, Studies: scale_out's defaults and row-wise (about 10 s each)
+  *(
+    Figure('WORKSPACE.md', before, run, 'per_node_count.' + key, fmt)
+    for before, run, key, fmt in (
+      (
+        'one node spills its tables to DDR (',
+        _SCALE_OUT,
+        '0.throughput_samples_per_s',
+        'k0',
+      ),
+      (
+        'weak-scaling efficiency against it is',
+        _SCALE_OUT,
+        '1.efficiency',
+        'share_pct0',
+      ),
+      (
+        'all-to-all grows from',
+        _SCALE_OUT,
+        '1.breakdown_s.alltoall_inter',
+        'ms2',
+      ),
+      ('ms at 2 nodes to', _SCALE_OUT, '-1.breakdown_s.alltoall_inter', 'ms2'),
+      (
+        '80% needs',
+        _ROW_WISE,
+        '1.required_nic_gbit_per_s_per_accelerator',
+        'f1',
+      ),
+      (
+        'per accelerator at 2 nodes and',
+        _ROW_WISE,
+        '2.required_nic_gbit_per_s_per_accelerator',
+        'int',
+      ),
+      (
+        'out of reach from 8 (',
+        _ROW_WISE,
+        '3.efficiency_at_max_bandwidth',
+        'share_pct0',
+      ),
     )
   ),
 )
