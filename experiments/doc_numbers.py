@@ -70,10 +70,9 @@ def run_subprocess(run) -> dict:
 
   with tempfile.TemporaryDirectory() as tmp:
     workdir = pathlib.Path(tmp) / 'run'
-    args = doc_numbers.command(run).split()[1:]
     print(f'running {doc_numbers.command(run)}', flush=True)
     done = subprocess.run(
-      [sys.executable, *args, f'--workdir={workdir}'],
+      [sys.executable, *doc_numbers.arguments(run), f'--workdir={workdir}'],
       cwd=pathlib.Path(__file__).resolve().parent.parent,
       capture_output=True,
       text=True,

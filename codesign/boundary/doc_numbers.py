@@ -5,7 +5,8 @@ Each `Figure` names its file, the text just before it (an anchor, matched
 with any run of whitespace, and a `# ` comment prefix after a line break,
 between its words, so that re-wrapping a paragraph keeps it), the run
 that produces it (`Run`: an `experiments` script and its flags), the key
-of that run's result (dotted: `capex_breakdown.network.usd`), the format
+of that run's result (dotted: `capex_breakdown.network.usd`; an integer
+part indexes a list), the format
 it is printed in and, for a percentage, the published value it is
 compared with. `rows` compares the figures in the documents with the
 results of the runs, and `rewritten` puts the new ones in place. Pure
@@ -44,7 +45,7 @@ class Figure:
   """One figure a document quotes from a run."""
 
   file: str  # relative to the checkout: README.md, WORKSPACE.md
-  before: str  # the text just before the figure, unique in the file
+  before: str  # the text just before it, unique in the file; <n>: a number
   run: Run
   key: str  # dotted path into the run's result
   fmt: str  # a name in FORMATS
@@ -294,10 +295,16 @@ FIGURES: tuple[Figure, ...] = (
 )
 
 
+def arguments(run: Run) -> list[str]:
+  """The arguments of `run` after `python3`."""
+  return ['-m', f'experiments.{run.script}'] + [
+    f'--{k}={v}' for k, v in run.flags
+  ]
+
+
 def command(run: Run) -> str:
   """The shell command of `run`."""
-  flags = ''.join(f' --{k}={v}' for k, v in run.flags)
-  return f'python3 -m experiments.{run.script}{flags}'
+  return ' '.join(['python3', *arguments(run)])
 
 
 def selected(

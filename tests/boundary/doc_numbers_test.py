@@ -54,6 +54,7 @@ def test_command_spells_the_flags_in_order():
     'python3 -m experiments.evaluate --workload=w --platform=q '
     '--override=platform.nodes=4'
   )
+  assert dn.arguments(RUN_B)[:2] == ['-m', 'experiments.evaluate']
   assert RUN_B.flag('stack', 'default') == 'default'
   assert RUN_B.values('override') == ['platform.nodes=4']
 
