@@ -260,6 +260,22 @@ def test_bad_flag_is_one_sentence(name, flag, words, tmp_path):
   assert not (tmp_path / 'run').exists()  # no partial run directory
 
 
+def test_doc_numbers_bad_flag_is_one_sentence(tmp_path):
+  proc = subprocess.run(
+    [sys.executable, '-m', 'experiments.doc_numbers', '--include_slow=x'],
+    cwd=tmp_path,  # nothing to write there, and nothing is
+    env={**ENV, 'PYTHONPATH': ROOT},
+    capture_output=True,
+    text=True,
+    timeout=60,
+  )
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: ')
+  assert '--include_slow' in lines[0]
+  assert list(tmp_path.iterdir()) == []
+
+
 # ---- the pure pieces -------------------------------------------------------
 
 

@@ -5,6 +5,8 @@ other tools' formats out.
            four inputs, checked with one sentence per problem
   export   a run's design as TorchRec sharding-planner inputs
   fuzzing  the input boundary and the model at scale, fuzzed
+  doc_numbers  the figures README.md and WORKSPACE.md quote from runs,
+           with the commands that regenerate them
 
 Imports: core, spec, model, search, calibration.
 """
