@@ -98,8 +98,8 @@ def _command(name, args):
   return [sys.executable, '-m', f'experiments.{name}', *args]
 
 
-# Fast compiles (tiny runs are compile-bound); the numbers stay exact.
-ENV = dict(os.environ, JAX_PLATFORMS='cpu', JAX_DISABLE_MOST_OPTIMIZATIONS='1')
+# The suite's fast compiles (tests/conftest.py's XLA_FLAGS, inherited).
+ENV = dict(os.environ, JAX_PLATFORMS='cpu')
 
 
 def _run(name, args):

@@ -22,7 +22,7 @@ from codesign.studies import zion_decision
 ROOT = os.path.dirname(
   os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
-ENV = dict(os.environ, JAX_PLATFORMS='cpu', JAX_DISABLE_MOST_OPTIMIZATIONS='1')
+ENV = dict(os.environ, JAX_PLATFORMS='cpu')
 TINY = [
   '--workload_2019=criteo_kaggle',
   '--workload_today=criteo_kaggle',
