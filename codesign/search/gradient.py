@@ -17,7 +17,8 @@ the NIC's line rate within its x16 slot and the NIC bandwidth per
 accelerator within its x16 link).
 The node limit is the upper end of the nodes axis (an exact box bound).
 What the buyer asks (the objective, the capex and power limits, the
-samples of `time_to_train`: `QUESTION`) is an argument of the compiled
+samples of `time_to_train`, the energy price of `throughput_per_tco`:
+`QUESTION`) is an argument of the compiled
 programs, not a constant in them: every program is compiled once per
 design space, workload and stack (`program_key`), whatever the question.
 Technology couplings are built into the design space (parts carry their
