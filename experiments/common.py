@@ -10,6 +10,7 @@ import sys
 from absl import flags
 
 from codesign.core.errors import InputError, exit_with, printable
+from experiments.flag_parsing import parse_flags
 
 flags.DEFINE_string(
   'from_config',
@@ -280,15 +281,6 @@ def search_step_printer(progress, steps: int):
     )
 
   return on_step
-
-
-def parse_flags(argv: list[str]) -> list[str]:
-  """absl's flag parsing, with a bad flag value ending in one sentence."""
-  try:
-    return flags.FLAGS(argv)
-  except flags.Error as e:
-    message = ' '.join(str(e).split())
-    exit_with(InputError(message))
 
 
 def run(main_fn) -> None:

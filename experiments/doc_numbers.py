@@ -24,6 +24,7 @@ import tempfile
 from absl import app, flags
 
 from codesign.core.errors import InputError, exit_with
+from experiments.flag_parsing import parse_flags
 
 flags.DEFINE_bool(
   'check',
@@ -112,14 +113,6 @@ def write_docs(docs: dict[str, str], table) -> list[str]:
       results.write_text_atomic(pathlib.Path(FLAGS.docs_dir) / name, new)
       written.append(name)
   return written
-
-
-def parse_flags(argv: list[str]) -> list[str]:
-  """absl's flag parsing, with a bad flag value ending in one sentence."""
-  try:
-    return FLAGS(argv)
-  except flags.Error as e:
-    exit_with(InputError(' '.join(str(e).split())))
 
 
 def main(argv):

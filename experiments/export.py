@@ -17,6 +17,7 @@ import jax
 from absl import app, flags
 
 from codesign.core.errors import InputError, exit_with
+from experiments.flag_parsing import parse_flags
 
 flags.DEFINE_enum(
   'to',
@@ -54,14 +55,6 @@ def load_run(run: str):
   w = api.load_workload(d)
   plan = schema.plan_from_json(d['plan'], w)
   return w, api.load_platform(d), plan, api.load_stack(d), file
-
-
-def parse_flags(argv: list[str]) -> list[str]:
-  """absl's flag parsing, with a bad flag value ending in one sentence."""
-  try:
-    return FLAGS(argv)
-  except flags.Error as e:
-    exit_with(InputError(' '.join(str(e).split())))
 
 
 def main(argv):
