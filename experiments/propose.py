@@ -123,9 +123,9 @@ flags.DEFINE_float(
   'rack_kw',
   40.8,
   'Power of one rack in kW (default: four DGX H100 at 10.2 kW, NVIDIA '
-  "DGX SuperPOD's design): the proposal's bill counts the racks its nodes "
-  'need at the wall, and says when one node alone exceeds a rack (0: no '
-  'racks counted).',
+  "DGX SuperPOD's design): the search refuses a node that draws more at "
+  "the wall, and the proposal's bill counts the racks its nodes need (0: "
+  'no rack rule, no racks counted).',
 )
 flags.DEFINE_float(
   'life_years',

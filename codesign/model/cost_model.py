@@ -314,7 +314,13 @@ def _collectives(c: Step) -> Comms:
   ids_intra, ids_inter = ct.alltoall_ids(w, s, t, st, fab, p)
   calls = ct.allreduce_calls(w, s, t, plan)
   ar_intra, ar_inter = ct.allreduce_dense(
-    ct.allreduce_bytes(w, s, t, plan, c.row_scale), calls, s, st, fab, p
+    ct.allreduce_bytes(w, s, t, plan, c.row_scale),
+    calls,
+    s,
+    st,
+    fab,
+    p,
+    float(wl.PRECISION_BYTES[plan.comm_precision]),
   )
   return Comms(ids_intra, ids_inter, a2a_intra, a2a_inter, ar_intra, ar_inter)
 

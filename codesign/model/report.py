@@ -2,8 +2,9 @@
 
 import numpy as np
 
-from codesign.model import terms
+from codesign.model import cost_model, terms
 from codesign.model.cost_model import COMPONENTS, TIERS, CostReport
+from codesign.spec import hardware
 from codesign.spec.hardware import Platform
 
 
@@ -73,6 +74,16 @@ def to_result(r: CostReport) -> dict:
     'perf_per_watt': _f(r.perf_per_watt),
     'ceiling': ceiling(r),
   }
+
+
+def design_figures(p: Platform, w, plan, stack) -> dict:
+  """`to_result` of a concrete design's evaluation (as experiments.evaluate)
+  and one node's wall power with its NICs, `node_power_w`
+  (`terms.node_wall_power`: what a rack must supply, the rack rule's)."""
+  p = hardware.as_arrays(p)
+  fig = to_result(cost_model.evaluate(p, w, plan, stack))
+  fig['node_power_w'] = _f(terms.node_wall_power(p))
+  return fig
 
 
 def table(result: dict, title: str = '') -> str:
@@ -156,9 +167,14 @@ def capex_breakdown(p: Platform, rack_w: float | None = None) -> dict:
     'usd': _f(net['usd']),
     'w': _f(net['w']),
   }
+  fab_usd, fab_w = terms.fabric_capex_and_power(p)
   out = {
     'nodes_usd': _f(nodes_usd),
     'nodes_w': _f(nodes_w),
+    # Part of the nodes': their accelerator fabric (NVSwitch or OAM
+    # baseboard, bridges), USD and W at the wall.
+    'fabric_usd': _f(p.nodes * fab_usd),
+    'fabric_w': _f(terms.wall_power(p.nodes * fab_w)),
     'network': network,
     'total_usd': _f(nodes_usd) + network['usd'],
     'total_w': _f(nodes_w) + network['w'],
@@ -169,8 +185,8 @@ def capex_breakdown(p: Platform, rack_w: float | None = None) -> dict:
 
 
 def capex_line(b: dict) -> str:
-  """One line of a `capex_breakdown`: the nodes, then the network's NICs,
-  switches per tier and links."""
+  """One line of a `capex_breakdown`: the nodes (their accelerator fabric
+  named), then the network's NICs, switches per tier and links."""
   n = b['network']
   if n['switches']:
     tiers = ' + '.join(f'{c:,} {t}' for t, c in n['switches_by_tier'].items())
@@ -182,9 +198,12 @@ def capex_line(b: dict) -> str:
     )
   else:
     switches = 'no scale-out switches (one node)'
+  fabric = ''
+  if b['fabric_usd'] > 0:
+    fabric = f' (their accelerator fabric ${b["fabric_usd"]:,.0f})'
   return (
-    f'capex ${b["total_usd"]:,.0f}: nodes ${b["nodes_usd"]:,.0f}; network '
-    f'${n["usd"]:,.0f} = NICs ${n["nic_usd"]:,.0f} '
+    f'capex ${b["total_usd"]:,.0f}: nodes ${b["nodes_usd"]:,.0f}{fabric}; '
+    f'network ${n["usd"]:,.0f} = NICs ${n["nic_usd"]:,.0f} '
     f'({n["nic_count"]:,.0f} x {n["nic_bandwidth_gbit_per_s"]:.0f} Gb/s); '
     f'{switches}'
   )

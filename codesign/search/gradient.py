@@ -74,7 +74,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from codesign.core.errors import InputError
-from codesign.model import cost_model
+from codesign.model import cost_model, terms
 from codesign.search import (
   batching,
   buildability,
@@ -96,10 +96,12 @@ OBJECTIVES = (
 # Internal objectives (minimized): the cheapest platform that holds the
 # tables, used to explain infeasible requests.
 _MIN_OBJECTIVES = ('capex', 'power')
-CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr') + buildability.TRACED
+# `rack`: one node's wall power within a rack's (a node no rack can feed
+# is not installed); the rack's W is part of the question.
+CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'rack') + buildability.TRACED
 FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
 # Constraints a plan cannot change.
-HARDWARE_CONSTRAINTS = ('capex', 'power') + buildability.TRACED
+HARDWARE_CONSTRAINTS = ('capex', 'power', 'rack') + buildability.TRACED
 HARDWARE_COLUMNS = tuple(CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS)
 
 
@@ -117,6 +119,8 @@ class Problem:
     samples: samples to train, for `time_to_train`.
     energy_usd_per_w: USD of energy per W of the cluster's power over its
       life, for `throughput_per_tco` (`terms.energy_usd_per_w`).
+    rack_w: W one rack supplies, or None: a node at the wall above it is
+      infeasible (`terms.node_wall_power`).
   """
 
   space: ds.DesignSpace
@@ -127,6 +131,7 @@ class Problem:
   power_w: float | None = None
   samples: float = 1e9
   energy_usd_per_w: float = 0.0
+  rack_w: float | None = None
 
 
 def check_problem(problem: Problem) -> Problem:
@@ -136,7 +141,7 @@ def check_problem(problem: Problem) -> Problem:
       f'unknown objective {problem.objective!r}; valid choices: '
       + ', '.join(OBJECTIVES)
     )
-  for key in ('budget_usd', 'power_w'):
+  for key in ('budget_usd', 'power_w', 'rack_w'):
     v = getattr(problem, key)
     if v is not None and not (math.isfinite(v) and v > 0):
       raise InputError(f'{key} must be a positive number, got {v}')
@@ -199,7 +204,14 @@ def check_config(config: Config) -> Config:
 # What the buyer asks, passed to the compiled programs as numbers
 # (`question_of`), not built into them: one compile serves every budget,
 # power limit, sample count and objective.
-QUESTION = ('budget_usd', 'power_w', 'samples', 'objective', 'energy_usd_per_w')
+QUESTION = (
+  'budget_usd',
+  'power_w',
+  'samples',
+  'objective',
+  'energy_usd_per_w',
+  'rack_w',
+)
 _CODES = OBJECTIVES + _MIN_OBJECTIVES  # objective -> its number
 
 
@@ -214,6 +226,7 @@ def question_of(problem: Problem) -> np.ndarray:
       problem.samples,
       _CODES.index(problem.objective),
       problem.energy_usd_per_w,
+      problem.rack_w or np.inf,
     ],
     np.float64,
   )
@@ -229,6 +242,7 @@ def program_key(problem: Problem) -> Problem:
     power_w=None,
     samples=1.0,
     energy_usd_per_w=0.0,
+    rack_w=None,
   )
 
 
@@ -295,6 +309,7 @@ def violations(
       r.power / power - 1.0,
       r.memory_required['hbm'] / jnp.maximum(hbm_avail, 1.0) - 1.0,
       r.memory_required['ddr'] / r.memory_available['ddr'] - 1.0,
+      terms.node_wall_power(p) / q[5] - 1.0,
     ]
   )
   return jnp.concatenate([own, buildability.relative_violations(p, aux)])

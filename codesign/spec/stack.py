@@ -77,6 +77,8 @@ VENDORS = ('nvidia', 'amd', 'google', 'intel')
 # batch computes).
 TRAIN_PIPELINES = ('none', 'sparse_dist')
 ALLTOALLS = ('flat', 'hierarchical')
+# NCCL (RCCL follows its tuning model) or Intel's oneCCL (CPU trainers).
+COLLECTIVE_LIBRARIES = ('nccl', 'oneccl')
 
 # One kernel per table runs at half the bytes/s of a fused kernel for all
 # tables: TorchRec planner constants.py kernel_bw_lookup, cuda DENSE =
@@ -201,6 +203,13 @@ class Stack:
     'rank) or hierarchical (gathered per node over the fabric, one '
     "message per node pair: HugeCTR's IB_NVLink_Hierarchical)",
   )
+  collective_library: str = field(
+    static=True,
+    default='nccl',
+    doc='nccl (its algorithm picked by its tuning model: ring, tree, '
+    "SHARP, NVLS) or oneccl (Intel's oneCCL: allreduce by message size, "
+    'recursive doubling, star-like, ring; flat over CPU buffers)',
+  )
 
 
 # Physical bounds of the continuous fields (SI). The cost model is finite
@@ -297,6 +306,7 @@ def problems(s: Stack) -> list[str]:
   for v in s.vendors or ():
     choice(v, VENDORS, 'vendor')
   choice(s.alltoall, ALLTOALLS, 'alltoall')
+  choice(s.collective_library, COLLECTIVE_LIBRARIES, 'collective_library')
   for key in (
     'fused_interaction',
     'fused_dense_optimizer',

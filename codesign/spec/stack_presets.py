@@ -559,6 +559,17 @@ _IPEX_CPU_RUNS_ON = {
 }
 
 
+_IPEX_CPU_EXTRA = {
+  'collective_library': (
+    'oneccl',
+    f'{_INTEL}: --dist-backend=ccl (torch-ccl over oneCCL '
+    '2021.1-beta07), CCL_ATL_TRANSPORT=ofi; its algorithms: '
+    'oneapi-src/oneCCL src/coll/selection/selector_allreduce.cpp and '
+    'selector_alltoall.cpp (read at a later commit)',
+  ),
+}
+
+
 def ipex_cpu() -> Stack:
   """Intel's PyTorch DLRM on CPU sockets (IPEX, oneCCL), as in its MLPerf
   v0.7 submission: one rank per socket, bf16, the facebookresearch/dlrm
@@ -570,6 +581,7 @@ def ipex_cpu() -> Stack:
     _IPEX_CPU_HOST,
     _IPEX_CPU_DEVICE,
     _IPEX_CPU_RUNS_ON,
+    _IPEX_CPU_EXTRA,
   )
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from codesign.core import interrupts
 from codesign.core.errors import InputError
-from codesign.model import cost_model, planner, report, terms
+from codesign.model import planner, report, terms
 from codesign.search import (
   buildability,
   design_space,
@@ -121,9 +121,10 @@ class Settings:
     tolerance: for throughput objectives, the proposal is the cheapest
       design within this share of the best found
       (`proposal_search.cheapest_within`), in [0, 1).
-    rack_kw: power of one rack in kW: the proposal's bill counts the
-      racks its nodes need at the wall (`terms.racks`) and says when one
-      node alone exceeds a rack; None or 0: no racks counted.
+    rack_kw: power of one rack in kW: the search refuses a node that
+      draws more at the wall (`terms.node_wall_power`), and the bill
+      counts the racks the nodes need (`terms.racks`); None or 0: no rack
+      rule and no racks counted.
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal
       (`terms.tco`): capex plus the energy of its maximum power over
       `life_years` at `usd_per_kwh`, times the facility's `pue`.
@@ -155,20 +156,22 @@ class Settings:
 
 
 def _figures(p, w, plan, stack) -> dict:
-  """The evaluate figures of a concrete design (as experiments.evaluate)."""
-  return report.to_result(
-    cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
-  )
+  """The evaluate figures of a concrete design and one node's wall power
+  (`report.design_figures`)."""
+  return report.design_figures(p, w, plan, stack)
 
 
 def within_limits(fig: dict, limits: dict) -> bool:
   """Whether figures `fig` are feasible and within `limits` (a result's
-  `limits`: budget_usd and power_w, None for no limit)."""
+  `limits`: budget_usd, power_w and rack_w, None for no limit; rack_w
+  bounds one node's wall power)."""
   ok = fig['feasible']
   if limits['budget_usd']:
     ok = ok and fig['capex_usd'] <= limits['budget_usd']
   if limits['power_w']:
     ok = ok and fig['power_w'] <= limits['power_w']
+  if limits.get('rack_w'):
+    ok = ok and fig['node_power_w'] <= limits['rack_w']
   return bool(ok)
 
 
@@ -206,6 +209,7 @@ def _limits(problem, max_nodes) -> dict:
   return {
     'budget_usd': problem.budget_usd,
     'power_w': problem.power_w,
+    'rack_w': problem.rack_w,
     'max_nodes': max_nodes,
     'samples': problem.samples,
     'energy_usd_per_w': problem.energy_usd_per_w,
@@ -403,6 +407,7 @@ def _search(request: _Request, progress) -> proposal_search.Found:
       'energy_usd_per_w': terms.energy_usd_per_w(
         settings.life_years, settings.usd_per_kwh, settings.pue
       ),
+      'rack_w': float(settings.rack_kw) * 1e3 if settings.rack_kw else None,
     },
     {
       'max_nodes': request.max_nodes,
@@ -714,9 +719,12 @@ def _hw(pj: dict) -> str:
 
 def why_not(fig: dict, limits: dict) -> str:
   """Why figures `fig` are not within `limits` (a result's `limits`):
-  over the capex budget by how much, over the power limit, tables that do
-  not fit in HBM or DDR; '' when they are within them."""
-  return shared.why_not(fig, limits['budget_usd'], limits['power_w'])
+  over the capex budget by how much, over the power limit, a node over a
+  rack, tables that do not fit in HBM or DDR; '' when they are within
+  them."""
+  return shared.why_not(
+    fig, limits['budget_usd'], limits['power_w'], limits.get('rack_w')
+  )
 
 
 def _rows(result: dict):

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from codesign.model import cost_model, planner, report, terms
+from codesign.model import planner, report, terms
 from codesign.search import design_space as ds
 from codesign.search import gradient, part_tables
 from codesign.spec import catalog, hardware
@@ -242,8 +242,7 @@ def _reskewed(c: Candidate, w: wl.Workload, stack: Stack | dict) -> dict:
   if c.platform.trainer != 'cpu':
     frac = refit_hbm(w, c.platform, stack, plan)
     plan = dataclasses.replace(plan, hbm_fraction=frac)
-  r = cost_model.evaluate(hardware.as_arrays(c.platform), w, plan, stack)
-  return report.to_result(r)
+  return report.design_figures(c.platform, w, plan, stack)
 
 
 def network_repriced(p: hardware.Platform, factor: float):
@@ -425,9 +424,7 @@ def found_designs(problem, res, score, limit: int = FOUND_DESIGNS):
     if not ok or kind(idx) in seen:
       continue
     p, plan = gradient.buildable(problem, idx, pz)
-    fig = report.to_result(
-      cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
-    )
+    fig = report.design_figures(p, w, plan, stack)
     if score(fig) is not None:
       seen.append(kind(idx))
       found.append((p, plan, fig))

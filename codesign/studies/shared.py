@@ -116,9 +116,10 @@ def design_name(design: dict) -> str:
   return f'{nodes}({sockets}+{design["accelerators_per_node"]:g} {acc})'
 
 
-def why_not(fig: dict, budget_usd=None, power_w=None) -> str:
+def why_not(fig: dict, budget_usd=None, power_w=None, rack_w=None) -> str:
   """Why figures `fig` (a `report.to_result` dict) are not acceptable:
-  over the capex budget (by how much, USD), over the power limit (W),
+  over the capex budget (by how much, USD), over the power limit (W), a
+  node over a rack's power (`fig['node_power_w']` against `rack_w`),
   tables that do not fit in HBM or DDR; '' when none applies. A limit of
   None or 0 is no limit."""
   reasons = []
@@ -127,6 +128,11 @@ def why_not(fig: dict, budget_usd=None, power_w=None) -> str:
     reasons.append(f'over the capex budget by ${over:,.0f}')
   if power_w and fig['power_w'] > power_w:
     reasons.append(f'over the power limit by {fig["power_w"] - power_w:,.0f} W')
+  if rack_w and fig.get('node_power_w', 0.0) > rack_w:
+    reasons.append(
+      f"one node draws {fig['node_power_w'] / 1e3:.1f} kW, over a rack's "
+      f'{rack_w / 1e3:g} kW'
+    )
   if not fig['feasible']:
     tiers = [t.upper() for t in fig['overflowing_tiers']] or ['memory']
     reasons.append(f'tables do not fit in {"/".join(tiers)}')
@@ -136,9 +142,9 @@ def why_not(fig: dict, budget_usd=None, power_w=None) -> str:
 def why_not_rows(g, limit_kind: str, limit: float, capex, power) -> str:
   """The same reason from a multi-task search's constraint rows g (C,):
   g[0] is the limit row (capex in USD or power in W over `limit`, minus
-  1, as `limit_kind` says); then, per workload, HBM, DDR and the
-  buildability rows (`buildability.TRACED`; `search.violations` without
-  capex and power). '' when no row is positive. Workloads are numbered
+  1, as `limit_kind` says); then, per workload, HBM, DDR, the rack and
+  the buildability rows (`buildability.TRACED`; `search.violations`
+  without capex and power). '' when no row is positive. Workloads are numbered
   from 1 when there are several (the growth factors)."""
   g = np.asarray(g)
   reasons = []
@@ -147,14 +153,16 @@ def why_not_rows(g, limit_kind: str, limit: float, capex, power) -> str:
       reasons.append(f'over the capex budget by ${capex - limit:,.0f}')
     else:
       reasons.append(f'over the power limit by {power - limit:,.0f} W')
-  names = ('HBM', 'DDR') + buildability.TRACED
+  names = ('HBM', 'DDR', 'rack') + buildability.TRACED
   rows = g[1:].reshape(-1, len(names))
   for j, row in enumerate(rows):
     where = f' (workload {j + 1})' if len(rows) > 1 else ''
     tiers = [n for n, v in zip(names[:2], row[:2], strict=True) if v > 0]
     if tiers:
       reasons.append(f'tables do not fit in {"/".join(tiers)}{where}')
-    rules = [n for n, v in zip(names[2:], row[2:], strict=True) if v > 0]
+    if row[2] > 0:
+      reasons.append(f"one node over a rack's power{where}")
+    rules = [n for n, v in zip(names[3:], row[3:], strict=True) if v > 0]
     if rules:
       what = ' and '.join(buildability.TRACED_WHAT[n] for n in rules)
       reasons.append(f'not buildable: beyond {what}{where}')
@@ -177,6 +185,8 @@ def violation_sentence(problem: gradient.Problem, g) -> str:
     what = f'the capex budget of ${problem.budget_usd:,.0f}'
   elif name == 'power':
     what = f'the power budget of {problem.power_w:,.0f} W'
+  elif name == 'rack':
+    what = f"a rack's {problem.rack_w / 1e3:g} kW (--rack_kw), by one node,"
   else:
     what = {
       'hbm': 'the HBM capacity',

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from codesign.boundary import inputs
-from codesign.model import cost_model, report
+from codesign.model import cost_model, report, terms
 from codesign.search import baselines, gradient, part_tables
 from codesign.search import design_space as ds
 from codesign.spec import hardware, stack_presets
@@ -145,7 +145,12 @@ def test_one_program_answers_every_question():
     _space(w), w, STACK, 'throughput_per_usd', budget_usd=1e6
   )
   b = dataclasses.replace(
-    a, objective='time_to_train', budget_usd=None, power_w=2e4, samples=1e8
+    a,
+    objective='time_to_train',
+    budget_usd=None,
+    power_w=2e4,
+    samples=1e8,
+    rack_w=5e3,
   )
   key = gradient.program_key(a)
   assert key == gradient.program_key(b)
@@ -157,9 +162,15 @@ def test_one_program_answers_every_question():
   throughput = va * capex  # samples/s per USD
   np.testing.assert_allclose(vb, 1e8 / throughput, rtol=1e-12)
   assert la == pytest.approx(-np.log(va)) and lb == pytest.approx(np.log(vb))
-  assert ga[1] == -1.0 and gb[0] == -1.0  # absent limits are inactive
+  rack = gradient.CONSTRAINTS.index('rack')
+  assert ga[1] == ga[rack] == gb[0] == -1.0  # absent limits are inactive
   assert gb[1] > -1.0  # the power limit is active
-  np.testing.assert_array_equal(ga[2:], gb[2:])
+  # The rack row: one node's wall power over the rack's 5 kW, minus 1.
+  p, _, _ = ds.decode(a.space, w, STACK, z)
+  node_w = float(terms.node_wall_power(p))
+  assert gb[rack] == pytest.approx(node_w / 5e3 - 1.0, rel=1e-12)
+  same = [i for i in range(2, len(ga)) if i != rack]
+  np.testing.assert_array_equal(ga[same], gb[same])
 
 
 @pytest.mark.heavy
@@ -286,6 +297,11 @@ def test_violation_sentence_without_a_power_limit():
   assert shared.violation_sentence(problem, g) == (
     'the capex budget of $100,000 is exceeded by 200.0%'
   )
+  problem = dataclasses.replace(problem, rack_w=1e4)
+  g[gradient.CONSTRAINTS.index('rack')] = 3.0
+  assert shared.violation_sentence(problem, g) == (
+    "a rack's 10 kW (--rack_kw), by one node, is exceeded by 300.0%"
+  )
 
 
 def test_throughput_per_tco_objective():
@@ -309,7 +325,7 @@ def test_throughput_per_tco_objective():
   value = gradient.objective_value(problem, r)
   assert value == pytest.approx(1e6 / 255401.12)
   # The same from the search's compiled form (the question as numbers).
-  question = np.array([np.inf, np.inf, 1e9, 0.0, 5.540112])
+  question = np.array([np.inf, np.inf, 1e9, 0.0, 5.540112, np.inf])
   question[3] = gradient.OBJECTIVES.index('throughput_per_tco')
   assert float(gradient.objective_value(problem, r, question)) == value
   assert gradient.maximized('throughput_per_tco')

@@ -80,3 +80,24 @@ def test_proposal_parts_follow_the_stack_vendors():
   assert proposal_search.vendor_parts({}, 'accelerator', torchrec) == {}
   with pytest.raises(InputError, match='--cpu_stack'):
     proposal_search.trainer_stacks(torchrec, hugectr)
+
+
+def test_collective_library_per_stack():
+  """The CPU stack runs oneCCL (Intel's MLPerf v0.7 submission:
+  --dist-backend=ccl), the GPU stacks NCCL; another library is refused
+  with one sentence."""
+  lib = {
+    n: stack_presets.get(n).collective_library for n in stack_presets.PRESETS
+  }
+  assert lib.pop('ipex_cpu') == 'oneccl'
+  assert set(lib.values()) == {'nccl'}
+  assert (
+    'oneCCL'
+    in dict(stack_presets.get('ipex_cpu').sources)['collective_library']
+  )
+  import dataclasses
+
+  bad = dataclasses.replace(
+    stack_presets.get('ipex_cpu'), collective_library='mpi'
+  )
+  assert any('collective_library' in e for e in stack_lib.problems(bad))

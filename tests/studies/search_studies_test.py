@@ -481,13 +481,21 @@ def test_why_not_names_memory_and_power():
   assert shared.why_not(fig, budget_usd=20.0, power_w=1500.0) == (
     'over the power limit by 500 W; tables do not fit in HBM'
   )
-  # The limit, HBM, DDR, then the traced buildability rows.
-  g = np.full(3 + len(buildability.TRACED), -1.0)
+  fig['node_power_w'] = 12500.0
+  assert shared.why_not(fig, rack_w=10e3).startswith(
+    "one node draws 12.5 kW, over a rack's 10 kW"
+  )
+  # The limit, HBM, DDR, the rack, then the traced buildability rows.
+  g = np.full(4 + len(buildability.TRACED), -1.0)
   g[0], g[2] = 0.5, 0.2
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0) == (
     'over the capex budget by $50; tables do not fit in DDR'
   )
-  g[3 + buildability.TRACED.index('pcie_lanes')] = 0.5  # beyond switches
+  g[3] = 0.1
+  assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0).endswith(
+    "one node over a rack's power"
+  )
+  g[4 + buildability.TRACED.index('pcie_lanes')] = 0.5  # beyond switches
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0).endswith(
     "not buildable: beyond the sockets' PCIe lanes with one level of switches"
   )

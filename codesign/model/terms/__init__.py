@@ -31,17 +31,19 @@ Terms, with the physics each one stands for:
   framework dispatches, CUDA graphs), device-side kernel gaps, and how
   host and device time combine.
 - `memory`, `capex_and_power`: feasibility per tier and the bill (nodes
-  at the wall: `wall_power`, fans and supplies; `racks` at a rack's kW;
-  `tco`, capex plus energy over a life); `network_bill`: the scale-out
-  network as built (a rail-optimized fat tree: switches per tier, links,
-  NICs) and its price and power.
+  at the wall: `wall_power`, fans and supplies; `node_wall_power` and
+  `racks` at a rack's kW; `tco`, capex plus energy over a life);
+  `network_bill`: the scale-out network as built (a rail-optimized fat
+  tree: switches per tier, links, NICs) and its price and power.
 """
 
 from codesign.model.terms.budget import (
   capex_and_power,
   energy_usd_per_w,
+  fabric_capex_and_power,
   host_copy,
   memory,
+  node_wall_power,
   nodes_capex_and_power,
   racks,
   stack_hbm_reserved,
@@ -151,6 +153,8 @@ __all__ = [
   'busiest_loads',
   'busiest_rank',
   'capex_and_power',
+  'node_wall_power',
+  'fabric_capex_and_power',
   'nodes_capex_and_power',
   'racks',
   'tco',

@@ -128,24 +128,39 @@ def wall_power(parts_w):
   return parts_w * (1.0 + FAN_SHARE) / PSU_EFFICIENCY
 
 
+def fabric_capex_and_power(p: Platform):
+  """(USD, W at TDP) of one node's accelerator fabric: its links and
+  switches (NVSwitch or OAM baseboard, bridges), priced per B/s of link
+  bandwidth (`Fabric.bandwidth_price`, `bandwidth_power`): no public price
+  of a baseboard apart from its GPUs was found, so the fabric's share of
+  the board is a price per B/s (platform_presets.FABRIC_USD_PER_GBPS)."""
+  n_acc = 0.0 if p.trainer == 'cpu' else p.accelerators_per_node
+  fab_bw = p.fabric.links_per_accelerator * p.fabric.link_bandwidth
+  return (
+    n_acc * fab_bw * p.fabric.bandwidth_price,
+    n_acc * fab_bw * p.fabric.bandwidth_power,
+  )
+
+
 def nodes_capex_and_power(p: Platform):
   """(USD, W) of the nodes alone (chassis, sockets and DDR, accelerators
-  and HBM, their fabric), without the NICs and the network. Power is at
-  the wall (`wall_power` of the parts' TDPs)."""
+  and HBM, their fabric: `fabric_capex_and_power`), without the NICs and
+  the network. Power is at the wall (`wall_power` of the parts' TDPs)."""
   cpu, acc = p.cpu, p.accelerator
   sockets, accels = p.sockets_per_node, p.accelerators_per_node
   n_acc = 0.0 if p.trainer == 'cpu' else accels
-  fab_bw = p.fabric.links_per_accelerator * p.fabric.link_bandwidth
+  fab_usd, fab_w = fabric_capex_and_power(p)
   node_usd = (
     p.node_price
     + sockets * (cpu.price + cpu.ddr_capacity * cpu.ddr_price)
     + n_acc * (acc.price + acc.hbm_capacity * acc.hbm_price)
-    + n_acc * fab_bw * p.fabric.bandwidth_price
+    + fab_usd
   )
   node_w = (
     p.node_power
     + sockets * (cpu.power + cpu.ddr_capacity * cpu.ddr_power)
-    + n_acc * (acc.power + fab_bw * p.fabric.bandwidth_power)
+    + n_acc * acc.power
+    + fab_w
   )
   return p.nodes * node_usd, p.nodes * wall_power(node_w)
 
@@ -159,17 +174,24 @@ def capex_and_power(p: Platform):
   return usd + net['usd'], w + net['w']
 
 
+def node_wall_power(p: Platform):
+  """W of one node at the wall with its NICs (`nodes_capex_and_power`,
+  the NICs of `network_bill`): what a rack must supply per node. Traced
+  (the search's rack row) or concrete."""
+  _, nodes_w = nodes_capex_and_power(p)
+  return (nodes_w + network_bill(p)['nic_w']) / p.nodes
+
+
 def racks(p: Platform, rack_w: float) -> dict:
   """The racks a concrete platform needs at `rack_w` W per rack: each node
-  at its wall power with its NICs (`nodes_capex_and_power`, the NICs of
-  `network_bill`), as many whole nodes per rack as fit, the network's
-  switches not counted. `fits` is False when one node alone exceeds a
-  rack (then each node is counted as a rack of its own)."""
+  at its wall power with its NICs (`node_wall_power`), as many whole
+  nodes per rack as fit, the network's switches not counted. `fits` is
+  False when one node alone exceeds a rack (then each node is counted as
+  a rack of its own); the search refuses such nodes (its `rack` row)."""
   import math
 
-  _, nodes_w = nodes_capex_and_power(p)
   nodes = float(p.nodes)
-  node_w = (float(nodes_w) + float(network_bill(p)['nic_w'])) / nodes
+  node_w = float(node_wall_power(p))
   per_rack = math.floor(rack_w / node_w)
   return {
     'rack_kw': rack_w / 1e3,

@@ -1,10 +1,11 @@
-"""Collectives as NCCL runs them: the fabric as the collectives see it
-(direct links, relays through the host, NICs bounded by their PCIe slot
-and the accelerators' own host links), the pooled and id all-to-alls
-(every send posted at once; flat or hierarchical), and the allreduce of
-the gradients by the algorithm NCCL would pick for its size and node
-count (ring, tree, in-network reduction where the switches do it), each
-with the stack's software latency per call.
+"""Collectives as NCCL and oneCCL run them: the fabric as the
+collectives see it (direct links, relays through the host, NICs bounded
+by their PCIe slot and the accelerators' own host links), the pooled and
+id all-to-alls (every send posted at once; flat or hierarchical), and
+the allreduce of the gradients by the algorithm NCCL would pick for its
+size and node count (ring, tree, in-network reduction where the switches
+do it) or oneCCL's size table (recursive doubling, star-like, ring; CPU
+trainers), each with the stack's software latency per call.
 
 Latencies follow NCCL's own tuning model, `src/graph/tuning.cc` of
 github NVIDIA/nccl (read at commit 5067397c; the constants have been the
@@ -289,10 +290,15 @@ def alltoall_inter(v_inter, calls, s: Stack, st: Setup, fab: Fabric):
   posts one message per remote rank, a(n - 1); a hierarchical one
   (HugeCTR's IB_NVLink_Hierarchical) gathers a node's data for each node
   over NVLink first and posts one message per node pair, n - 1 per rank
-  (`alltoall_extra_intra` charges the gather).
+  (`alltoall_extra_intra` charges the gather). oneCCL's default
+  all-to-all over OFI (`scatter`: every isend and irecv posted at once;
+  oneCCL selector_alltoall.cpp) is flat the same way, without NCCL's
+  protocol overhead.
   """
   a, n = st.per_node, fab.nodes
   simple = (NET_US[('ring', 'simple')] - NET_FLOOR_US) * 1e-6
+  if s.collective_library == 'oneccl':
+    simple = 0.0  # oneCCL's scatter all-to-all: point-to-point over OFI
   posts = (n - 1.0) if s.alltoall == 'hierarchical' else a * (n - 1.0)
   latency = several_nodes(n) * (fab.nic_alpha + simple) + posts * fab.post
   return v_inter * a / fab.nic + calls * latency
@@ -498,11 +504,91 @@ def pick_fastest(pairs: dict, p: int = ALGO_P):
   return time * share, time * (1.0 - share)
 
 
-def allreduce_dense(nbytes, calls: int, s, st: Setup, fab: Fabric, p: Platform):
-  """(intra, inter) seconds of the allreduce of `nbytes` in `calls`
-  calls (buckets): each call by the fastest of NCCL's algorithms for
-  its size (`allreduce_algorithms`) plus the stack's software latency."""
+# oneCCL's default allreduce over OFI by element count (oneapi-src/oneCCL
+# src/coll/selection/selector_allreduce.cpp with selector.hpp's
+# CCL_ALLREDUCE_SHORT_MSG_SIZE 8192 and CCL_ALLREDUCE_MEDIUM_MSG_SIZE
+# 1024 x 1024): recursive doubling up to 8,192 elements, star-like up to
+# 1,048,576, ring above.
+ONECCL_SHORT = 8192.0
+ONECCL_MEDIUM = 1024.0 * 1024.0
+# Sharpness of the size thresholds in log(elements): a factor of 2 past
+# a threshold weighs the other side e^-(8 ln 2) = 0.4%.
+ONECCL_STEEP = 8.0
+
+
+def oneccl_algorithms(b, st: Setup, fab: Fabric):
+  """(intra, inter) seconds of one oneCCL allreduce of `b` bytes for each
+  algorithm of its default table, as a dict name -> pair.
+
+  oneCCL runs collectives over CPU buffers flat, not node by node (its
+  developer guide, Collective Algorithms Selection: "only a
+  non-hierarchical algorithm can be chosen"), one rank per socket here,
+  and each step waits the network's latency (`Fabric.nic_alpha`) across
+  nodes or the socket link's (`Fabric.alpha`) inside one; a node's a
+  ranks share its NICs.
+  - recursive doubling: log2 R steps, each exchanging all b bytes with
+    one partner (log2 a inside the node, log2 n across);
+  - star-like: a reduce-scatter and an allgather, each rank sending (R -
+    1)/R of b straight to every other rank at once (as an all-to-all:
+    one latency and a post per remote rank, `Fabric.post`);
+  - ring: 2 (R - 1) steps of b / R, 2 (a - 1)/a of b inside the node and
+    2 (n - 1)/n across per node (the ring leaves a node once).
+  """
+  a, n = st.per_node, fab.nodes
+  r = a * n
+  multi = several_nodes(n)
+  log_a = jnp.log2(jnp.maximum(a, 1.0))
+  log_n = jnp.log2(jnp.maximum(n, 1.0))
+  net = fab.nic_alpha + fab.post
+  remote = safe_div(r - a, r)
+  return {
+    'recursive_doubling': (
+      log_a * (fab.alpha + b / fab.allreduce),
+      log_n * (net + a * b / fab.nic),
+    ),
+    'starlike': (
+      2.0 * (safe_div(a - 1.0, r) * b / fab.allreduce + (a - 1.0) * fab.alpha),
+      2.0 * (a * remote * b / fab.nic + multi * fab.nic_alpha)
+      + 2.0 * (r - a) * fab.post,
+    ),
+    'ring': (
+      2.0 * safe_div(a - 1.0, a) * b / fab.allreduce
+      + 2.0 * n * (a - 1.0) * fab.alpha,
+      2.0 * safe_div(n - 1.0, n) * b / fab.nic + 2.0 * (n - 1.0) * net,
+    ),
+  }
+
+
+def oneccl_pick(pairs: dict, elements):
+  """oneCCL's choice by size: recursive doubling up to `ONECCL_SHORT`
+  elements, star-like up to `ONECCL_MEDIUM`, ring above; logistic
+  weights in log(elements) (`ONECCL_STEEP`) for a smooth model."""
+  x = jnp.log(jnp.maximum(elements, 1.0))
+  above_short = jax.nn.sigmoid(ONECCL_STEEP * (x - math.log(ONECCL_SHORT)))
+  above_medium = jax.nn.sigmoid(ONECCL_STEEP * (x - math.log(ONECCL_MEDIUM)))
+  weights = {
+    'recursive_doubling': 1.0 - above_short,
+    'starlike': above_short * (1.0 - above_medium),
+    'ring': above_short * above_medium,
+  }
+  intra = sum(weights[k] * pairs[k][0] for k in weights)
+  inter = sum(weights[k] * pairs[k][1] for k in weights)
+  return intra, inter
+
+
+def allreduce_dense(
+  nbytes, calls: int, s, st: Setup, fab: Fabric, p: Platform, elem_bytes=4.0
+):
+  """(intra, inter) seconds of the allreduce of `nbytes` (elements of
+  `elem_bytes`) in `calls` calls (buckets): each call by the algorithm
+  its library runs for its size (NCCL: the fastest of
+  `allreduce_algorithms`; oneCCL: its size table, `oneccl_pick`) plus the
+  stack's software latency."""
   del p
-  intra, inter = pick_fastest(allreduce_algorithms(nbytes / calls, st, fab))
+  b = nbytes / calls
+  if s.collective_library == 'oneccl':
+    intra, inter = oneccl_pick(oneccl_algorithms(b, st, fab), b / elem_bytes)
+  else:
+    intra, inter = pick_fastest(allreduce_algorithms(b, st, fab))
   intra = calls * (intra + s.collective_latency * several_ranks(st))
   return intra, calls * inter

@@ -245,6 +245,8 @@ def test_racks_at_a_rack_power():
   r = budget.racks(p, 40e3)
   node_w = 7684.8 * 1.15 / 0.94 + 200
   assert r['node_kw'] == pytest.approx(node_w / 1e3)
+  # The search's rack row reads the same node power, traced.
+  assert float(budget.node_wall_power(p)) == pytest.approx(node_w)
   assert (r['nodes_per_rack'], r['racks'], r['fits']) == (4, 3, True)
   r = budget.racks(p, 8e3)
   assert (r['nodes_per_rack'], r['racks'], r['fits']) == (0, 10, False)

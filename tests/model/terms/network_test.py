@@ -189,6 +189,69 @@ def test_alltoall_posts_every_send_at_once(nodes, kind, posts):
   assert extra == pytest.approx(2 * 7 / 8 * 1e6 if posts < nodes else 0.0)
 
 
+
+def test_oneccl_allreduce_on_two_nodes_by_hand():
+  """oneCCL (CPU trainer, 2 sockets per node, 2 nodes): 64 MB by the ring
+  (16M fp32 elements, above 1,048,576), 16 KB (4,096 elements) by
+  recursive doubling, 1 MB (262,144 elements) star-like. Socket link 40
+  GB/s at 2 us, NICs 25 GB/s per node at 2.7 us, 1 us per post."""
+  st = setup(2, 2)
+  fab = fabric(2, ar=40e9, nic=25e9, alpha=2 * US)
+  algos = got(co.oneccl_algorithms(64e6, st, fab))
+  # Ring: 2 x 1/2 x 64 MB / 40 GB/s + 2 x 2 x 1 steps of 2 us inside;
+  # 2 x 1/2 x 64 MB / 25 GB/s + 2 x 1 steps of (2.7 + 1) us across.
+  ring = (1.6e-3 + 4 * 2 * US, 2.56e-3 + 2 * 3.7 * US)
+  assert algos['ring'] == pytest.approx(ring, rel=REL)
+  # Recursive doubling, 16 KB: log2 2 = 1 step inside (2 us + 16 KB / 40
+  # GB/s) and 1 across, both sockets' 16 KB through the NICs.
+  rd = got(co.oneccl_algorithms(16384.0, st, fab))['recursive_doubling']
+  assert rd == pytest.approx(
+    (2 * US + 16384 / 40e9, 3.7 * US + 2 * 16384 / 25e9), rel=REL
+  )
+  # Star-like, 1 MB over R = 4 ranks: inside, 2 x (1/4 MB / 40 GB/s + 2
+  # us); across, 2 x (2 sockets x 1/2 MB / 25 GB/s + 2.7 us) and 2 x 2
+  # remote posts of 1 us.
+  star = got(co.oneccl_algorithms(1e6, st, fab))['starlike']
+  several = 1 - math.exp(-4)
+  want = (
+    2 * (0.25e6 / 40e9 + 2 * US),
+    2 * (2 * 0.5e6 / 25e9 + several * 2.7 * US) + 4 * US,
+  )
+  assert star == pytest.approx(want, rel=REL)
+  # The size table: each size gets its algorithm (16M and 1,024 elements,
+  # 16 and 8 times past a threshold: the others weigh below 1e-7).
+  for b, name in ((64e6, 'ring'), (4096.0, 'recursive_doubling')):
+    pairs = co.oneccl_algorithms(b, st, fab)
+    picked = co.oneccl_pick(pairs, b / 4.0)
+    assert tuple(map(float, picked)) == pytest.approx(
+      got(pairs)[name], rel=1e-6
+    )
+
+
+def test_oneccl_ring_on_sixteen_nodes_by_hand():
+  """16 nodes x 2 sockets, 64 MB by the ring: 2 x 15/16 of it across each
+  node's NICs and 2 x 15 network steps; recursive doubling would take
+  log2 16 = 4 network steps with both sockets' whole message each."""
+  st, fab = setup(16, 2), fabric(16, ar=40e9, nic=25e9, alpha=2 * US)
+  algos = got(co.oneccl_algorithms(64e6, st, fab))
+  ring = (1.6e-3 + 2 * 16 * 2 * US, 2 * 15 / 16 * 64e6 / 25e9 + 30 * 3.7 * US)
+  assert algos['ring'] == pytest.approx(ring, rel=REL)
+  rd = (2 * US + 64e6 / 40e9, 4 * (3.7 * US + 2 * 64e6 / 25e9))
+  assert algos['recursive_doubling'] == pytest.approx(rd, rel=REL)
+
+
+def test_oneccl_alltoall_has_no_nccl_protocol_overhead():
+  """The CPU stack's all-to-all (oneCCL scatter) waits one network
+  latency and its posts, without NCCL's Simple protocol overhead."""
+  st, fab = setup(16, 2), fabric(16)
+  s = stack_presets.get('ipex_cpu')
+  assert s.collective_library == 'oneccl'
+  several = 1 - math.exp(-4 * 15)
+  want = 2e6 / 400e9 + several * 2.7 * US + 2 * 15 * US
+  assert float(co.alltoall_inter(1e6, 1.0, s, st, fab)) == pytest.approx(
+    want, rel=REL
+  )
+
 def node(nodes=2.0, **nic_changes):
   p = platform_presets.get('dgx_h100')
   p = dataclasses.replace(

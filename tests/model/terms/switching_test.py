@@ -154,6 +154,10 @@ def test_the_bill_at_the_preset_prices():
   assert float(w) == pytest.approx(b['total_w'], rel=1e-12)
   line = report.capex_line(b)
   assert '8 leaf + 4 top' in line and '384 links' in line
+  # The nodes' NVSwitch baseboards: 16 x 8 H100 x 18 NVLink4 links x 25
+  # GB/s at 5 USD per GB/s = 288,000 USD, inside the nodes' capex.
+  assert b['fabric_usd'] == pytest.approx(16 * 8 * 18 * 25 * 5.0, rel=1e-12)
+  assert 'accelerator fabric $288,000' in line
 
 
 def test_capex_gradient_matches_central_differences():
