@@ -134,7 +134,14 @@ FIGURES: tuple[Figure, ...] = (
   ),
   Figure(
     'WORKSPACE.md',
-    'on mi300x_8 and',
+    'on mi300x_8,',
+    evaluate(_DCNV2, 'gh200'),
+    _THROUGHPUT,
+    'M2',
+  ),
+  Figure(
+    'WORKSPACE.md',
+    'on gh200 and',
     evaluate(_DCNV2, 'h100_pcie_8'),
     _THROUGHPUT,
     'M2',

@@ -22,9 +22,15 @@ Rules (`RULES`), with their sources:
   sockets' root ports, one level of PCIe switches (`SWITCH_*`) fans them
   out, sharing uplinks; illegal when even that cannot hold them.
 - `pcie_generation`: the host link runs at most at the x16 rate of the
-  lower PCIe generation of its two ends.
+  lower PCIe generation of its two ends. An NVLink-C2C host link
+  (`HostLink.kind` 'c2c': GH200, GB200) is no PCIe link: it takes no
+  root port (`pcie_lanes`) and is not held to an x16 rate; it must join
+  a part that has one (catalog `host_link`) at most at its rate.
 - `dimm`: DDR per socket is at most the CPU's maximum and a population
   of every channel with one or two DIMMs of `DIMM_GB` sizes.
+- `soldered`: a CPU whose memory is soldered on its module (catalog
+  `soldered_memory_gb`: Grace's LPDDR5X) has exactly that capacity, and
+  its socket says so (`CpuSocket.memory`); no DIMM rule applies to it.
 - `nics` (proposals only, `proposal=True`): a single-node design has one
   front-end NIC at the lowest catalog rate; its scale-out NICs would
   carry nothing. Products evaluated as one node (DGX, Big Basin) carry
@@ -84,6 +90,8 @@ RULES = {
   'pcie_lanes': 'catalog cpus.*.pcie_lanes; SWITCH_* (assumption)',
   'pcie_generation': 'catalog links.pcie x16 at the lower generation',
   'dimm': 'catalog mem_channels, max_mem_per_socket_TB; DIMM_GB',
+  'soldered': 'catalog cpus.*.soldered_memory_gb (on-module LPDDR5X: one '
+  'capacity per part)',
   'nics': 'a single node needs one front-end NIC (proposals only)',
   'nic_slot': 'catalog links.pcie x16 of the NIC slot and the accelerator '
   'link (lower generation of the two ends)',
@@ -98,6 +106,7 @@ _ROME = 'EPYC-7742 (Rome)'
 _SKL = 'Xeon-Platinum-8180 (Skylake-SP)'
 _CLX = 'Xeon-Platinum-8280 (Cascade Lake-SP)'
 _CPX = 'Xeon-Platinum-8380H (Cooper Lake-SP)'
+_GRACE = 'Grace-72C-480GB (Neoverse V2)'
 # Cards per PCIe server (1, 2, 4 or 8 double-width cards).
 _PCIE_COUNTS = (1, 2, 4, 8)
 # The boards each catalog accelerator is sold on (issue 21): name, the
@@ -156,6 +165,22 @@ BOARDS = {
   'H100-NVL': (('PCIe server', _PCIE_COUNTS, None, (_SPR, _GENOA)),),
   'H200-NVL': (('PCIe server', _PCIE_COUNTS, None, (_SPR, _GENOA)),),
   'L40S': (('PCIe server', _PCIE_COUNTS, None, (_MILAN, _SPR, _GENOA)),),
+  # Superchips: one Grace per GH200 (sold from 2023; 144 GB HBM3e from
+  # 2024), one Grace per two B200 in GB200 (from late 2024); Grace only.
+  # GH200 nodes of 1 (MGX 1U servers), 2 (GH200 NVL2: HPE ProLiant DL384
+  # Gen12, P71411-B21) and 4 superchips (HPE Cray EX254n, the CSCS Alps
+  # node: 4 Grace sockets and 4 GH200 a node, docs/alps/hardware.md).
+  # GB200: a compute tray of 2 superchips (4 B200, 2 Grace: NVL72/NVL36
+  # trays, MLPerf Crusoe GB200-NVL72 system description: 4 GPUs and 144
+  # Grace cores a node) or the GB200 NVL4 board (4 B200, 2 Grace).
+  'GH200-H100': (
+    ('GH200 server, 1 superchip', (1,), (1,), (_GRACE,)),
+    ('GH200 NVL2, 2 superchips', (2,), (2,), (_GRACE,)),
+    ('quad GH200 node (HPE Cray EX254n)', (4,), (4,), (_GRACE,)),
+  ),
+  'GB200-B200': (
+    ('GB200 compute tray or NVL4 board, 2 superchips', (4,), (2,), (_GRACE,)),
+  ),
 }
 
 # Largest accelerators per node on each topology a part forms.
@@ -180,6 +205,13 @@ _HGX8 = {'switch': 8}
 _PCIE = {'pcie_only': 8}
 _BRIDGED = {'pcie_only': 8, 'bridged_pairs': 8}
 _V100 = {'hybrid_cube_mesh': 8, 'switch': 16}
+# GH200: the GPUs of a node joined directly by NVLink4 (NVL2: all 18
+# links to the one peer; the quad node: 6 to each of 3), at most 4 a node
+# (the NVLink switch systems, DGX GH200, span hosts: not modelled).
+# GB200: 72 on the NVL72's NVLink switch trays, a domain across 18 hosts
+# (issue 22); a node here is one tray (BOARDS: 4).
+_GH200 = {'fully_connected': 4}
+_GB200 = {'switch': 72}
 _OAM = {'fully_connected': 8, 'switch': 8}
 FABRICS = {
   'V100-SXM2-16GB': _V100,
@@ -196,6 +228,8 @@ FABRICS = {
   'H100-NVL-94GB': _BRIDGED,
   'H200-NVL-141GB': _BRIDGED,
   'L40S': _PCIE,
+  'GH200-H100-96GB': _GH200,
+  'GB200-B200-186GB': _GB200,
 }
 # The topology the design space gives every part (see FABRICS).
 DESIGN_TOPOLOGY = 'switch'
@@ -254,22 +288,42 @@ def catalog_facts() -> dict:
       'pcie_lanes_multi': multi,
       'ddr_channels': int(d['mem_channels']),
       'max_ddr': d['max_mem_per_socket_TB'] * 1e12,
+      'soldered_gb': catalog.soldered_gb(name),
     }
   for name in catalog.accelerator_names():
     d = raw['accelerators'][name]
+    c2c = d.get('host_link') == 'NVLink-C2C'
     out[name] = {
       'kind': 'accelerator',
       'pcie_gen': int(d['pcie_gen']),
       'links': float(d['link_count']),
       'fabrics': FABRICS[name],
+      'c2c': d['host_link_GBps_per_direction'] * GB if c2c else None,
     }
   return out
 
 
 def in_design_space(name: str) -> bool:
   """Whether the design space can wire the catalog accelerator `name`:
-  its fabric forms DESIGN_TOPOLOGY (PCIe cards do not: `FABRICS`)."""
-  return DESIGN_TOPOLOGY in FABRICS.get(name, {})
+  its fabric forms DESIGN_TOPOLOGY (PCIe cards do not: `FABRICS`), and
+  its host is one of the space's DIMM sockets (not a superchip GPU, whose
+  host is its Grace: `is_superchip`)."""
+  return DESIGN_TOPOLOGY in FABRICS.get(name, {}) and not is_superchip(name)
+
+
+def is_superchip(name: str) -> bool:
+  """Whether catalog accelerator `name` reaches its host over NVLink-C2C
+  (catalog `host_link`: GH200, GB200): its boards carry Grace only."""
+  d = catalog.raw()['accelerators'].get(name, {})
+  return d.get('host_link') == 'NVLink-C2C'
+
+
+def in_cpu_space(name: str) -> bool:
+  """Whether the design space offers catalog CPU `name`: a socket whose
+  DDR it buys in DIMM populations. Grace (soldered LPDDR5X, one capacity)
+  is not offered: the space's DDR axis would price DIMMs it cannot hold,
+  and its GPUs are out of the space (`in_design_space`)."""
+  return catalog.soldered_gb(name) is None
 
 
 def design_domain(name: str) -> float:
@@ -433,12 +487,14 @@ def violations(
   out = []
   if cpu:
     out += _socket_rules(platform, cpu)
-    out += _dimm_rule(platform, cpu)
+    out += _memory_rule(platform, cpu)
     out += _pcie_rule(platform, cpu, trains)
   if trains:
     out += _fabric_rules(platform, acc)
     out += _board_rule(platform)
-    if cpu and acc:
+    if platform.host_link.kind == 'c2c':
+      out += _c2c_rule(platform, acc)
+    elif cpu and acc:
       gen = min(cpu['pcie_gen'], acc['pcie_gen'])
       bw = float(platform.host_link.bandwidth)
       if bw > _x16(gen) * (1.0 + 1e-9):
@@ -491,6 +547,20 @@ def nic_slot_rule(platform, cpu, acc) -> list[tuple[str, str]]:
     platform.nic.attach == 'accelerator'
   )
   per_acc = count * bw / max(accels, 1.0)
+  if gpudirect and platform.host_link.kind == 'c2c':
+    # The NIC's DMA reaches the GPU's memory through its Grace and the
+    # NVLink-C2C link, not an x16 link of the GPU's own.
+    link = float(platform.host_link.bandwidth)
+    if per_acc > link * (1.0 + 1e-9):
+      return [
+        (
+          'nic_slot',
+          f'{count:g} NICs of {gbit:g} Gb/s on {accels:g} accelerators '
+          f'are {per_acc / GB:g} GB/s per accelerator, more than its '
+          f'NVLink-C2C host link carries ({link / GB:g} GB/s)',
+        )
+      ]
+    return []
   if gpudirect and per_acc > x16 * (1.0 + 1e-9):
     return [
       (
@@ -525,6 +595,64 @@ def _socket_rules(p, cpu):
   return out
 
 
+def _c2c_rule(p, acc):
+  """`pcie_generation` for an NVLink-C2C host link: the accelerator has
+  one (catalog `host_link`), and the link runs at most at its rate."""
+  if not acc:
+    return []
+  bw, rate = float(p.host_link.bandwidth), acc.get('c2c')
+  if rate is None:
+    return [
+      (
+        'pcie_generation',
+        f'{p.accelerator.name} has no NVLink-C2C host link: it reaches '
+        'its host over PCIe',
+      )
+    ]
+  if bw > rate * (1.0 + 1e-9):
+    return [
+      (
+        'pcie_generation',
+        f'the NVLink-C2C host link of {bw / GB:g} GB/s exceeds the '
+        f'{rate / GB:g} GB/s per direction of {p.accelerator.name}',
+      )
+    ]
+  return []
+
+
+def _memory_rule(p, cpu):
+  """`soldered` for a part with soldered memory (or a socket that says
+  it has), else `dimm`."""
+  fixed = cpu.get('soldered_gb')
+  if fixed is None and p.cpu.memory == 'dimm':
+    return _dimm_rule(p, cpu)
+  name, gb = p.cpu.name, float(p.cpu.ddr_capacity) / GB
+  if fixed is None:
+    return [
+      (
+        'soldered',
+        f'{name} takes DIMMs; its memory is not soldered on its module',
+      )
+    ]
+  out = []
+  if p.cpu.memory != 'soldered':
+    out.append(
+      (
+        'soldered',
+        f'the memory of {name} is soldered on its module, not in DIMMs',
+      )
+    )
+  if not math.isclose(gb, fixed, rel_tol=1e-9):
+    out.append(
+      (
+        'soldered',
+        f'{gb:g} GB of memory per socket is not the {fixed:g} GB soldered '
+        f'on every {name}',
+      )
+    )
+  return out
+
+
 def _dimm_rule(p, cpu):
   ddr = float(p.cpu.ddr_capacity)
   ch = cpu['ddr_channels']
@@ -554,7 +682,9 @@ def _dimm_rule(p, cpu):
 def _pcie_rule(p, cpu, trains):
   s = float(p.sockets_per_node)
   ports = float(root_ports(s, cpu['pcie_lanes'], cpu['pcie_lanes_multi']))
-  accels = float(p.accelerators_per_node) if trains else 0.0
+  # Accelerators on NVLink-C2C take no root port.
+  pcie = trains and p.host_link.kind == 'pcie'
+  accels = float(p.accelerators_per_node) if pcie else 0.0
   devices = accels + float(p.nic.count)
   if devices > ports * SWITCH_DEVICES:
     return [

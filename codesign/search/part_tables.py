@@ -136,8 +136,10 @@ def default_parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
   """(accelerators, CPUs) of the default space: every modelled catalog
   part the design space can wire (`buildability.in_design_space`: not
   the PCIe cards, whose peers are over PCIe while the space gives every
-  part one switch fabric), accelerators by bf16 FLOP/s then HBM
-  bandwidth, CPUs by DDR bandwidth per socket."""
+  part one switch fabric, nor the superchip GPUs GH200 and GB200, whose
+  host is their Grace), accelerators by bf16 FLOP/s then HBM bandwidth,
+  CPUs whose DDR the space buys in DIMMs (`buildability.in_cpu_space`:
+  not Grace, whose LPDDR5X is soldered) by DDR bandwidth per socket."""
   raw = catalog.raw()
   acc = sorted(
     filter(buildability.in_design_space, catalog.accelerator_names()),
@@ -147,7 +149,8 @@ def default_parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
     ),
   )
   cpu = sorted(
-    raw['cpus'], key=lambda n: (raw['cpus'][n]['ddr_bw_GBps_per_socket'], n)
+    filter(buildability.in_cpu_space, raw['cpus']),
+    key=lambda n: (raw['cpus'][n]['ddr_bw_GBps_per_socket'], n),
   )
   return tuple(acc), tuple(cpu)
 

@@ -75,6 +75,19 @@ ASSUMED = {
     10.0,
     'assumption: ~10 us per operator in a CPU framework',
   ),
+  # Soldered LPDDR5X (Grace). NVIDIA: LPDDR5X gives 53% more bandwidth
+  # than DDR5 'at one-eighth the power and at a similar cost'
+  # (hardwaretimes.com Grace announcement, NVIDIA's Grace slides).
+  'lpddr5x_usd_per_gb': (
+    2.4,
+    'assumption (L): the catalog DDR5 spot price (links.memory_price '
+    'ddr5_usd_per_GB) at NVIDIA\'s "similar cost" of LPDDR5X to DDR5',
+  ),
+  'lpddr5x_w_per_gb': (
+    0.0125,
+    'assumption (L): the assumed DDR 0.1 W/GB at one-eighth the power '
+    '(NVIDIA: LPDDR5X at one-eighth the power of DDR5, per bandwidth)',
+  ),
 }
 
 
@@ -163,6 +176,17 @@ _ACCEL_PRICE = {
     'assumption (L): the H100-PCIe derived $22,938 x 362.05/756.5 bf16 = '
     '$10,978, minus 48 GB GDDR6 at the HBM $/GB',
   ),
+  # Superchip GPUs (no public module price in our sources): the GPU alone,
+  # its Grace priced as the CPU part (`_CPU_PRICE`), its LPDDR5X per GB.
+  'GH200-H100-96GB': (
+    28640.0,
+    'derived (L): the H100-SXM5 $30k (HF MSRP, low) minus its 80 GB HBM '
+    'at the assumed $17/GB (same GH100 die and compute)',
+  ),
+  'GB200-B200-186GB': (
+    44444.0,
+    'assumption (L): the B200-HGX assumed $40k board x 2500/2250 bf16',
+  ),
 }
 
 
@@ -170,7 +194,10 @@ _ACCEL_PRICE = {
 # NVIDIA's data-centre GPUs, AMD's Instinct OAMs and EPYC, Google's TPUs,
 # Intel's Xeons.
 VENDOR_PREFIXES = (
-  (('V100', 'A100', 'H100', 'H200', 'B200', 'GH200', 'GB200', 'L40'), 'nvidia'),
+  (
+    ('V100', 'A100', 'H100', 'H200', 'B200', 'GH200', 'GB200', 'L40', 'Grace'),
+    'nvidia',
+  ),
   (('MI', 'EPYC'), 'amd'),
   (('TPU',), 'google'),
   (('Xeon',), 'intel'),
@@ -321,6 +348,12 @@ _CPU_PRICE = {
   ),
   'EPYC-7763 (Milan)': (7890.0, 'assumption: no list price in the catalog'),
   'EPYC-9654 (Genoa)': (11805.0, 'assumption: no list price in the catalog'),
+  'Grace-72C-480GB (Neoverse V2)': (
+    11258.0,
+    'assumption (L): no public price (sold only in GH200/GB200 modules); '
+    'the mean of the 2022-23 flagship sockets, Xeon 8480+ $10,710 and '
+    'EPYC 9654 $11,805 (both assumed)',
+  ),
 }
 
 # Cooper Lake and Sapphire Rapids run BF16 at twice the fp32 rate
@@ -335,7 +368,8 @@ _PCIE_X16_GBPS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 128.0}
 
 def host_vendor(cpu_name: str) -> str:
   """'amd' for an AMD host (`vendor`), else 'intel': the two makers whose
-  NIC post overheads `platform_presets.POST_OVERHEAD_S` holds."""
+  NIC post overheads `platform_presets.POST_OVERHEAD_S` holds (NCCL's
+  getNetOverhead gives every non-AMD host, Grace too, the Intel 1 us)."""
   return 'amd' if vendor(cpu_name) == 'amd' else 'intel'
 
 
@@ -378,14 +412,29 @@ def _ddr_population(name: str, per_channel: float, dimms_per_channel):
   return share, usd_per_gb, words
 
 
+def soldered_gb(name: str) -> float | None:
+  """The one memory capacity (GB) of catalog CPU `name` whose memory is
+  soldered on its module (Grace's LPDDR5X), None for a DIMM socket."""
+  gb = raw()['cpus'].get(name, {}).get('soldered_memory_gb')
+  return None if gb is None else float(gb)
+
+
 def cpu(
-  name: str, ddr_capacity_gb: float, dimms_per_channel: float | None = None
+  name: str,
+  ddr_capacity_gb: float | None = None,
+  dimms_per_channel: float | None = None,
 ) -> CpuSocket:
   """The catalog CPU `name` with `ddr_capacity_gb` of DDR on the socket,
   every channel alike with `dimms_per_channel` DIMMs (default: one DIMM
   up to the largest sold, two above: `dimms.dimms_per_channel`). The DDR
   is priced per GB at its DIMM size (`dimms.usd_per_gb`) and runs at the
-  CPU's speed for that many DIMMs per channel (`dimms.speed_share`)."""
+  CPU's speed for that many DIMMs per channel (`dimms.speed_share`).
+
+  A part with soldered memory (`soldered_gb`: Grace) has no DIMMs: its
+  memory runs at the catalog bandwidth, is priced and powered per GB as
+  LPDDR5X (`ASSUMED` lpddr5x_*), and its capacity is the part's
+  (default; another capacity builds the socket, which buildability's
+  `soldered` rule then refuses)."""
   parts = raw()['cpus']
   if name not in parts:
     raise InputError(
@@ -393,6 +442,10 @@ def cpu(
     )
   d = parts[name]
   src = _src(f'cpus.{name}', d)
+  if soldered_gb(name) is not None:
+    return _soldered_cpu(name, d, src, ddr_capacity_gb)
+  if ddr_capacity_gb is None:
+    raise InputError(f'CPU {name!r} needs a DDR capacity (its DIMMs)')
   price, price_src = _cpu_price(name, d, src)
   link_bw, link_src = _socket_link(d, src)
   lanes = d['pcie_lanes']
@@ -439,6 +492,66 @@ def cpu(
       ('power', src),
       ('ddr_power', _assume('ddr_power_w_per_gb')),
       ('access_granularity', 'x86 cache line, 64 B'),
+    ),
+  )
+
+
+def _soldered_cpu(name, d, src, ddr_capacity_gb) -> CpuSocket:
+  """`cpu` for a part with soldered memory (catalog entry `d`): its
+  catalog bandwidth (no DIMM derating), LPDDR5X price and power per GB;
+  the socket's TDP is the catalog's (which includes its memory) less the
+  memory's power at the part's own capacity, so that socket and memory
+  draw the catalog TDP together."""
+  fixed = soldered_gb(name)
+  gb = fixed if ddr_capacity_gb is None else float(ddr_capacity_gb)
+  price, price_src = _cpu_price(name, d, src)
+  link_bw, link_src = _socket_link(d, src)
+  lanes = d['pcie_lanes']
+  speedup = _CPU_BF16_SPEEDUP.get(name, 1.0)
+  fp32 = d['peak_fp32_tflops_at_base'] * TFLOPS
+  w_per_gb = assumed('lpddr5x_w_per_gb')
+  return CpuSocket(
+    name=name,
+    peak_flops_fp32=fp32,
+    peak_flops_bf16=fp32 * speedup,
+    ddr_bandwidth=d['ddr_bw_GBps_per_socket'] * GB,
+    ddr_capacity=gb * GB,
+    socket_links=float(d['socket_link_count']),
+    socket_link_bandwidth=link_bw * GB,
+    pcie_bandwidth=pcie_x16_bandwidth(d['pcie_gen']) * lanes / 16,
+    gemm_efficiency=assumed('cpu_gemm_efficiency'),
+    gemm_half_size=assumed('cpu_gemm_half_size'),
+    gather_efficiency=assumed('cpu_gather_efficiency'),
+    update_efficiency=assumed('cpu_update_efficiency'),
+    kernel_overhead=assumed('cpu_kernel_overhead_us') * 1e-6,
+    price=price,
+    ddr_price=assumed('lpddr5x_usd_per_gb') / GB,
+    power=float(d['tdp_w']) - fixed * w_per_gb,
+    ddr_power=w_per_gb / GB,
+    access_granularity=64,
+    memory='soldered',
+    sources=(
+      ('peak_flops_fp32', src + ' (cores x FLOP/cycle x base GHz)'),
+      ('peak_flops_bf16', src + f' (x{speedup} for 16-bit)'),
+      ('ddr_bandwidth', src + ' (soldered memory: no DIMM derating)'),
+      ('ddr_capacity', src + f' soldered_memory_gb ({fixed:g} GB, fixed)'),
+      ('socket_links', src),
+      ('socket_link_bandwidth', link_src),
+      ('pcie_bandwidth', src + f' ({lanes} lanes, catalog links.pcie)'),
+      ('gemm_efficiency', _assume('cpu_gemm_efficiency')),
+      ('gemm_half_size', _assume('cpu_gemm_half_size')),
+      ('gather_efficiency', _assume('cpu_gather_efficiency')),
+      ('update_efficiency', _assume('cpu_update_efficiency')),
+      ('kernel_overhead', _assume('cpu_kernel_overhead_us')),
+      ('price', price_src),
+      ('ddr_price', _assume('lpddr5x_usd_per_gb')),
+      (
+        'power',
+        src + f' tdp_w (with its memory) less its {fixed:g} GB at the '
+        'assumed LPDDR5X W/GB',
+      ),
+      ('ddr_power', _assume('lpddr5x_w_per_gb')),
+      ('access_granularity', 'Arm cache line, 64 B'),
     ),
   )
 

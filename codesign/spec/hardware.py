@@ -27,6 +27,15 @@ TOPOLOGIES = (
   'bridged_pairs',
 )
 NIC_ATTACH = ('accelerator', 'socket')
+# How the accelerators reach host memory (`HostLink.kind`): 'pcie' (an
+# x16 link each, all of them together no faster than the sockets' PCIe
+# lanes) or 'c2c' (NVLink-C2C, GH200/GB200: each accelerator's own
+# cache-coherent link to its Grace, not through the sockets' PCIe lanes).
+HOST_LINK_KINDS = ('pcie', 'c2c')
+# How a socket's memory is bought (`CpuSocket.memory`): 'dimm' (DIMMs in
+# slots, priced and derated per population: `codesign.spec.dimms`) or
+# 'soldered' (LPDDR5X on the package, Grace: one fixed capacity per part).
+MEMORY_KINDS = ('dimm', 'soldered')
 TRAINERS = ('accelerator', 'cpu')
 
 Sources = tuple[tuple[str, str], ...]
@@ -65,6 +74,12 @@ class CpuSocket:
     static=True, doc='DDR access size in bytes (one cache line)'
   )
   sources: Sources = field(static=True, doc='field -> source')
+  memory: str = field(
+    static=True,
+    default='dimm',
+    doc="one of MEMORY_KINDS: 'dimm' (DIMM populations, rule dimm) or "
+    "'soldered' (on-package LPDDR5X: the part's one capacity)",
+  )
 
 
 @dataclass
@@ -117,7 +132,8 @@ class Fabric:
 
 @dataclass
 class HostLink:
-  """The link from each accelerator to the host (PCIe)."""
+  """The link from each accelerator to the host: PCIe, or NVLink-C2C to
+  its Grace (`kind`, one of HOST_LINK_KINDS)."""
 
   bandwidth: float = field(unit='gb_per_s', doc='per accelerator, per dir')
   latency: float = field(unit='us', doc='per-transfer latency, s')
@@ -125,6 +141,12 @@ class HostLink:
     doc='fraction of bandwidth for row reads from host memory (UVM)'
   )
   sources: Sources = field(static=True, doc='field -> source')
+  kind: str = field(
+    static=True,
+    default='pcie',
+    doc="one of HOST_LINK_KINDS: 'pcie' (capped by the sockets' PCIe "
+    "lanes) or 'c2c' (NVLink-C2C to the accelerator's Grace: not)",
+  )
 
 
 @dataclass

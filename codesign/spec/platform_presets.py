@@ -117,6 +117,30 @@ def host_link(pcie_gen: int) -> HostLink:
   )
 
 
+def c2c_host_link(part: str) -> HostLink:
+  """The NVLink-C2C host link of superchip accelerator `part` (GH200,
+  GB200): its catalog rate per direction into its Grace's LPDDR5X, not
+  through the Grace's PCIe lanes (`HostLink.kind` 'c2c')."""
+  d = catalog.raw()['accelerators'][part]
+  src = f'catalog: accelerators.{part} host_link_GBps_per_direction'
+  return HostLink(
+    bandwidth=d['host_link_GBps_per_direction'] * GB,
+    latency=_LAT['pcie5_gpu_p2p_read_us_min'] * 1e-6,
+    random_access_efficiency=0.1,
+    kind='c2c',
+    sources=(
+      ('bandwidth', src + ' (NVLink-C2C, catalog links.nvlink_c2c)'),
+      (
+        'latency',
+        'assumption (L): no NVLink-C2C latency in our sources; the PCIe '
+        'Gen5 value (' + _LAT_SRC + ' pcie5_gpu_p2p_read_us_min) as an '
+        'upper bound',
+      ),
+      ('random_access_efficiency', _TREC_SRC),
+    ),
+  )
+
+
 # The network's latency per message: NCCL's per-step latency of its ring
 # LL protocol on the network, the step with the least protocol work
 # (github NVIDIA/nccl src/graph/tuning.cc hwLatencies[NCCL_HW_NET] Ring
@@ -642,6 +666,50 @@ def h100_pcie_8() -> Platform:
   )
 
 
+GRACE = 'Grace-72C-480GB (Neoverse V2)'
+
+
+def gh200() -> Platform:
+  """A quad GH200 node as HPE Cray EX254n builds it (the CSCS Alps node,
+  github eth-cscs/cscs-docs docs/alps/hardware.md: 2,688 nodes with
+  10,752 Grace sockets and 10,752 GPUs, four GH200 modules and four NICs
+  a node; H): 4 x GH200 (Hopper GPU, 96 GB HBM3; Grace, 480 GB LPDDR5X),
+  each GPU reaching its Grace's memory over NVLink-C2C (450 GB/s per
+  direction, not through PCIe), the four GPUs joined all-to-all by their
+  18 NVLink4 links (6 to each peer), one NIC per superchip.
+
+  Preset choices with their confidence:
+  - LPDDR5X 480 GB per Grace: the catalog's one Grace part (the GH200
+    datasheet's size); Alps' own size is not in the sources we hold (M).
+  - NICs: HPE Slingshot 11 at 200 Gb/s, one per GH200, on the Grace's
+    PCIe Gen5 (the rate as recalled, not in the pages we hold: M);
+    GPUDirect (the NIC's DMA reaches HBM through its Grace and C2C).
+  - Grace-to-Grace traffic crosses the GPUs' NVLink in this node; the
+    model's socket links are the Grace part's C2C (the Grace CPU
+    Superchip's): only CPU-pooled lookups (no UVM) see them (L).
+  - chassis price and power: half the 8-GPU DGX presets' (L).
+  """
+  part = 'GH200-H100-96GB'
+  p = _platform(
+    'gh200',
+    'accelerator',
+    1,
+    4,
+    4,
+    catalog.cpu(GRACE),
+    catalog.accelerator(part),
+    accel_fabric(part, 'fully_connected'),
+    5,
+    nic(4, 200, 'accelerator', 5, catalog.host_vendor(GRACE)),
+    12500,
+    500,
+    'HPE Cray EX254n quad GH200 node (CSCS Alps); 480 GB LPDDR5X a Grace '
+    '(the catalog part), 4 x 200 Gb/s Slingshot 11 NICs and chassis are '
+    'preset choices',
+  )
+  return replace(p, host_link=c2c_host_link(part))
+
+
 PLATFORMS = {
   f.__name__: f
   for f in (
@@ -660,6 +728,7 @@ PLATFORMS = {
     dgx_b200,
     mi300x_8,
     h100_pcie_8,
+    gh200,
   )
 }
 

@@ -45,6 +45,8 @@ CHOICES: dict[tuple[type, str], tuple] = {
   (hardware.Platform, 'trainer'): hardware.TRAINERS,
   (hardware.Fabric, 'topology'): hardware.TOPOLOGIES,
   (hardware.Nic, 'attach'): hardware.NIC_ATTACH,
+  (hardware.HostLink, 'kind'): hardware.HOST_LINK_KINDS,
+  (hardware.CpuSocket, 'memory'): hardware.MEMORY_KINDS,
   (plan_lib.Plan, 'sharding'): plan_lib.SHARDINGS,
   (plan_lib.Plan, 'comm_precision'): plan_lib.COMM_PRECISIONS,
   (stack_lib.Stack, 'graph_scope'): stack_lib.GRAPH_SCOPES,
@@ -389,6 +391,10 @@ def platform_problems(p: hardware.Platform) -> list[str]:
     choice(p.fabric.topology, hardware.TOPOLOGIES, 'topology')
   if p.nic is not None:
     choice(p.nic.attach, hardware.NIC_ATTACH, 'NIC attachment')
+  if p.host_link is not None:
+    choice(p.host_link.kind, hardware.HOST_LINK_KINDS, 'host link kind')
+  if p.cpu is not None:
+    choice(p.cpu.memory, hardware.MEMORY_KINDS, 'CPU memory kind')
   for path, value in _known_leaves(p, ''):
     if path == 'accelerators_per_node' and p.trainer == 'cpu':
       continue  # unused on a CPU trainer

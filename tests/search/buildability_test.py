@@ -66,6 +66,22 @@ def _design(
   return dataclasses.replace(p, **changes)
 
 
+def _with_cpu(p, **changes):
+  return dataclasses.replace(p, cpu=dataclasses.replace(p.cpu, **changes))
+
+
+def _with_link(p, **changes):
+  link = dataclasses.replace(p.host_link, **changes)
+  return dataclasses.replace(p, host_link=link)
+
+
+def _gb200_tray(accels=4):
+  """A GB200 compute tray: 2 superchips, 2 Grace and 4 B200 on NVLink5."""
+  part = 'GB200-B200-186GB'
+  p = _design('gh200', part=part, topology='switch', accels=accels, sockets=2)
+  return dataclasses.replace(p, host_link=platform_presets.c2c_host_link(part))
+
+
 ILLEGAL = {
   # 16 MI300X on one Rome socket: an OAM full mesh is 8 modules.
   '16 MI300X on 1 Rome socket': (
@@ -176,6 +192,36 @@ ILLEGAL = {
     ),
     {'board', 'nic_slot'},
   ),
+  # Superchips (issue 21 item 6): Grace's LPDDR5X is soldered, one
+  # capacity (480 GB); GH200 ships one GPU per Grace, 1, 2 or 4 a node,
+  # on Grace only; GB200 4 B200 on 2 Grace; an NVLink-C2C host link joins
+  # only a part that has one, at most at its rate.
+  'Grace with 512 GB': (_design('gh200', ddr_gb=512), {'soldered'}),
+  'Grace memory bought in DIMMs': (
+    _with_cpu(platform_presets.get('gh200'), memory='dimm'),
+    {'soldered'},
+  ),
+  'a Xeon socket labelled soldered': (
+    _with_cpu(platform_presets.get('dgx_h100'), memory='soldered'),
+    {'soldered'},
+  ),
+  '2 GH200 on 2 Sapphire Rapids sockets': (
+    _design('gh200', cpu=SAPPHIRE, ddr_gb=1024, sockets=2, accels=2),
+    {'board'},
+  ),
+  '8 GH200 on 4 Grace': (
+    _design('gh200', accels=8),
+    {'fabric_domain', 'board'},
+  ),
+  'NVLink-C2C on an H100 SXM5': (
+    _with_link(platform_presets.get('dgx_h100'), kind='c2c'),
+    {'pcie_generation'},
+  ),
+  'GH200 C2C at 900 GB/s a direction': (
+    _with_link(platform_presets.get('gh200'), bandwidth=900e9),
+    {'pcie_generation'},
+  ),
+  '8 B200 (GB200) on 2 Grace': (_gb200_tray(accels=8), {'board'}),
 }
 
 
@@ -489,3 +535,31 @@ def test_traced_nic_rows_agree_with_the_rule_at_grid_points():
         traced, _, aux = decode(jnp.array(idx))
         g = np.asarray(bd.relative_violations(traced, aux))[rows]
         assert bool((g > 1e-9).any()) == bad, (acc, nics, rate, g)
+
+
+def test_superchips_pass_on_their_boards_and_stay_out_of_the_space():
+  """GH200 on 1, 2 and 4 Grace sockets, one GPU each, and the GB200 tray
+  pass every rule; their GPUs and Grace are not in the design space
+  (Grace's memory is soldered: no DIMM population to search)."""
+  gh = platform_presets.get('gh200')
+  assert bd.violations(gh) == []
+  for n in (1, 2):
+    assert bd.violations(_design('gh200', accels=n, sockets=n)) == [], n
+  assert bd.violations(_gb200_tray()) == []
+  grace = platform_presets.GRACE
+  assert catalog.soldered_gb(grace) == 480.0
+  assert not bd.in_cpu_space(grace)
+  assert all(bd.in_cpu_space(c) for c in catalog.raw()['cpus'] if c != grace)
+  for part in ('GH200-H100-96GB', 'GB200-B200-186GB'):
+    assert bd.is_superchip(part) and not bd.in_design_space(part)
+  assert not bd.is_superchip('H100-SXM5-80GB')
+
+
+def test_c2c_accelerators_take_no_root_port():
+  """4 Grace sockets have 16 x16 root ports, 64 devices behind switches:
+  61 NICs and 4 GH200 on NVLink-C2C are 61 devices (legal); on PCIe
+  links the same GPUs would be 65 (`pcie_lanes`)."""
+  p = _design('gh200', nics=61, nic_gbps=100)
+  assert bd.violations(p) == []
+  pcie = _with_link(p, kind='pcie', bandwidth=63e9)
+  assert 'pcie_lanes' in {r for r, _ in bd.violations(pcie)}

@@ -1,4 +1,5 @@
-"""Today's platform presets (issue 21): dgx_b200, mi300x_8, h100_pcie_8.
+"""Today's platform presets (issue 21): dgx_b200, mi300x_8, h100_pcie_8,
+gh200.
 Known answers from their sources: parts, counts, HBM, fabric links, host
 link and DDR as the vendor pages give them; each on a board that is sold;
 each evaluates finite on a small workload; a PCIe card is credited no
@@ -67,6 +68,23 @@ KNOWN = {
     63.0,
     4,
     400,
+  ),
+  # HPE Cray EX254n (CSCS Alps): 4 GH200 (96 GB HBM3, 18 NVLink4 x 25
+  # GB/s/dir, all-to-all), 4 Grace with 480 GB LPDDR5X each, NVLink-C2C
+  # 450 GB/s/dir per GPU, 4 x 200 Gb/s Slingshot NICs.
+  'gh200': (
+    'GH200-H100-96GB',
+    4,
+    'fully_connected',
+    18,
+    25.0,
+    96,
+    platform_presets.GRACE,
+    4,
+    1920,
+    450.0,
+    4,
+    200,
   ),
 }
 
@@ -166,3 +184,83 @@ def test_bridged_pairs_credit_one_peer_and_a_pcie_ring():
   ar2, alpha2 = terms.pair_ring(two, bridge, relay)
   assert float(ar2) == pytest.approx(bridge, rel=1e-3)
   assert float(alpha2) == pytest.approx(float(p.fabric.latency))
+
+
+def test_grace_and_superchip_numbers_are_the_sourced_ones():
+  g = catalog.cpu(platform_presets.GRACE)
+  # 72 Neoverse V2 cores x 4 x 128-bit SVE2 FMA (32 fp32 FLOP/cycle) x
+  # 3.1 GHz; no BF16 speedup credited.
+  assert float(g.peak_flops_fp32) == pytest.approx(72 * 32 * 3.1e9)
+  assert float(g.peak_flops_bf16) == float(g.peak_flops_fp32)
+  # Half the Grace CPU Superchip's 1 TB/s and 960 GB; soldered, so no
+  # DIMM derating; 4 x16 PCIe Gen5 (63 GB/s each).
+  assert float(g.ddr_bandwidth) == 500 * GB
+  assert float(g.ddr_capacity) == 480 * GB
+  assert g.memory == 'soldered'
+  assert float(g.pcie_bandwidth) == 4 * 63 * GB
+  # Price (assumed, L) and LPDDR5X at the DDR5 2.4 USD/GB; power: 250 W
+  # with its memory (half the superchip's 500 W), LPDDR5X at 0.1 / 8 W/GB.
+  assert float(g.price) == 11258.0
+  assert float(g.ddr_price) * GB == pytest.approx(2.4)
+  assert float(g.ddr_power) * GB == pytest.approx(0.0125)
+  assert float(g.power) + 480 * 0.0125 == pytest.approx(250.0)
+  for field in ('price', 'ddr_price', 'power', 'ddr_power', 'ddr_capacity'):
+    assert dict(g.sources)[field], field
+  # Another capacity builds (buildability refuses it: rule soldered).
+  assert float(catalog.cpu(platform_presets.GRACE, 512).ddr_capacity) == (
+    512 * GB
+  )
+  # GH200's Hopper: H100 SXM5 compute, 96 GB at 4 TB/s, 1,000 W module
+  # less its Grace's 250 W; priced as the H100 SXM5 board ($30k less 80 GB
+  # at 17 USD/GB).
+  h = catalog.accelerator('GH200-H100-96GB')
+  h100 = catalog.accelerator('H100-SXM5-80GB')
+  assert float(h.peak_flops_bf16) == float(h100.peak_flops_bf16)
+  assert float(h.hbm_capacity) == 96 * GB
+  assert float(h.hbm_bandwidth) == 4000 * GB
+  assert float(h.power) == 1000.0 - 250.0
+  assert float(h.price) == 30000.0 - 80 * 17.0 == float(h100.price)
+  # GB200's B200: 1,200 W, 186 GB at 8 TB/s, 2.5 PF bf16 dense; price the
+  # B200-HGX's assumed $40k x 2500/2250; C2C 900 GB/s bidir over 2 GPUs.
+  b = catalog.accelerator('GB200-B200-186GB')
+  assert float(b.power) == 1200.0
+  assert float(b.hbm_capacity) == 186 * GB
+  assert float(b.hbm_bandwidth) == 8000 * GB
+  assert float(b.peak_flops_bf16) == 2500e12
+  assert float(b.price) == pytest.approx(40000.0 * 2500 / 2250, abs=1.0)
+  link = platform_presets.c2c_host_link('GB200-B200-186GB')
+  assert (link.kind, float(link.bandwidth)) == ('c2c', 900 * GB / 2 / 2)
+
+
+def test_gh200_node_capex_and_power_by_hand():
+  p = hardware.as_arrays(platform_presets.get('gh200'))
+  usd, w = terms.nodes_capex_and_power(p)
+  # Chassis + 4 x (Grace + 480 GB LPDDR5X) + 4 x (GPU + 96 GB HBM) + 4 x
+  # 450 GB/s of NVLink at 5 USD per GB/s.
+  want_usd = 12500 + 4 * (11258 + 480 * 2.4) + 4 * (28640 + 96 * 17)
+  want_usd += 4 * 450 * 5.0
+  assert float(usd) == pytest.approx(want_usd) == pytest.approx(192228.0)
+  # Chassis 500 W + 4 x (244 + 6 W) + 4 x (750 W + 450 GB/s x 0.05 W), at
+  # the wall (fans 15%, supplies 94%).
+  parts_w = 500 + 4 * (244 + 480 * 0.0125) + 4 * (750 + 450 * 0.05)
+  assert parts_w == pytest.approx(4590.0)
+  assert float(w) == pytest.approx(parts_w * 1.15 / 0.94)
+
+
+def test_gh200_reads_host_memory_over_c2c():
+  """The same node with its tables forced into host memory: over
+  NVLink-C2C (4 x 450 GB/s) its UVM rows arrive faster than over the
+  PCIe x16 links (4 x 63 GB/s, under the Graces' 4 x 252 GB/s lanes)."""
+  w = wp.get('criteo_kaggle')
+  s = stack_presets.get('torchrec')
+  c2c = platform_presets.get('gh200')
+  pcie = dataclasses.replace(c2c, host_link=platform_presets.host_link(5))
+  pa, pb = hardware.as_arrays(c2c), hardware.as_arrays(pcie)
+  assert float(terms.host_link_rate(pa)) == 4 * 450 * GB
+  assert float(terms.host_link_rate(pb)) == pytest.approx(4 * 63 * GB, 1e-3)
+  steps = []
+  for p in (c2c, pcie):
+    pl = planner.make(w, p, s, placement='ddr', sharding='table_wise')
+    r = cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
+    steps.append(float(r.breakdown['embedding_gather_ddr']))
+  assert 0 < steps[0] < steps[1]

@@ -105,6 +105,31 @@ def test_fields_without_defaults_stay_required():
   assert schema.platform_from_json(pj).nic.sources == ()
 
 
+def test_platform_files_without_link_kind_or_memory_kind_still_load():
+  """Platform JSON written before NVLink-C2C and soldered memory (issue
+  21 item 6) has no host_link.kind nor cpu.memory: they take 'pcie' and
+  'dimm', and the platform is the preset, bit for bit. GH200's 'c2c' and
+  'soldered' survive a round trip; an unknown kind names the valid ones."""
+  old = schema.platform_to_json(platform_presets.get('dgx_h100'))
+  assert (old['host_link'].pop('kind'), old['cpu'].pop('memory')) == (
+    'pcie',
+    'dimm',
+  )
+  got = schema.platform_from_json(old)
+  assert (got.host_link.kind, got.cpu.memory) == ('pcie', 'dimm')
+  _same_bits(got, platform_presets.get('dgx_h100'))
+  gh = _round_trip(
+    platform_presets.get('gh200'),
+    schema.platform_to_json,
+    schema.platform_from_json,
+  )
+  assert (gh.host_link.kind, gh.cpu.memory) == ('c2c', 'soldered')
+  bad = schema.platform_to_json(platform_presets.get('gh200'))
+  bad['host_link']['kind'] = 'cxl'
+  with pytest.raises(InputError, match='pcie, c2c'):
+    schema.platform_from_json(bad)
+
+
 def test_every_problem_of_a_file_in_one_message(tmp_path):
   path = tmp_path / 'workload.json'
   path.write_text(json.dumps(BROKEN_WORKLOAD))

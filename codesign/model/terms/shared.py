@@ -100,8 +100,15 @@ def dense_elem_bytes(w: wl.Workload) -> int:
 
 
 def host_link_rate(p: Platform):
-  """Bytes/s from one node's host memory to its accelerators."""
-  return smooth_min(
-    p.accelerators_per_node * p.host_link.bandwidth,
-    p.sockets_per_node * p.cpu.pcie_bandwidth,
-  )
+  """Bytes/s from one node's host memory to its accelerators.
+
+  Over PCIe (`HostLink.kind` 'pcie') the accelerators' x16 links, no
+  faster together than the sockets' PCIe lanes. Over NVLink-C2C ('c2c':
+  GH200, GB200) each accelerator has its own link into its Grace's
+  memory, outside the Grace's PCIe lanes: the accelerators' links alone
+  (the memory's own rate still bounds the row reads: `embedding_ddr`).
+  """
+  links = p.accelerators_per_node * p.host_link.bandwidth
+  if p.host_link.kind == 'c2c':
+    return links
+  return smooth_min(links, p.sockets_per_node * p.cpu.pcie_bandwidth)

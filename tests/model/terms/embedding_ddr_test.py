@@ -268,3 +268,48 @@ def test_hbm_reserve():
   p = tiny_platform(hbm_capacity=need / 0.8)
   assert run(p, w, plan)['feasible']
   assert not run(p, w, plan, tiny_stack(hbm_reserve=0.25))['feasible']
+
+
+def _c2c(p, gbps):
+  """`p` with NVLink-C2C host links of `gbps` GB/s per accelerator."""
+  link = dataclasses.replace(p.host_link, kind='c2c', bandwidth=gbps * 1e9)
+  return dataclasses.replace(p, host_link=link)
+
+
+def test_c2c_host_link_is_not_capped_by_the_sockets_pcie():
+  # Over PCIe the 4 accelerators of a node reach host memory at
+  # smin(4 x 50, 2 sockets x 40 GB/s) ~ 80 GB/s; over NVLink-C2C (GH200)
+  # each has its own link into its Grace: 4 x 50 = 200 GB/s, whatever the
+  # sockets' PCIe lanes.
+  pcie = tiny_platform()
+  pcie = dataclasses.replace(
+    pcie, host_link=dataclasses.replace(pcie.host_link, bandwidth=50e9)
+  )
+  c2c = _c2c(tiny_platform(), 50.0)
+  close(ct.host_link_rate(hardware.as_arrays(pcie)), smin(4 * 50e9, 80e9))
+  close(ct.host_link_rate(hardware.as_arrays(c2c)), 4 * 50e9)
+  # No gradient to the sockets' PCIe lanes over C2C (finite, exactly 0).
+  g = jax.grad(lambda p: ct.host_link_rate(p) / 1e9)(hardware.as_arrays(c2c))
+  assert float(g.cpu.pcie_bandwidth) == 0.0
+  assert np.isfinite(float(g.host_link.bandwidth)) and g.host_link.bandwidth > 0
+
+
+def test_c2c_uvm_reads_and_pooled_vectors_use_the_c2c_rate():
+  # The DDR case of test_embedding_ddr_host_and_socket_terms over C2C at
+  # 50 GB/s per accelerator: the UVM reads (1 - c of the DDR lookups) run
+  # at 2 nodes x 4 x 50 GB/s x UVM_EFF = 40 GB/s, not the PCIe-capped
+  # 2 x smin(200, 80) x UVM_EFF ~ 16 GB/s, still no faster than DDR.
+  w, plan = ddr_case()
+  bd = run(_c2c(tiny_platform(), 50.0), w, plan)['breakdown']
+  c = 0.75
+  ddr_gather = 64 * DDR_LOOKUPS
+  ddr_rate = 2 * 2 * DDR_BW * CPU_GATHER
+  uvm_rate = 2 * 4 * 50e9 * UVM_EFF
+  cpu_t = c * ddr_gather / ddr_rate
+  uvm_t = (1 - c) * ddr_gather * smax(1 / uvm_rate, 1 / ddr_rate)
+  close(bd['embedding_gather_ddr'], cpu_t + uvm_t)
+  # The sockets' pooled vectors reach the accelerators at 4 x 50 GB/s a
+  # node.
+  all_hit = [0.75**1, 0.4375**2, 0.0**4]
+  pooled = c * sum(B * 64 * (1 - a) for a in all_hit) / 2  # per node
+  close(bd['host_transfer'], 2 * (pooled / (4 * 50e9) + HOST_LAT))
