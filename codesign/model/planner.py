@@ -331,7 +331,11 @@ def _candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
   tb = row_scale * table_bytes(w)
   share = min(1.0, max(0.0, free * ranks / float(tb.sum())))
   per_table = share * tb
-  big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
+  # Table-row-wise where there is more than one scale-up domain (its
+  # rows split over one domain's fabric); row-wise inside one domain.
+  # (A CPU trainer's domain is one node: `terms.domain_hosts`.)
+  domains = float(p.nodes) / float(terms.domain_hosts(hardware.as_arrays(p)))
+  big = 'table_row_wise' if domains > 1.0 else 'row_wise'
   by_size = tuple(big if b > 0.25 * free else 'table_wise' for b in per_table)
   if p.trainer == 'cpu':
     return (by_size,)

@@ -67,6 +67,8 @@ from codesign.model.terms.collectives import (
   several_nodes,
   several_ranks,
   switch_tiers,
+  torus_alltoall,
+  torus_hops,
 )
 from codesign.model.terms.dense import (
   MLP_FORWARD_SHARE,
@@ -119,6 +121,7 @@ from codesign.model.terms.shared import (
   STREAM_EFFICIENCY,
   Setup,
   dense_device,
+  domain_hosts,
   host_link_rate,
   peak_flops,
   ranks_per_node,
@@ -193,6 +196,9 @@ __all__ = [
   'pooled_cast_bytes',
   'pooled_to_host',
   'ranks_per_node',
+  'domain_hosts',
+  'torus_alltoall',
+  'torus_hops',
   'setup',
   'several_ranks',
   'SEARCHED_SHARDINGS',
