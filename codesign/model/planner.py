@@ -304,7 +304,7 @@ def make(
     return _build(
       w, p, s, (sharding,) * w.num_tables, placement, comm_precision, row_scale
     )
-  candidates = _candidates(w, p, s, row_scale)
+  candidates = auto_candidates(w, p, s, row_scale)
   if sharding == 'hybrid':
     candidates = tuple(hybrid_shardings(w, p, c) for c in candidates)
   plans = [
@@ -321,7 +321,7 @@ def make(
   return min(plans, key=rank)
 
 
-def _candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
+def auto_candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
   """The `auto` rule's candidate shardings (module docstring); a CPU
   trainer has one."""
   n_tables = w.num_tables

@@ -329,7 +329,7 @@ def several_nodes(nodes):
   return -jnp.expm1(-4.0 * jnp.maximum(nodes - 1.0, 0.0))
 
 
-def _split_volume(send, st: Setup):
+def split_volume(send, st: Setup):
   """(intra-domain, inter-domain) bytes per rank of `send` bytes spread
   over all ranks: the peers of its domain get (d - 1)/R of them."""
   a, r = st.per_domain, st.ranks
@@ -398,7 +398,7 @@ def alltoall_pooled(w, s, t, st: Setup, fab: Fabric, payload: int, p: Platform):
   if st.one_device:
     rank0 = st.batch * w.bottom_mlp[-1] * payload + (1.0 - st.dedicated) * send
     send = smooth_max(send, rank0)
-  v_intra, v_inter = _split_volume(send, st)
+  v_intra, v_inter = split_volume(send, st)
   v_intra = v_intra + st.batch * d_twrw * safe_div(a - 1.0, ranks)
   v_inter = v_inter + st.batch * d_twrw * safe_div(ranks - a, ranks * ranks)
   v_intra = v_intra + alltoall_extra_intra(v_inter, s, st)
@@ -429,7 +429,7 @@ def alltoall_ids(w, s, t, st: Setup, fab: Fabric, p: Platform):
     / st.ranks
   )
   a = st.per_domain
-  v_intra, v_inter = _split_volume(ids, st)
+  v_intra, v_inter = split_volume(ids, st)
   v_intra = v_intra + alltoall_extra_intra(v_inter, s, st)
   # Every call pays the per-peer latencies and the software latency.
   intra = sharded * (

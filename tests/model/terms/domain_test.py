@@ -108,13 +108,13 @@ def test_alltoall_nvl72_stays_on_the_fabric():
   send = 72e6
   s = dataclasses.replace(stack_presets.get('hugectr'), alltoall='flat')
   st1, fab1 = setup(18, 4, hosts=18), fabric(18, hosts=18)
-  v_intra, v_inter = co._split_volume(send, st1)
+  v_intra, v_inter = ct.split_volume(send, st1)
   assert (float(v_intra), float(v_inter)) == pytest.approx((71e6, 0.0))
   intra = float(co.intra_node_seconds(v_intra, fab1))
   assert intra == pytest.approx(71e6 / 300e9, rel=REL)
   assert float(co.alltoall_inter(v_inter, 1.0, s, st1, fab1)) == 0.0
   st2, fab2 = setup(18, 4), fabric(18)
-  v_intra, v_inter = co._split_volume(send, st2)
+  v_intra, v_inter = ct.split_volume(send, st2)
   assert (float(v_intra), float(v_inter)) == pytest.approx((3e6, 68e6))
   intra = float(co.intra_node_seconds(v_intra, fab2))
   assert intra == pytest.approx(10 * US, rel=REL)
@@ -194,8 +194,8 @@ def test_planner_splits_rows_inside_one_domain():
   big_w = dataclasses.replace(
     w, tables=tuple(dataclasses.replace(t, rows=10**9) for t in w.tables)
   )
-  assert 'row_wise' in planner._candidates(big_w, one, s, 1.0)[0]
-  assert 'table_row_wise' in planner._candidates(big_w, plain, s, 1.0)[0]
+  assert 'row_wise' in planner.auto_candidates(big_w, one, s, 1.0)[0]
+  assert 'table_row_wise' in planner.auto_candidates(big_w, plain, s, 1.0)[0]
 
 
 # ---- the torus -------------------------------------------------------------
