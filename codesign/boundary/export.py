@@ -5,10 +5,12 @@ dict, what TorchRec's sharding planner
 (`torchrec.distributed.planner.EmbeddingShardingPlanner`) takes:
 
   topology        keyword arguments of `planner.Topology`: world_size,
-                  local_world_size, compute_device, hbm_cap and ddr_cap
-                  (bytes per rank), intra_host_bw, inter_host_bw,
-                  hbm_mem_bw, ddr_mem_bw, hbm_to_ddr_mem_bw (TorchRec's
-                  unit: bytes per millisecond, per rank);
+                  local_world_size (the ranks of one scale-up domain:
+                  a node's, or `Fabric.hosts_per_domain` nodes', the
+                  ranks TorchRec's intra_host_bw joins), compute_device,
+                  hbm_cap and ddr_cap (bytes per rank), intra_host_bw,
+                  inter_host_bw, hbm_mem_bw, ddr_mem_bw, hbm_to_ddr_mem_bw
+                  (TorchRec's unit: bytes per millisecond, per rank);
   batch_size      samples per rank per step (the planner's batch_size);
   storage_reservation
                   keyword arguments of `HeuristicalStorageReservation`
@@ -221,6 +223,11 @@ def _ranks(p: Platform) -> tuple[int, int]:
   return int(round(float(p.nodes))), per_node
 
 
+def _domain_hosts(p: Platform) -> int:
+  """Hosts per scale-up domain (`terms.domain_hosts`; 1 on CPUs)."""
+  return int(round(float(terms.domain_hosts(hardware.as_arrays(p)))))
+
+
 def _node_ddr(p: Platform) -> float:
   """DDR bytes per node."""
   return float(p.sockets_per_node) * float(p.cpu.ddr_capacity)
@@ -234,7 +241,7 @@ def _topology(w: wl.Workload, p: Platform, s: Stack) -> tuple[dict, dict]:
   bw = _fabric(w, p, s)
   topology = {
     'world_size': nodes * per_node,
-    'local_world_size': per_node,
+    'local_world_size': per_node * _domain_hosts(p),
     'compute_device': 'cpu' if cpu_trainer else 'cuda',
     'hbm_cap': 0 if cpu_trainer else int(float(p.accelerator.hbm_capacity)),
     'ddr_cap': int(_node_ddr(p) / per_node),

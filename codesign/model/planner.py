@@ -304,7 +304,7 @@ def make(
     return _build(
       w, p, s, (sharding,) * w.num_tables, placement, comm_precision, row_scale
     )
-  candidates = _candidates(w, p, s, row_scale)
+  candidates = auto_candidates(w, p, s, row_scale)
   if sharding == 'hybrid':
     candidates = tuple(hybrid_shardings(w, p, c) for c in candidates)
   plans = [
@@ -321,7 +321,7 @@ def make(
   return min(plans, key=rank)
 
 
-def _candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
+def auto_candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
   """The `auto` rule's candidate shardings (module docstring); a CPU
   trainer has one."""
   n_tables = w.num_tables
@@ -331,7 +331,11 @@ def _candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
   tb = row_scale * table_bytes(w)
   share = min(1.0, max(0.0, free * ranks / float(tb.sum())))
   per_table = share * tb
-  big = 'table_row_wise' if float(p.nodes) > 1.0 else 'row_wise'
+  # Table-row-wise where there is more than one scale-up domain (its
+  # rows split over one domain's fabric); row-wise inside one domain.
+  # (A CPU trainer's domain is one node: `terms.domain_hosts`.)
+  domains = float(p.nodes) / float(terms.domain_hosts(hardware.as_arrays(p)))
+  big = 'table_row_wise' if domains > 1.0 else 'row_wise'
   by_size = tuple(big if b > 0.25 * free else 'table_wise' for b in per_table)
   if p.trainer == 'cpu':
     return (by_size,)

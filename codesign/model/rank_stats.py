@@ -8,9 +8,10 @@ busiest rank those bounds approximate:
 - table_wise: whole tables, largest load first, each onto the table rank
   with the least load so far (greedy LPT; Graham 1969: its busiest rank
   is at most 4/3 - 1/(3R) times the best possible);
-- table_row_wise: each table, largest first, onto the node whose busiest
-  table rank would then be least loaded, its rows evenly over that
-  node's table ranks;
+- table_row_wise: each table, largest first, onto the scale-up domain
+  (a node, or `Fabric.hosts_per_domain` nodes) whose busiest table rank
+  would then be least loaded, its rows evenly over that domain's table
+  ranks;
 - row_wise, column_wise, data_parallel: evenly over every table rank.
 Table ranks are all R ranks, except rank 0 when the stack runs the
 bottom MLP alone on it (`terms.setup`: one device, more than 4 ranks).
@@ -66,7 +67,8 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
     global batch), `seconds` (embedding seconds per step of the table on
     the rank or ranks that hold it); and scalars `replica_seconds`
     (seconds per rank of updating the data-parallel replicas), `ranks`,
-    `per_node`, `dedicated` (1 when rank 0 holds no tables, else 0),
+    `per_node`, `per_domain` (ranks of one scale-up domain), `dedicated`
+    (1 when rank 0 holds no tables, else 0),
     `dense_hbm_bytes` (dense model per rank), `hbm_available_bytes` (per
     rank, after the stack's reserve; 0 on a CPU trainer),
     `model_hbm_bytes` (the model's HBM requirement of the busiest rank)
@@ -91,6 +93,7 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
     'replica_seconds': float(x['replica_s']),
     'ranks': int(round(float(st.ranks))),
     'per_node': int(round(float(st.per_node))),
+    'per_domain': int(round(float(st.per_domain))),
     'dedicated': int(round(float(st.dedicated))),
     'dense_hbm_bytes': 0.0
     if st.cpu_trainer
@@ -189,7 +192,8 @@ def assign(
     load: (T,) each table's load (seconds); larger goes first.
     size: (T,) each table's bytes, the tie-break (equal loads, or none).
     ranks: R, all ranks.
-    per_node: ranks per node.
+    per_node: ranks per table-row-wise group: one scale-up domain's
+      (`Setup.per_domain`).
     dedicated: 1 when rank 0 holds no tables.
     capacity: bytes of `size` one rank can hold: a table goes to the
       least-loaded rank (node) it fits on, as TorchRec's greedy
@@ -309,7 +313,7 @@ def _placement(plan: Plan, pt: dict, size, dp, cpu: bool) -> np.ndarray:
     pt['seconds'],
     size,
     pt['ranks'],
-    pt['per_node'],
+    pt['per_domain'],
     pt['dedicated'],
     capacity=room,
   )

@@ -13,9 +13,12 @@ Two forms of the same rules:
 Rules (`RULES`), with their sources:
 - `max_sockets` / `min_sockets`: sockets per node within the CPU's
   socket scalability (catalog `max_sockets`, `min_sockets`).
-- `fabric_domain`: accelerators per node within the largest scale-up
-  domain of the part on its topology (`FABRICS`); for parts not in it,
-  a full mesh holds at most links + 1 and a hybrid cube mesh 8.
+- `fabric_domain`: accelerators per scale-up domain (per node x
+  `Fabric.hosts_per_domain`) within the largest domain of the part on
+  its topology (`FABRICS`); for parts not in it, a full mesh holds at
+  most links + 1 and a hybrid cube mesh 8; a domain of several hosts
+  spans whole hosts of the cluster (an integer count, at most `nodes`;
+  the relaxed search keeps it at 1).
 - `topology`: the fabric is one the part can form (`FABRICS`: a PCIe
   card never a switch; bridged pairs only with an NVLink bridge).
 - `pcie_lanes`: every accelerator and NIC takes an x16; beyond the
@@ -439,7 +442,8 @@ def relative_violations(p: hardware.Platform, aux: dict):
       p.sockets_per_node / aux['max_sockets'] - 1.0,
       p.cpu.ddr_capacity / aux['max_ddr'] - 1.0,
       aux['min_sockets'] / p.sockets_per_node - 1.0,
-      p.accelerators_per_node / aux['fabric_domain'] - 1.0,
+      p.accelerators_per_node * p.fabric.hosts_per_domain / aux['fabric_domain']
+      - 1.0,
       aux['devices'] / (aux['ports'] * SWITCH_DEVICES) - 1.0,
       nic.bandwidth / aux['x16'] - 1.0,
       per_acc / (aux['x16'] * jnp.maximum(p.accelerators_per_node, 1.0)) - 1.0,
@@ -708,7 +712,8 @@ def switches_needed(devices: float, ports: float) -> int:
 
 def _fabric_rules(p, acc):
   topo = p.fabric.topology
-  n = float(p.accelerators_per_node)
+  hosts = float(p.fabric.hosts_per_domain)
+  n = float(p.accelerators_per_node) * hosts
   links = float(p.fabric.links_per_accelerator)
   name = p.accelerator.name
   out = []
@@ -728,11 +733,20 @@ def _fabric_rules(p, acc):
   if topo == 'fully_connected':
     mesh = links + 1.0
     domain = mesh if domain is None else min(domain, mesh)
+  where = 'per node' if hosts == 1.0 else f'per domain of {hosts:g} hosts'
   if domain is not None and n > domain:
     out.append(
       (
         'fabric_domain',
-        f'{n:g} {name} per node exceed the {domain:g} its {topo} fabric holds',
+        f'{n:g} {name} {where} exceed the {domain:g} its {topo} fabric holds',
+      )
+    )
+  if hosts != round(hosts) or hosts > float(p.nodes):
+    out.append(
+      (
+        'fabric_domain',
+        f'a scale-up domain of {hosts:g} hosts is not whole hosts of the '
+        f'{float(p.nodes):g} nodes',
       )
     )
   return out

@@ -20,7 +20,10 @@ Technology couplings of real parts (the rules: `codesign.search.buildability`):
   Infinity Fabric generation); the fabric is modelled as a switch (every
   peer one hop: NVSwitch, or the OAM parts' full mesh) of at most the
   part's domain per node (8 on HGX boards and OAM, 16 V100 as DGX-2: the
-  `fabric_domain` constraint);
+  `fabric_domain` constraint); the scale-up domain is one node
+  (`Fabric.hosts_per_domain` fixed at its default 1: no catalog part
+  forms a domain across hosts yet, so GB200 NVL72 racks and TPU slices
+  are presets and user JSON only, not searched);
 - the PCIe host link runs at the lower generation of its two ends; every
   accelerator and NIC is an x16 device: past the sockets' root ports, PCIe
   switches fan them out, each paid for (price, power) and sharing its

@@ -25,6 +25,7 @@ TOPOLOGIES = (
   'ring',
   'pcie_only',
   'bridged_pairs',
+  'torus',
 )
 NIC_ATTACH = ('accelerator', 'socket')
 # How the accelerators reach host memory (`HostLink.kind`): 'pcie' (an
@@ -108,7 +109,15 @@ class Accelerator:
 
 @dataclass
 class Fabric:
-  """The scale-up fabric between the accelerators of one node."""
+  """The scale-up fabric: it joins the accelerators of `hosts_per_domain`
+  hosts (one scale-up domain; 1: the accelerators of one node, as in an
+  HGX board; 18: GB200 NVL72's NVLink across 18 compute trays; a TPU
+  slice's ICI across its hosts). Traffic between the hosts of a domain
+  rides the fabric; traffic between domains crosses the NICs of all the
+  domain's hosts (`codesign.model.terms.collectives`). Topology `torus`:
+  a k-ary D-cube with wraparound, D = links_per_accelerator / 2 (TPU
+  v4/v5p ICI: 3-D, 6 links a chip), every peer reached through the chips
+  between (`collectives.torus_alltoall`)."""
 
   topology: str = field(static=True, doc='one of TOPOLOGIES')
   links_per_accelerator: float = field(doc='fabric links per accelerator')
@@ -127,6 +136,18 @@ class Fabric:
     default=False,
     doc='the switch reduces allreduce data itself (NVLink SHARP, NCCL '
     'NVLS: third-generation NVSwitch, H100 and later)',
+  )
+  hosts_per_domain: float = field(
+    default=1.0,
+    doc='hosts (nodes) whose accelerators share this fabric, one scale-up '
+    'domain: its ranks are accelerators_per_node x hosts_per_domain, the '
+    'domains nodes / hosts_per_domain (taken at most nodes). 1: one node '
+    '(HGX/DGX boards). 18: GB200 NVL72, 72 GPUs on NVLink5 switch trays '
+    'across 18 compute trays of 4 GPUs (docs.nvidia.com Mission Control '
+    'NVLink chapter: 9 NVLink switch trays a rack; MLCommons GB200-NVL72 '
+    'system descriptions: 4 accelerators per node; high). TPU v5p: 4 '
+    'chips per host on an ICI 3-D torus, 16 hosts a 4x4x4 cube, slices '
+    'up to 16x16x24 (cloud.google.com/tpu/docs/v5p; high)',
   )
 
 
@@ -296,6 +317,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'fabric.efficiency': (0.05, 1.0),
   'fabric.bandwidth_price': (1e-12, 1e-6),
   'fabric.bandwidth_power': (1e-13, 1e-7),
+  'fabric.hosts_per_domain': (1.0, 1024.0),
   'host_link.bandwidth': (1e9, 1e12),
   'host_link.latency': (1e-8, 1e-3),
   'host_link.random_access_efficiency': (0.01, 1.0),

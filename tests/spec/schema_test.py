@@ -143,7 +143,7 @@ def test_every_problem_of_a_file_in_one_message(tmp_path):
   # The same from each part of a platform and from a stack.
   pj = schema.platform_to_json(platform_presets.get('zion'))
   pj['nodes'] = 0
-  pj['fabric']['topology'] = 'torus'
+  pj['fabric']['topology'] = 'dragonfly'
   del pj['cpu']['power_w']
   pj['nic']['count'] = 'two'
   with pytest.raises(InputError) as e:
@@ -153,7 +153,7 @@ def test_every_problem_of_a_file_in_one_message(tmp_path):
   for words in (
     'missing key platform.cpu.power_w',
     "platform.nic.count must be a number, got 'two'",
-    "unknown topology 'torus' (valid choices: switch,",
+    "unknown topology 'dragonfly' (valid choices: switch,",
     'platform.nodes must lie in [1, 1024], got 0',
   ):
     assert words in message, (words, message)

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign.core.smooth import safe_div, smooth_max, smooth_min
-from codesign.model.terms.shared import Setup, host_link_rate
+from codesign.model.terms.shared import Setup, domain_hosts, host_link_rate
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
 from codesign.spec.plan import Plan
@@ -94,18 +94,25 @@ ALGO_P = 32
 class Fabric(NamedTuple):
   """Per-rank bandwidths (B/s) and latencies (s).
 
-  direct: all-to-all bandwidth to the peers a rank reaches over its own
-  fabric links; direct_share: the share of its node's peers it reaches
-  so; relay: bandwidth to the other peers, which NCCL's point-to-point
-  sends reach through the host (PCIe), not over other GPUs' links;
-  allreduce: ring bandwidth inside a node (a ring embeds in every
-  topology); alpha: intra-node latency per step; nic: one node's
-  scale-out bandwidth (NICs bounded by their slots and, with GPUDirect,
-  the accelerators' host links; leaf oversubscription applied);
-  nic_alpha: the network's latency per message (NIC to NIC, across the
-  switch tiers); post: host time to post one network message; nodes:
-  the node count; in_network: 1.0 where the switches reduce (SHARP),
-  else 0.0 (static); nvls: likewise for NVLink SHARP (static).
+  "Intra" is inside one scale-up domain (`Setup.per_domain` ranks: one
+  node's, or `Fabric.hosts_per_domain` nodes'), "inter" between
+  domains, over the NICs.
+
+  direct: all-to-all bandwidth to the peers a rank reaches over the
+  fabric without the host (its own links; on a torus, through the other
+  chips' routers); direct_share: the share of its domain's peers it
+  reaches so; relay: bandwidth to the other peers, which NCCL's
+  point-to-point sends reach through the host (PCIe), not over other
+  GPUs' links; allreduce: ring bandwidth inside a domain (a ring embeds
+  in every topology); alpha: intra-domain latency per step; nic: one
+  node's scale-out bandwidth (NICs bounded by their slots and, with
+  GPUDirect, the accelerators' host links; leaf oversubscription
+  applied); nic_alpha: the network's latency per message (NIC to NIC,
+  across the switch tiers); post: host time to post one network
+  message; domains: the domains the network joins (the node count when a
+  domain is one node); hosts: nodes per domain, whose NICs together
+  carry the domain's traffic; in_network: 1.0 where the switches reduce
+  (SHARP), else 0.0 (static); nvls: likewise for NVLink SHARP (static).
   """
 
   direct: jax.Array
@@ -116,22 +123,25 @@ class Fabric(NamedTuple):
   nic: jax.Array
   nic_alpha: jax.Array
   post: jax.Array
-  nodes: jax.Array
+  domains: jax.Array
+  hosts: jax.Array
   in_network: float
   nvls: float
 
 
 def direct_share(p: Platform):
-  """Share of a node's other accelerators that one reaches over its own
-  fabric links: every one on a switch; `links` of them fully connected;
-  log2(A) + 1 on a hybrid cube mesh (DGX-1: 4 of 7); 2 on a ring; its
-  one bridged peer on bridged pairs (PCIe cards joined in twos by NVLink
-  bridges: all `links` go to that peer); none on PCIe only."""
+  """Share of a domain's other accelerators that one reaches over the
+  fabric: every one on a switch and on a torus (through the routers of
+  the chips between); `links` of them fully connected; log2(A) + 1 on a
+  hybrid cube mesh (DGX-1: 4 of 7); 2 on a ring; its one bridged peer on
+  bridged pairs (PCIe cards joined in twos by NVLink bridges: all
+  `links` go to that peer); none on PCIe only. A domain's accelerators
+  are those of its hosts (a domain of one node: A per node)."""
   f = p.fabric
-  a = p.accelerators_per_node
+  a = p.accelerators_per_node * domain_hosts(p)
   peers = a - 1.0
   topo = f.topology
-  if topo == 'switch':
+  if topo in ('switch', 'torus'):
     return jnp.ones_like(a)
   if topo == 'fully_connected':
     reach = f.links_per_accelerator
@@ -162,6 +172,43 @@ def pair_ring(p: Platform, bridge, relay):
   lat = p.fabric.latency
   alpha = lat + g * jnp.maximum(p.host_link.latency - lat, 0.0)
   return ar, alpha
+
+
+def torus_hops(ranks, links):
+  """Mean hops from a rank to its peers on a k-ary D-cube with
+  wraparound (a torus; TPU v4/v5p ICI: D = 3, 6 links a chip), D = links
+  / 2 and k = ranks^(1/D) chips a side.
+
+  Derivation: on a ring of k (k even) the distances to the k nodes sum
+  to k^2/4 (0, 1, ..., k/2, ..., 1), a mean of k/4 over all k; on the
+  D-cube the hop count is the sum over dimensions, so the sum over the
+  N = k^D destinations is N D k/4 and the mean over the N - 1 peers D
+  k/4 x N/(N - 1) (Dally and Towles, Principles and Practices of
+  Interconnection Networks, 2004, ch. 3: average distance of a k-ary
+  n-cube, nk/4 for even k). At least one hop. Smooth in `ranks` and
+  `links` (the relaxation's continuous counts).
+  """
+  dims = 0.5 * links
+  side = jnp.maximum(ranks, 1.0) ** (1.0 / dims)
+  hops = dims * side / 4.0 * safe_div(ranks, ranks - 1.0, 0.5)
+  return jnp.maximum(hops, 1.0)
+
+
+def torus_alltoall(ranks, links, link_rate):
+  """Bytes/s per rank of a uniform all-to-all on a torus of `ranks` chips
+  with `links` links each of `link_rate` per direction.
+
+  Each rank's bytes cross `torus_hops` links on the way (minimal routes,
+  spread evenly over the dimensions and both directions by symmetry);
+  every chip drives `links` x `link_rate` out, so the whole torus moves
+  N x links x rate link-bytes a second and a rank's V bytes take V x
+  hops / (links x rate): per rank links x rate / hops. On a k-ary 3-cube
+  (6 links) that is 8 rate / k x (N - 1)/N, the bisection bound too:
+  2 k^2 wraparound links a direction across the cut, (N/2)^2 m bytes to
+  cross with m = V/(N - 1) per pair, (N/2)^2 m / (2 k^2 rate) = V k/(8
+  rate) x N/(N - 1).
+  """
+  return links * link_rate / torus_hops(ranks, links)
 
 
 def switch_tiers(p: Platform):
@@ -226,11 +273,21 @@ def fabric(p: Platform, s: Stack, st: Setup) -> Fabric:
       alpha = p.host_link.latency
     else:
       f = p.fabric
+      # A ring embeds in every topology at the links' rate; on a torus,
+      # a k-ary D-cube has D edge-disjoint Hamiltonian cycles (Bae and
+      # Bose, IEEE Trans. Computers 52(10), 2003), each run both ways:
+      # 2D = links rings at once.
       ar = f.links_per_accelerator * f.link_bandwidth * f.efficiency
       direct, share = ar, direct_share(p)
       alpha = f.latency
       if f.topology == 'bridged_pairs':
         ar, alpha = pair_ring(p, ar, relay)
+      elif f.topology == 'torus':
+        direct = torus_alltoall(
+          st.per_domain,
+          f.links_per_accelerator,
+          f.link_bandwidth * f.efficiency,
+        )
   nvls = (
     not st.cpu_trainer
     and p.fabric.in_switch_reduction
@@ -245,14 +302,15 @@ def fabric(p: Platform, s: Stack, st: Setup) -> Fabric:
     nic=nic_rate(p, st.cpu_trainer),
     nic_alpha=network_latency(p),
     post=p.nic.post_overhead,
-    nodes=p.nodes,
+    domains=st.domains,
+    hosts=domain_hosts(p),
     in_network=float(p.nic.in_network_reduction),
     nvls=float(nvls),
   )
 
 
 def intra_node_seconds(volume, fab: Fabric):
-  """Seconds for a rank to send `volume` bytes spread over its node's
+  """Seconds for a rank to send `volume` bytes spread over its domain's
   peers: the directly linked share over the fabric and the rest through
   the host at the same time."""
   direct = volume * fab.direct_share / fab.direct
@@ -267,50 +325,53 @@ def several_ranks(st: Setup):
 
 
 def several_nodes(nodes):
-  """About 1 with two nodes or more, 0 with one (as `several_ranks`)."""
+  """About 1 with two nodes (domains) or more, 0 with one (as
+  `several_ranks`)."""
   return -jnp.expm1(-4.0 * jnp.maximum(nodes - 1.0, 0.0))
 
 
-def _split_volume(send, st: Setup):
-  """(intra-node, inter-node) bytes per rank of `send` bytes spread over
-  all ranks."""
-  a, r = st.per_node, st.ranks
+def split_volume(send, st: Setup):
+  """(intra-domain, inter-domain) bytes per rank of `send` bytes spread
+  over all ranks: the peers of its domain get (d - 1)/R of them."""
+  a, r = st.per_domain, st.ranks
   return send * safe_div(a - 1.0, r), send * safe_div(r - a, r)
 
 
 def alltoall_inter(v_inter, calls, s: Stack, st: Setup, fab: Fabric):
   """Seconds of the network part of `calls` all-to-alls in which each
-  rank sends `v_inter` bytes (in all) to the ranks of other nodes.
+  rank sends `v_inter` bytes (in all) to the ranks of other domains.
 
-  The node's NICs carry what its `a` ranks send. NCCL posts every send
-  of a grouped all-to-all at once, so a call waits one network latency
-  (at NCCL's Simple protocol overhead: `NET_US` ring Simple less its LL
-  floor) plus the host time to post each message (`Nic.post_overhead`,
-  NCCL's getNetOverhead), not one latency per peer. A flat all-to-all
-  posts one message per remote rank, a(n - 1); a hierarchical one
-  (HugeCTR's IB_NVLink_Hierarchical) gathers a node's data for each node
-  over NVLink first and posts one message per node pair, n - 1 per rank
+  Each node's NICs carry what its `a` ranks send (a domain of h nodes:
+  its d = a h ranks over h nodes' NICs, the same rate). NCCL posts every
+  send of a grouped all-to-all at once, so a call waits one network
+  latency (at NCCL's Simple protocol overhead: `NET_US` ring Simple less
+  its LL floor) plus the host time to post each message
+  (`Nic.post_overhead`, NCCL's getNetOverhead), not one latency per
+  peer. A flat all-to-all posts one message per remote rank, d(n - 1)
+  over n domains; a hierarchical one (HugeCTR's IB_NVLink_Hierarchical)
+  gathers a domain's data for each domain over the fabric first and
+  posts one message per domain pair, n - 1 per rank
   (`alltoall_extra_intra` charges the gather). oneCCL's default
   all-to-all over OFI (`scatter`: every isend and irecv posted at once;
   oneCCL selector_alltoall.cpp) is flat the same way, without NCCL's
   protocol overhead.
   """
-  a, n = st.per_node, fab.nodes
+  a, d, n = st.per_node, st.per_domain, fab.domains
   simple = (NET_US[('ring', 'simple')] - NET_FLOOR_US) * 1e-6
   if s.collective_library == 'oneccl':
     simple = 0.0  # oneCCL's scatter all-to-all: point-to-point over OFI
-  posts = (n - 1.0) if s.alltoall == 'hierarchical' else a * (n - 1.0)
+  posts = (n - 1.0) if s.alltoall == 'hierarchical' else d * (n - 1.0)
   latency = several_nodes(n) * (fab.nic_alpha + simple) + posts * fab.post
   return v_inter * a / fab.nic + calls * latency
 
 
 def alltoall_extra_intra(v_inter, s: Stack, st: Setup):
-  """Bytes per rank that a hierarchical all-to-all adds on the node's
-  fabric: the (a - 1)/a of its inter-node bytes that leave through
+  """Bytes per rank that a hierarchical all-to-all adds on the domain's
+  fabric: the (d - 1)/d of its inter-domain bytes that leave through
   another rank's NIC, and as many that arrive through one (0 flat)."""
   if s.alltoall != 'hierarchical':
     return 0.0 * v_inter
-  a = st.per_node
+  a = st.per_domain
   return 2.0 * v_inter * safe_div(a - 1.0, a)
 
 
@@ -320,12 +381,12 @@ def alltoall_pooled(w, s, t, st: Setup, fab: Fabric, payload: int, p: Platform):
   Each table rank sends the pooled vectors of its whole tables (and
   column shards) for every sample, and the partial sums of its row
   shards for the whole batch. Table-row-wise tables reduce-scatter their
-  partial sums on the node's fabric, then cross the NICs as whole
+  partial sums on the domain's fabric, then cross the NICs as whole
   tables. With the bottom MLP on rank 0 (`one_device`), rank 0 also
   sends its output for every sample (in the same all-to-all); the
   slower sender sets the time. Latency: one call of the stack's
-  collective latency plus the per-peer alphas inside the node; across
-  nodes, `alltoall_inter`.
+  collective latency plus the per-peer alphas inside the domain; across
+  domains, `alltoall_inter`.
   """
   del p
   pooled = t['dim'] * payload
@@ -335,7 +396,7 @@ def alltoall_pooled(w, s, t, st: Setup, fab: Fabric, payload: int, p: Platform):
     t['row_wise'],
     t['table_row_wise'],
   )
-  a, ranks = st.per_node, st.ranks
+  a, ranks = st.per_domain, st.ranks
   d_spread = jnp.sum((tw + cw) * pooled)
   d_rw = jnp.sum(rw * pooled)
   d_twrw = jnp.sum(twrw * pooled)
@@ -343,7 +404,7 @@ def alltoall_pooled(w, s, t, st: Setup, fab: Fabric, payload: int, p: Platform):
   if st.one_device:
     rank0 = st.batch * w.bottom_mlp[-1] * payload + (1.0 - st.dedicated) * send
     send = smooth_max(send, rank0)
-  v_intra, v_inter = _split_volume(send, st)
+  v_intra, v_inter = split_volume(send, st)
   v_intra = v_intra + st.batch * d_twrw * safe_div(a - 1.0, ranks)
   v_inter = v_inter + st.batch * d_twrw * safe_div(ranks - a, ranks * ranks)
   v_intra = v_intra + alltoall_extra_intra(v_inter, s, st)
@@ -373,8 +434,8 @@ def alltoall_ids(w, s, t, st: Setup, fab: Fabric, p: Platform):
     * jnp.sum((1.0 - dp) * t['pool'] * t['id_copies'])
     / st.ranks
   )
-  a = st.per_node
-  v_intra, v_inter = _split_volume(ids, st)
+  a = st.per_domain
+  v_intra, v_inter = split_volume(ids, st)
   v_intra = v_intra + alltoall_extra_intra(v_inter, s, st)
   # Every call pays the per-peer latencies and the software latency.
   intra = sharded * (
@@ -418,27 +479,41 @@ def allreduce_algorithms(b, st: Setup, fab: Fabric):
   algorithm NCCL may pick, as a dict name -> pair (the stack's software
   latency not included).
 
-  Bandwidth terms: a ring moves 2 (a - 1)/a of the bytes per rank over
-  the node's fabric and 2 (n - 1)/n of them per node over its NICs (the
-  hierarchical form of NCCL's rings, one per rail); a double binary
-  tree as much at 0.92 of the bus bandwidth (`TREE_BW`); LL moves
-  flags with its data (`LL_RING_BW`, `LL_TREE_BW`). SHARP (CollNet
-  Direct) reduces in the switches: each node's bytes cross its NICs once
-  each way at `COLLNET_BW`; NVLS reduces in the NVSwitch at `NVLS_BW`
-  times the ring's rate inside the node.
+  Over n domains of a ranks (a domain: one node's accelerators, or
+  `hosts_per_domain` nodes' on one fabric, as GB200 NVL72's 72 GPUs on
+  18 trays). Bandwidth terms: a ring moves 2 (a - 1)/a of the bytes per
+  rank over the domain's fabric and 2 (n - 1)/n of them per domain over
+  the NICs of its h nodes (the hierarchical form of NCCL's rings, one
+  per rail: h x `Fabric.nic`); a double binary tree as much at 0.92 of
+  the bus bandwidth (`TREE_BW`); LL moves flags with its data
+  (`LL_RING_BW`, `LL_TREE_BW`). SHARP (CollNet Direct) reduces in the
+  switches: each domain's bytes cross its NICs once each way at
+  `COLLNET_BW`; NVLS reduces in the NVSwitch at `NVLS_BW` times the
+  ring's rate inside the domain.
 
   Latency terms (tuning.cc): a ring of R = n a ranks takes 2 (R - 1)
   steps, 2 (n - 1) of them across the network (x 1.4, the plateau of
-  inter-node Simple rings); a tree 2 (a - 1) steps inside the node and 2
-  log2(n) across; CollNet Direct 2 (intra step + 0.4 us per local rank)
-  and one network step; NVLS one NVLink step of 25 us and, across nodes
-  (NVLS tree), 2 log2(n) network steps.
+  inter-node Simple rings, which tuning.cc skips under multi-node NVLink:
+  `!comm->MNNVL && nNodes > 1`); a tree 2 (a - 1) steps inside the
+  domain and 2 log2(n) across; CollNet Direct 2 (intra step + 0.4 us per
+  local rank) and one network step; NVLS one NVLink step of 25 us and,
+  across domains (NVLS tree), 2 log2(n) network steps. With multi-node
+  NVLink (MNNVL) NCCL fuses the topology of the NVLink clique and builds
+  its graphs over the clique's ranks as one node's (src/graph/topo.cc:
+  the clique's ranks are the local ranks; src/transport/nvls.cc: "single
+  node/MNNVL domain"), so the domain's ranks and the domains stand where
+  tuning.cc has a node's ranks and the nodes.
   """
-  a, n = st.per_node, fab.nodes
+  a, n = st.per_domain, fab.domains
   multi = several_nodes(n)
   log_n = jnp.log2(jnp.maximum(n, 1.0))
+  nic = fab.hosts * fab.nic  # the domain's NICs
+  # 1 from two hosts a domain (multi-node NVLink), 0 at one; a smoothstep
+  # between in the relaxation (flat at both ends: no kink at one host).
+  x = jnp.clip(fab.hosts - 1.0, 0.0, 1.0)
+  mnnvl = x * x * (3.0 - 2.0 * x)
   ring_intra = 2.0 * safe_div(a - 1.0, a) * b / fab.allreduce
-  ring_inter = 2.0 * safe_div(n - 1.0, n) * b / fab.nic
+  ring_inter = 2.0 * safe_div(n - 1.0, n) * b / nic
   tree_intra = 2.0 * safe_div(a - 1.0, a) * b / (TREE_BW * fab.allreduce)
   # A double binary tree: each node sends and receives 2 (n - 1)/n of the
   # bytes over its NICs, as a ring (b at n = 2, where both trees are a
@@ -453,7 +528,7 @@ def allreduce_algorithms(b, st: Setup, fab: Fabric):
     lat_i = _step_latency(fab, NVLINK_US, NVLINK_FLOOR_US, ('ring', proto))
     lat_n = _step_latency(fab, NET_US, NET_FLOOR_US, ('ring', proto))
     plateau = RING_PLATEAU if proto == 'simple' else 1.0
-    plateau = 1.0 + (plateau - 1.0) * multi
+    plateau = 1.0 + (plateau - 1.0) * multi * (1.0 - mnnvl)
     out['ring_' + proto] = (
       ring_intra / ring_bw + plateau * 2.0 * n * (a - 1.0) * lat_i,
       ring_inter / ring_bw + plateau * 2.0 * (n - 1.0) * lat_n,
@@ -471,7 +546,7 @@ def allreduce_algorithms(b, st: Setup, fab: Fabric):
     lat_n = _step_latency(fab, NET_US, NET_FLOOR_US, ('collnet', 'simple'))
     out['collnet'] = (
       ring_intra + 2.0 * (lat_i + (a - 1.0) * COLLNET_ARITY_US * 1e-6),
-      multi * (b / (COLLNET_BW * fab.nic) + lat_n),
+      multi * (b / (COLLNET_BW * nic) + lat_n),
     )
   if fab.nvls:
     lat_i = _step_latency(fab, NVLINK_US, NVLINK_FLOOR_US, ('nvls', 'simple'))
@@ -534,7 +609,7 @@ def oneccl_algorithms(b, st: Setup, fab: Fabric):
   - ring: 2 (R - 1) steps of b / R, 2 (a - 1)/a of b inside the node and
     2 (n - 1)/n across per node (the ring leaves a node once).
   """
-  a, n = st.per_node, fab.nodes
+  a, n = st.per_node, fab.domains
   r = a * n
   multi = several_nodes(n)
   log_a = jnp.log2(jnp.maximum(a, 1.0))

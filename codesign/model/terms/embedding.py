@@ -289,7 +289,8 @@ def per_rank(load, t: dict, st: Setup, orders):
   Whole tables (table-wise) pack by `busiest_rank` over the ranks that
   hold tables, in the static `orders` ((..., T) or (T,); see
   `load_orders`; None sorts the loads); table-row-wise tables split
-  over one node's ranks (at least the largest / ranks per node); other
+  over one scale-up domain's ranks (a node's, or `hosts_per_domain`
+  nodes': at least the largest / ranks per domain); other
   shardings spread evenly.
   Positively homogeneous in `load`, so per-table seconds and per-table
   bytes over a common rate give the same answer.
@@ -304,7 +305,7 @@ def per_rank(load, t: dict, st: Setup, orders):
     # would overstate the load by 9%; p = 64 by 1%.
     out = out + smooth_max(
       jnp.sum(load * twrw, axis=-1) / st.table_ranks,
-      jnp.max(load * twrw, axis=-1) / st.per_node,
+      jnp.max(load * twrw, axis=-1) / st.per_domain,
       p=64,
     )
   return out

@@ -25,7 +25,10 @@ class Setup(NamedTuple):
   """Quantities shared by the terms of one design (scalars unless noted).
 
   ranks: R = nodes x ranks per node; per_node: ranks per node (sockets on
-  a CPU trainer); batch: global batch B (Python float); local: B / R;
+  a CPU trainer); per_domain: ranks that share the scale-up fabric, per
+  node x hosts per domain (`domain_hosts`; per_node on a CPU trainer);
+  domains: nodes / hosts per domain, the groups the network joins;
+  batch: global batch B (Python float); local: B / R;
   table_ranks: ranks that hold sharded tables (R, or R - 1 when the
   bottom MLP has a rank to itself); bottom_batch: samples the bottom MLP
   runs per rank (B / R, or B on one device); one_device: static bool,
@@ -35,6 +38,8 @@ class Setup(NamedTuple):
 
   ranks: jax.Array
   per_node: jax.Array
+  per_domain: jax.Array
+  domains: jax.Array
   batch: float
   local: jax.Array
   table_ranks: jax.Array
@@ -50,9 +55,35 @@ def ranks_per_node(p: Platform):
   return p.accelerators_per_node
 
 
+def domain_hosts(p: Platform):
+  """Hosts per scale-up domain, clamped to [1, max(nodes, 1)] (a domain
+  larger than the cluster is the cluster: `buildability` flags it, rule
+  `fabric_domain`, and the model stays finite; the cap is max(nodes, 1),
+  so below one node, where finite differences step, nothing changes); 1
+  on a CPU trainer, whose sockets' links do not leave the host.
+
+  A select, not a smooth minimum: with hosts_per_domain = 1 it is exactly
+  1 for every node count, so a platform without domains keeps its values
+  and its node gradients. At a kink the derivative in hosts_per_domain
+  is the mean of the one-sided ones, as `jnp.minimum`'s at a tie: 1/2 at
+  1 < cap and at the cap, 0 at 1 = cap (one node: flat on both sides);
+  none flows to the node count there.
+  """
+  h = p.fabric.hosts_per_domain
+  if p.trainer == 'cpu':
+    return jnp.ones_like(h)
+  cap = jnp.maximum(p.nodes, 1.0)
+  still = jax.lax.stop_gradient(h)
+  half = 0.5 * h + 0.5 * still
+  kink = jnp.where(cap <= 1.0, still, half)
+  inside = jnp.where((h == 1.0) | (h == cap), kink, h)
+  return jnp.where(h > cap, cap, jnp.where(h < 1.0, 1.0, inside))
+
+
 def setup(p: Platform, w: wl.Workload, s: Stack) -> Setup:
   a = ranks_per_node(p)
   ranks = p.nodes * a
+  hosts = domain_hosts(p)
   batch = float(w.global_batch)
   one_device = s.bottom_mlp == 'one_device' and p.trainer != 'cpu'
   if one_device:
@@ -70,6 +101,8 @@ def setup(p: Platform, w: wl.Workload, s: Stack) -> Setup:
   return Setup(
     ranks=ranks,
     per_node=a,
+    per_domain=a * hosts,
+    domains=p.nodes / hosts,
     batch=batch,
     local=batch / ranks,
     table_ranks=table_ranks,

@@ -29,12 +29,15 @@ REL = 1e-10
 US = 1e-6
 
 
-def setup(nodes, a):
+def setup(nodes, a, hosts=1):
+  """`nodes` hosts of `a` ranks, `hosts` of them to a scale-up domain."""
   r = float(nodes * a)
   one = jnp.float64(1.0)
   return ct.Setup(
     ranks=r * one,
     per_node=a * one,
+    per_domain=a * hosts * one,
+    domains=nodes / hosts * one,
     batch=1024.0,
     local=1024.0 / r * one,
     table_ranks=r * one,
@@ -45,7 +48,10 @@ def setup(nodes, a):
   )
 
 
-def fabric(nodes, ar=300e9, nic=400e9, alpha=1 * US, net=2.7 * US, **kw):
+def fabric(
+  nodes, ar=300e9, nic=400e9, alpha=1 * US, net=2.7 * US, hosts=1, **kw
+):
+  """`nodes` hosts, `hosts` of them to a domain; `nic` per host."""
   one = jnp.float64(1.0)
   f = dict(
     direct=ar * one,
@@ -56,7 +62,8 @@ def fabric(nodes, ar=300e9, nic=400e9, alpha=1 * US, net=2.7 * US, **kw):
     nic=nic * one,
     nic_alpha=net * one,
     post=1 * US * one,
-    nodes=float(nodes) * one,
+    domains=float(nodes) / hosts * one,
+    hosts=float(hosts) * one,
     in_network=0.0,
     nvls=0.0,
   )
