@@ -78,11 +78,12 @@ def to_result(r: CostReport) -> dict:
 
 def design_figures(p: Platform, w, plan, stack) -> dict:
   """`to_result` of a concrete design's evaluation (as experiments.evaluate)
-  and one node's wall power with its NICs, `node_power_w`
-  (`terms.node_wall_power`: what a rack must supply, the rack rule's)."""
+  and what one rack must hold whole at the wall, `rack_unit_w`: a node
+  with its NICs, or a scale-up domain's hosts (`terms.rack_unit_power`,
+  the rack rule's)."""
   p = hardware.as_arrays(p)
   fig = to_result(cost_model.evaluate(p, w, plan, stack))
-  fig['node_power_w'] = _f(terms.node_wall_power(p))
+  fig['rack_unit_w'] = _f(terms.rack_unit_power(p))
   return fig
 
 
@@ -197,7 +198,7 @@ def capex_line(b: dict) -> str:
       f'cables ${n["link_usd"]:,.0f} ({n["links"]:,} links)'
     )
   else:
-    switches = 'no scale-out switches (one node)'
+    switches = 'no scale-out switches (one node or one scale-up domain)'
   fabric = ''
   if b['fabric_usd'] > 0:
     fabric = f' (their accelerator fabric ${b["fabric_usd"]:,.0f})'
@@ -209,12 +210,19 @@ def capex_line(b: dict) -> str:
   )
 
 
+def _unit(r: dict) -> str:
+  hosts = r['unit_hosts']
+  if hosts > 1:
+    return f'one scale-up domain of {hosts:g} nodes'
+  return 'one node'
+
+
 def racks_line(r: dict) -> str:
   """The racks of a bill (`terms.racks`), one line."""
   if not r['fits']:
     return (
-      f'racks: OVER RACK POWER: one node draws {r["node_kw"]:.1f} kW at the '
-      f'wall, above the {r["rack_kw"]:g} kW of a rack (--rack_kw)'
+      f'racks: OVER RACK POWER: {_unit(r)} draws {r["unit_kw"]:.1f} kW at '
+      f'the wall, above the {r["rack_kw"]:g} kW of a rack (--rack_kw)'
     )
   return (
     f'racks: {r["racks"]} of {r["rack_kw"]:g} kW (--rack_kw), '

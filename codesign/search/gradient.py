@@ -96,8 +96,8 @@ OBJECTIVES = (
 # Internal objectives (minimized): the cheapest platform that holds the
 # tables, used to explain infeasible requests.
 _MIN_OBJECTIVES = ('capex', 'power')
-# `rack`: one node's wall power within a rack's (a node no rack can feed
-# is not installed); the rack's W is part of the question.
+# `rack`: one node's wall power (or a scale-up domain's, whose hosts one
+# rack holds) within a rack's; the rack's W is part of the question.
 CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'rack') + buildability.TRACED
 FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
 # Constraints a plan cannot change.
@@ -119,8 +119,8 @@ class Problem:
     samples: samples to train, for `time_to_train`.
     energy_usd_per_w: USD of energy per W of the cluster's power over its
       life, for `throughput_per_tco` (`terms.energy_usd_per_w`).
-    rack_w: W one rack supplies, or None: a node at the wall above it is
-      infeasible (`terms.node_wall_power`).
+    rack_w: W one rack supplies, or None: a node (or a domain's hosts) at
+      the wall above it is infeasible (`terms.rack_unit_power`).
   """
 
   space: ds.DesignSpace
@@ -309,7 +309,7 @@ def violations(
       r.power / power - 1.0,
       r.memory_required['hbm'] / jnp.maximum(hbm_avail, 1.0) - 1.0,
       r.memory_required['ddr'] / r.memory_available['ddr'] - 1.0,
-      terms.node_wall_power(p) / q[5] - 1.0,
+      terms.rack_unit_power(p) / q[5] - 1.0,
     ]
   )
   return jnp.concatenate([own, buildability.relative_violations(p, aux)])

@@ -710,6 +710,52 @@ def gh200() -> Platform:
   return replace(p, host_link=c2c_host_link(part))
 
 
+def gb200_nvl72() -> Platform:
+  """One GB200 NVL72 rack (NVIDIA DGX GB200 user guide, docs.nvidia.com/
+  dgx/dgxgb200-user-guide/hardware.html; H): 18 compute trays, each 2
+  Grace and 4 B200 (two GB200 superchips) with 4 ConnectX-7 400 Gb/s
+  NICs for the compute fabric, and 9 NVLink switch trays that join all
+  72 GPUs in one NVLink domain (`fabric.hosts_per_domain` 18: every GPU
+  reaches every other at NVLink5's 18 x 50 GB/s per direction, NVLink
+  SHARP in the switches). Each B200 reaches its Grace's LPDDR5X over
+  NVLink-C2C (225 GB/s per direction, half the superchip's link). A node
+  here is a tray; more racks are more nodes (36, 54, ...), one domain
+  per 18.
+
+  Preset choices with their confidence:
+  - the tray's chassis: 12,500 USD and 500 W (as the gh200 preset's, L);
+    the 9 switch trays stand in the fabric's price and power per B/s.
+    Bottom up the rack costs about 3.8M USD (72 B200 at the assumed
+    44,444 USD each are 3.2M): press estimates say 2-3M USD a rack
+    (awesomeagents.ai, kshirol-dev learnAI; L);
+  - power: the parts' TDPs at the wall (`terms.wall_power`) give 7.4 kW
+    a tray with its NICs, 133 kW for the 18 (press: about 120 kW a rack;
+    GB300 NVL72 racks up to 142 kW, NVIDIA's enterprise reference
+    architecture; M), so `propose --rack_kw` must allow a rack of that
+    size: the rack rule holds a domain's trays in one rack;
+  - NIC slots: the ConnectX-7's PCIe Gen5 x16 on the Grace (M).
+  """
+  part = 'GB200-B200-186GB'
+  p = _platform(
+    'gb200_nvl72',
+    'accelerator',
+    18,
+    2,
+    4,
+    catalog.cpu(GRACE),
+    catalog.accelerator(part),
+    replace(accel_fabric(part, 'switch'), hosts_per_domain=18.0),
+    5,
+    nic(4, 400, 'accelerator', 5, catalog.host_vendor(GRACE)),
+    12500,
+    500,
+    'NVIDIA DGX GB200 user guide (hardware.html): 18 compute trays of 2 '
+    'Grace + 4 Blackwell, 9 NVLink switch trays, 4 x ConnectX-7 400G a '
+    'tray; chassis price and power are preset choices',
+  )
+  return replace(p, host_link=c2c_host_link(part))
+
+
 PLATFORMS = {
   f.__name__: f
   for f in (
@@ -729,6 +775,7 @@ PLATFORMS = {
     mi300x_8,
     h100_pcie_8,
     gh200,
+    gb200_nvl72,
   )
 }
 

@@ -122,7 +122,8 @@ class Settings:
       design within this share of the best found
       (`proposal_search.cheapest_within`), in [0, 1).
     rack_kw: power of one rack in kW: the search refuses a node that
-      draws more at the wall (`terms.node_wall_power`), and the bill
+      (or a scale-up domain whose hosts share a rack) draws more at the
+      wall (`terms.rack_unit_power`), and the bill
       counts the racks the nodes need (`terms.racks`); None or 0: no rack
       rule and no racks counted.
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal
@@ -164,14 +165,14 @@ def _figures(p, w, plan, stack) -> dict:
 def within_limits(fig: dict, limits: dict) -> bool:
   """Whether figures `fig` are feasible and within `limits` (a result's
   `limits`: budget_usd, power_w and rack_w, None for no limit; rack_w
-  bounds one node's wall power)."""
+  bounds what one rack holds whole, `rack_unit_w`)."""
   ok = fig['feasible']
   if limits['budget_usd']:
     ok = ok and fig['capex_usd'] <= limits['budget_usd']
   if limits['power_w']:
     ok = ok and fig['power_w'] <= limits['power_w']
   if limits.get('rack_w'):
-    ok = ok and fig['node_power_w'] <= limits['rack_w']
+    ok = ok and fig['rack_unit_w'] <= limits['rack_w']
   return bool(ok)
 
 

@@ -119,7 +119,7 @@ def design_name(design: dict) -> str:
 def why_not(fig: dict, budget_usd=None, power_w=None, rack_w=None) -> str:
   """Why figures `fig` (a `report.to_result` dict) are not acceptable:
   over the capex budget (by how much, USD), over the power limit (W), a
-  node over a rack's power (`fig['node_power_w']` against `rack_w`),
+  node or domain over a rack's power (`fig['rack_unit_w']`, `rack_w`),
   tables that do not fit in HBM or DDR; '' when none applies. A limit of
   None or 0 is no limit."""
   reasons = []
@@ -128,10 +128,10 @@ def why_not(fig: dict, budget_usd=None, power_w=None, rack_w=None) -> str:
     reasons.append(f'over the capex budget by ${over:,.0f}')
   if power_w and fig['power_w'] > power_w:
     reasons.append(f'over the power limit by {fig["power_w"] - power_w:,.0f} W')
-  if rack_w and fig.get('node_power_w', 0.0) > rack_w:
+  if rack_w and fig.get('rack_unit_w', 0.0) > rack_w:
     reasons.append(
-      f"one node draws {fig['node_power_w'] / 1e3:.1f} kW, over a rack's "
-      f'{rack_w / 1e3:g} kW'
+      f'one node (or scale-up domain) draws {fig["rack_unit_w"] / 1e3:.1f} '
+      f"kW, over a rack's {rack_w / 1e3:g} kW"
     )
   if not fig['feasible']:
     tiers = [t.upper() for t in fig['overflowing_tiers']] or ['memory']

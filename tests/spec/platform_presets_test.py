@@ -86,6 +86,23 @@ KNOWN = {
     4,
     200,
   ),
+  # One GB200 NVL72 rack (NVIDIA DGX GB200 user guide): 18 trays of 2
+  # Grace + 4 B200 (186 GB HBM3e, 18 NVLink5 x 50 GB/s/dir on the NVLink
+  # switch trays), NVLink-C2C 225 GB/s/dir per GPU, 4 x 400 Gb/s CX-7.
+  'gb200_nvl72': (
+    'GB200-B200-186GB',
+    4,
+    'switch',
+    18,
+    50.0,
+    186,
+    platform_presets.GRACE,
+    2,
+    960,
+    225.0,
+    4,
+    400,
+  ),
 }
 
 
@@ -264,3 +281,29 @@ def test_gh200_reads_host_memory_over_c2c():
     r = cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
     steps.append(float(r.breakdown['embedding_gather_ddr']))
   assert 0 < steps[0] < steps[1]
+
+
+def test_gb200_nvl72_is_one_domain_in_one_rack():
+  """18 trays in one NVLink domain: a tray's parts at the wall (chassis
+  500 W, 2 x (244 + 480 x 0.0125) W of Grace, 4 x (1,200 + 900 GB/s x
+  0.05) W of B200 and NVLink, fans 15%, supplies 94%) and its 4 x 400
+  Gb/s NICs (25 W each); the rack rule's unit is the 18 trays (133.5
+  kW). One domain buys no scale-out switch or link; two racks buy the
+  fat tree of 36 nodes of 4 NICs (8 leaves + 4 top: 2 tiers)."""
+  p = platform_presets.get('gb200_nvl72')
+  assert float(p.fabric.hosts_per_domain) == 18.0
+  assert p.fabric.in_switch_reduction
+  tray_w = (500 + 2 * (244 + 480 * 0.0125) + 4 * (1200 + 900 * 0.05)) * (
+    1.15 / 0.94
+  ) + 4 * 25
+  assert float(terms.node_wall_power(p)) == pytest.approx(tray_w)
+  assert float(terms.rack_unit_power(p)) == pytest.approx(18 * tray_w)
+  assert 18 * tray_w == pytest.approx(133487.2, rel=1e-6)
+  bill = terms.network_bill(p)
+  assert float(bill['switches']) == float(bill['links']) == 0.0
+  assert float(bill['nic_usd']) == pytest.approx(72 * 2000.0)
+  two = terms.network_bill(hardware.with_value(p, 'nodes', 36.0))
+  assert float(two['switches']) == 12.0 and float(two['tiers']) == 2.0
+  r = terms.racks(p, 140e3)
+  assert (r['racks'], r['nodes_per_rack'], r['fits']) == (1, 18, True)
+  assert not terms.racks(p, 40.8e3)['fits']

@@ -481,9 +481,9 @@ def test_why_not_names_memory_and_power():
   assert shared.why_not(fig, budget_usd=20.0, power_w=1500.0) == (
     'over the power limit by 500 W; tables do not fit in HBM'
   )
-  fig['node_power_w'] = 12500.0
+  fig['rack_unit_w'] = 12500.0
   assert shared.why_not(fig, rack_w=10e3).startswith(
-    "one node draws 12.5 kW, over a rack's 10 kW"
+    "one node (or scale-up domain) draws 12.5 kW, over a rack's 10 kW"
   )
   # The limit, HBM, DDR, the rack, then the traced buildability rows.
   g = np.full(4 + len(buildability.TRACED), -1.0)

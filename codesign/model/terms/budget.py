@@ -5,7 +5,7 @@ import jax.numpy as jnp
 
 from codesign.core.smooth import smooth_max
 from codesign.model.terms.embedding import Lookups
-from codesign.model.terms.shared import Setup
+from codesign.model.terms.shared import Setup, domain_hosts
 from codesign.model.terms.switching import network_bill
 from codesign.spec.hardware import Platform
 
@@ -176,28 +176,39 @@ def capex_and_power(p: Platform):
 
 def node_wall_power(p: Platform):
   """W of one node at the wall with its NICs (`nodes_capex_and_power`,
-  the NICs of `network_bill`): what a rack must supply per node. Traced
-  (the search's rack row) or concrete."""
+  the NICs of `network_bill`). Traced or concrete."""
   _, nodes_w = nodes_capex_and_power(p)
   return (nodes_w + network_bill(p)['nic_w']) / p.nodes
+
+
+def rack_unit_power(p: Platform):
+  """W of what one rack must hold whole: a node, or the hosts of one
+  scale-up domain (`shared.domain_hosts`; GB200 NVL72's 18 trays share
+  a copper NVLink spine inside one rack: NVIDIA DGX GB200 user guide,
+  hardware.html). The search's rack row; traced or concrete."""
+  return node_wall_power(p) * domain_hosts(p)
 
 
 def racks(p: Platform, rack_w: float) -> dict:
   """The racks a concrete platform needs at `rack_w` W per rack: each node
   at its wall power with its NICs (`node_wall_power`), as many whole
-  nodes per rack as fit, the network's switches not counted. `fits` is
-  False when one node alone exceeds a rack (then each node is counted as
-  a rack of its own); the search refuses such nodes (its `rack` row)."""
+  rack units (a node, or a scale-up domain's hosts: `rack_unit_power`)
+  per rack as fit, the network's switches not counted. `fits` is False
+  when one unit alone exceeds a rack (then each is counted as a rack of
+  its own); the search refuses such designs (its `rack` row)."""
   import math
 
   nodes = float(p.nodes)
+  hosts = float(domain_hosts(p))
   node_w = float(node_wall_power(p))
-  per_rack = math.floor(rack_w / node_w)
+  per_rack = math.floor(rack_w / (node_w * hosts)) * hosts
   return {
     'rack_kw': rack_w / 1e3,
     'node_kw': node_w / 1e3,
-    'nodes_per_rack': per_rack,
-    'racks': math.ceil(nodes / max(per_rack, 1)),
+    'unit_hosts': hosts,
+    'unit_kw': node_w * hosts / 1e3,
+    'nodes_per_rack': int(round(per_rack)),
+    'racks': math.ceil(nodes / max(per_rack, hosts)),
     'fits': per_rack >= 1,
   }
 

@@ -7,7 +7,9 @@ architecture, 32 nodes x 8 rails = 8 leaves + 4 spines per scalable
 unit):
 - endpoints: every NIC of every node (nodes x NICs per node, one NIC a
   rail); one node has no scale-out network (its NIC is a front-end NIC:
-  `buildability` `nics` rule), so the bill is gated by `nodes - 1`;
+  `buildability` `nics` rule), so the bill is gated by `nodes - 1`, and
+  one scale-up domain of several hosts (one NVL72 rack) buys no switch
+  or link (`_one_domain_gate`);
 - one switch holds the whole cluster when the endpoints fit its ports;
 - else each leaf serves one rail, `down = k o / (1 + o)` of its k ports
   toward nodes (o: the oversubscription) and the rest up: leaves = rails
@@ -32,6 +34,7 @@ count (a leaf reaches k/2 nodes): it sets hops, not the bill.
 import jax.numpy as jnp
 import numpy as np
 
+from codesign.model.terms.shared import domain_hosts
 from codesign.spec.hardware import Platform
 
 # Tiers above the leaves the tree may need: k = 4 ports (the bound's
@@ -102,6 +105,25 @@ def fat_tree(nodes, rails, radix, oversubscription):
   }
 
 
+def _one_domain_gate(p: Platform):
+  """0 where the whole cluster is one scale-up domain of several hosts
+  (one GB200 NVL72 rack: nothing crosses the network, so no switch or
+  link is bought; the trays' NICs are), 1 from two domains on, a ramp
+  between; exactly the float 1.0 where a domain is one host (every
+  design without domains keeps its bill to the bit)."""
+  h, nodes = p.fabric.hosts_per_domain, p.nodes
+  if p.trainer == 'cpu':
+    return 1.0
+  concrete = all(isinstance(x, (int, float, np.number)) for x in (h, nodes))
+  if concrete:
+    if h == 1.0:
+      return 1.0
+    hosts = min(max(float(h), 1.0), max(float(nodes), 1.0))
+    return float(step(float(nodes) / hosts - 1.0))
+  hosts = domain_hosts(p)
+  return jnp.where(hosts == 1.0, 1.0, step(nodes / hosts - 1.0))
+
+
 def network_bill(p: Platform) -> dict:
   """(USD and W) of the scale-out network of `p`, with its counts.
 
@@ -111,6 +133,9 @@ def network_bill(p: Platform) -> dict:
   """
   nic = p.nic
   tree = fat_tree(p.nodes, nic.count, nic.switch_radix, nic.oversubscription)
+  gate = _one_domain_gate(p)
+  if not (isinstance(gate, float) and gate == 1.0):
+    tree = {k: v * gate for k, v in tree.items()}
   ports = tree['switches'] * nic.switch_radix * nic.bandwidth
   rate = tree['links'] * nic.bandwidth
   nic_bw = p.nodes * nic.count * nic.bandwidth

@@ -196,7 +196,6 @@ def test_alltoall_posts_every_send_at_once(nodes, kind, posts):
   assert extra == pytest.approx(2 * 7 / 8 * 1e6 if posts < nodes else 0.0)
 
 
-
 def test_oneccl_allreduce_on_two_nodes_by_hand():
   """oneCCL (CPU trainer, 2 sockets per node, 2 nodes): 64 MB by the ring
   (16M fp32 elements, above 1,048,576), 16 KB (4,096 elements) by
@@ -258,6 +257,7 @@ def test_oneccl_alltoall_has_no_nccl_protocol_overhead():
   assert float(co.alltoall_inter(1e6, 1.0, s, st, fab)) == pytest.approx(
     want, rel=REL
   )
+
 
 def node(nodes=2.0, **nic_changes):
   p = platform_presets.get('dgx_h100')
