@@ -474,25 +474,32 @@ def cpu(
     power=float(d['tdp_w']),
     ddr_power=assumed('ddr_power_w_per_gb') / GB,
     access_granularity=64,
-    sources=(
-      ('peak_flops_fp32', src + ' (cores x FLOP/cycle x base GHz)'),
-      ('peak_flops_bf16', src + f' (x{speedup} for 16-bit)'),
-      ('ddr_bandwidth', src + f' (channels x MT/s x 8 B) {population}'),
-      ('ddr_capacity', 'platform preset choice (DIMM population)'),
-      ('socket_links', src),
-      ('socket_link_bandwidth', link_src),
-      ('pcie_bandwidth', src + f' ({lanes} lanes, catalog links.pcie)'),
-      ('gemm_efficiency', _assume('cpu_gemm_efficiency')),
-      ('gemm_half_size', _assume('cpu_gemm_half_size')),
-      ('gather_efficiency', _assume('cpu_gather_efficiency')),
-      ('update_efficiency', _assume('cpu_update_efficiency')),
-      ('kernel_overhead', _assume('cpu_kernel_overhead_us')),
-      ('price', price_src),
-      ('ddr_price', dimms.PRICE_SOURCE),
-      ('power', src),
-      ('ddr_power', _assume('ddr_power_w_per_gb')),
-      ('access_granularity', 'x86 cache line, 64 B'),
+    sources=_dimm_cpu_sources(
+      src, speedup, population, lanes, link_src, price_src
     ),
+  )
+
+
+def _dimm_cpu_sources(src, speedup, population, lanes, link_src, price_src):
+  """The per-field sources of a `cpu` socket with DIMMs."""
+  return (
+    ('peak_flops_fp32', src + ' (cores x FLOP/cycle x base GHz)'),
+    ('peak_flops_bf16', src + f' (x{speedup} for 16-bit)'),
+    ('ddr_bandwidth', src + f' (channels x MT/s x 8 B) {population}'),
+    ('ddr_capacity', 'platform preset choice (DIMM population)'),
+    ('socket_links', src),
+    ('socket_link_bandwidth', link_src),
+    ('pcie_bandwidth', src + f' ({lanes} lanes, catalog links.pcie)'),
+    ('gemm_efficiency', _assume('cpu_gemm_efficiency')),
+    ('gemm_half_size', _assume('cpu_gemm_half_size')),
+    ('gather_efficiency', _assume('cpu_gather_efficiency')),
+    ('update_efficiency', _assume('cpu_update_efficiency')),
+    ('kernel_overhead', _assume('cpu_kernel_overhead_us')),
+    ('price', price_src),
+    ('ddr_price', dimms.PRICE_SOURCE),
+    ('power', src),
+    ('ddr_power', _assume('ddr_power_w_per_gb')),
+    ('access_granularity', 'x86 cache line, 64 B'),
   )
 
 
