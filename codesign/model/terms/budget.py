@@ -175,10 +175,12 @@ def capex_and_power(p: Platform):
 
 
 def node_wall_power(p: Platform):
-  """W of one node at the wall with its NICs (`nodes_capex_and_power`,
-  the NICs of `network_bill`). Traced or concrete."""
+  """W of one node at the wall with its NICs (`nodes_capex_and_power`;
+  the NICs as `network_bill` powers them, per B/s of their line rate).
+  Traced or concrete."""
   _, nodes_w = nodes_capex_and_power(p)
-  return (nodes_w + network_bill(p)['nic_w']) / p.nodes
+  nic = p.nic
+  return nodes_w / p.nodes + nic.count * nic.bandwidth * nic.bandwidth_power
 
 
 def rack_unit_power(p: Platform):
