@@ -474,33 +474,63 @@ def cpu(
     power=float(d['tdp_w']),
     ddr_power=assumed('ddr_power_w_per_gb') / GB,
     access_granularity=64,
-    sources=_dimm_cpu_sources(
-      src, speedup, population, lanes, link_src, price_src
+    sources=_cpu_sources(
+      src,
+      speedup,
+      lanes,
+      link_src,
+      price_src,
+      {
+        'ddr_bandwidth': src + f' (channels x MT/s x 8 B) {population}',
+        'ddr_capacity': 'platform preset choice (DIMM population)',
+        'ddr_price': dimms.PRICE_SOURCE,
+        'ddr_power': _assume('ddr_power_w_per_gb'),
+        'access_granularity': 'x86 cache line, 64 B',
+      },
     ),
   )
 
 
-def _dimm_cpu_sources(src, speedup, population, lanes, link_src, price_src):
-  """The per-field sources of a `cpu` socket with DIMMs."""
-  return (
-    ('peak_flops_fp32', src + ' (cores x FLOP/cycle x base GHz)'),
-    ('peak_flops_bf16', src + f' (x{speedup} for 16-bit)'),
-    ('ddr_bandwidth', src + f' (channels x MT/s x 8 B) {population}'),
-    ('ddr_capacity', 'platform preset choice (DIMM population)'),
-    ('socket_links', src),
-    ('socket_link_bandwidth', link_src),
-    ('pcie_bandwidth', src + f' ({lanes} lanes, catalog links.pcie)'),
-    ('gemm_efficiency', _assume('cpu_gemm_efficiency')),
-    ('gemm_half_size', _assume('cpu_gemm_half_size')),
-    ('gather_efficiency', _assume('cpu_gather_efficiency')),
-    ('update_efficiency', _assume('cpu_update_efficiency')),
-    ('kernel_overhead', _assume('cpu_kernel_overhead_us')),
-    ('price', price_src),
-    ('ddr_price', dimms.PRICE_SOURCE),
-    ('power', src),
-    ('ddr_power', _assume('ddr_power_w_per_gb')),
-    ('access_granularity', 'x86 cache line, 64 B'),
-  )
+_CPU_SOURCE_ORDER = (
+  'peak_flops_fp32',
+  'peak_flops_bf16',
+  'ddr_bandwidth',
+  'ddr_capacity',
+  'socket_links',
+  'socket_link_bandwidth',
+  'pcie_bandwidth',
+  'gemm_efficiency',
+  'gemm_half_size',
+  'gather_efficiency',
+  'update_efficiency',
+  'kernel_overhead',
+  'price',
+  'ddr_price',
+  'power',
+  'ddr_power',
+  'access_granularity',
+)
+
+
+def _cpu_sources(src, speedup, lanes, link_src, price_src, memory: dict):
+  """The per-field sources of a `cpu` socket: those every socket shares,
+  and `memory`'s (its DDR or soldered memory, and the socket's power)."""
+  common = {
+    'peak_flops_fp32': src + ' (cores x FLOP/cycle x base GHz)',
+    'peak_flops_bf16': src + f' (x{speedup} for 16-bit)',
+    'socket_links': src,
+    'socket_link_bandwidth': link_src,
+    'pcie_bandwidth': src + f' ({lanes} lanes, catalog links.pcie)',
+    'gemm_efficiency': _assume('cpu_gemm_efficiency'),
+    'gemm_half_size': _assume('cpu_gemm_half_size'),
+    'gather_efficiency': _assume('cpu_gather_efficiency'),
+    'update_efficiency': _assume('cpu_update_efficiency'),
+    'kernel_overhead': _assume('cpu_kernel_overhead_us'),
+    'price': price_src,
+    'power': src,
+  }
+  merged = {**common, **memory}
+  return tuple((k, merged[k]) for k in _CPU_SOURCE_ORDER)
 
 
 def _soldered_cpu(name, d, src, ddr_capacity_gb) -> CpuSocket:
@@ -537,28 +567,21 @@ def _soldered_cpu(name, d, src, ddr_capacity_gb) -> CpuSocket:
     ddr_power=w_per_gb / GB,
     access_granularity=64,
     memory='soldered',
-    sources=(
-      ('peak_flops_fp32', src + ' (cores x FLOP/cycle x base GHz)'),
-      ('peak_flops_bf16', src + f' (x{speedup} for 16-bit)'),
-      ('ddr_bandwidth', src + ' (soldered memory: no DIMM derating)'),
-      ('ddr_capacity', src + f' soldered_memory_gb ({fixed:g} GB, fixed)'),
-      ('socket_links', src),
-      ('socket_link_bandwidth', link_src),
-      ('pcie_bandwidth', src + f' ({lanes} lanes, catalog links.pcie)'),
-      ('gemm_efficiency', _assume('cpu_gemm_efficiency')),
-      ('gemm_half_size', _assume('cpu_gemm_half_size')),
-      ('gather_efficiency', _assume('cpu_gather_efficiency')),
-      ('update_efficiency', _assume('cpu_update_efficiency')),
-      ('kernel_overhead', _assume('cpu_kernel_overhead_us')),
-      ('price', price_src),
-      ('ddr_price', _assume('lpddr5x_usd_per_gb')),
-      (
-        'power',
-        src + f' tdp_w (with its memory) less its {fixed:g} GB at the '
-        'assumed LPDDR5X W/GB',
-      ),
-      ('ddr_power', _assume('lpddr5x_w_per_gb')),
-      ('access_granularity', 'Arm cache line, 64 B'),
+    sources=_cpu_sources(
+      src,
+      speedup,
+      lanes,
+      link_src,
+      price_src,
+      {
+        'ddr_bandwidth': src + ' (soldered memory: no DIMM derating)',
+        'ddr_capacity': src + f' soldered_memory_gb ({fixed:g} GB, fixed)',
+        'ddr_price': _assume('lpddr5x_usd_per_gb'),
+        'power': src + f' tdp_w (with its memory) less its {fixed:g} GB at '
+        'the assumed LPDDR5X W/GB',
+        'ddr_power': _assume('lpddr5x_w_per_gb'),
+        'access_granularity': 'Arm cache line, 64 B',
+      },
     ),
   )
 
