@@ -446,47 +446,57 @@ def cpu(
     return _soldered_cpu(name, d, src, ddr_capacity_gb)
   if ddr_capacity_gb is None:
     raise InputError(f'CPU {name!r} needs a DDR capacity (its DIMMs)')
-  price, price_src = _cpu_price(name, d, src)
-  link_bw, link_src = _socket_link(d, src)
-  lanes = d['pcie_lanes']
-  pcie = pcie_x16_bandwidth(d['pcie_gen']) * lanes / 16
-  speedup = _CPU_BF16_SPEEDUP.get(name, 1.0)
-  fp32 = d['peak_fp32_tflops_at_base'] * TFLOPS
   share, usd_per_gb, population = _ddr_population(
     name, ddr_capacity_gb * GB / d['mem_channels'], dimms_per_channel
   )
+  return _socket(
+    name,
+    d,
+    src,
+    {
+      'ddr_bandwidth': d['ddr_bw_GBps_per_socket'] * GB * share,
+      'ddr_capacity': ddr_capacity_gb * GB,
+      'ddr_price': usd_per_gb / GB,
+      'power': float(d['tdp_w']),
+      'ddr_power': assumed('ddr_power_w_per_gb') / GB,
+    },
+    {
+      'ddr_bandwidth': src + f' (channels x MT/s x 8 B) {population}',
+      'ddr_capacity': 'platform preset choice (DIMM population)',
+      'ddr_price': dimms.PRICE_SOURCE,
+      'ddr_power': _assume('ddr_power_w_per_gb'),
+      'access_granularity': 'x86 cache line, 64 B',
+    },
+  )
+
+
+def _socket(name, d, src, memory: dict, memory_sources: dict) -> CpuSocket:
+  """The `CpuSocket` of catalog CPU `name` (entry `d`, source `src`): the
+  fields every socket takes from the catalog and the assumptions, and
+  `memory`'s (its DDR or soldered memory, and the socket's power) with
+  their sources."""
+  price, price_src = _cpu_price(name, d, src)
+  link_bw, link_src = _socket_link(d, src)
+  lanes = d['pcie_lanes']
+  speedup = _CPU_BF16_SPEEDUP.get(name, 1.0)
+  fp32 = d['peak_fp32_tflops_at_base'] * TFLOPS
   return CpuSocket(
     name=name,
     peak_flops_fp32=fp32,
     peak_flops_bf16=fp32 * speedup,
-    ddr_bandwidth=d['ddr_bw_GBps_per_socket'] * GB * share,
-    ddr_capacity=ddr_capacity_gb * GB,
     socket_links=float(d['socket_link_count']),
     socket_link_bandwidth=link_bw * GB,
-    pcie_bandwidth=pcie,
+    pcie_bandwidth=pcie_x16_bandwidth(d['pcie_gen']) * lanes / 16,
     gemm_efficiency=assumed('cpu_gemm_efficiency'),
     gemm_half_size=assumed('cpu_gemm_half_size'),
     gather_efficiency=assumed('cpu_gather_efficiency'),
     update_efficiency=assumed('cpu_update_efficiency'),
     kernel_overhead=assumed('cpu_kernel_overhead_us') * 1e-6,
     price=price,
-    ddr_price=usd_per_gb / GB,
-    power=float(d['tdp_w']),
-    ddr_power=assumed('ddr_power_w_per_gb') / GB,
     access_granularity=64,
+    **memory,
     sources=_cpu_sources(
-      src,
-      speedup,
-      lanes,
-      link_src,
-      price_src,
-      {
-        'ddr_bandwidth': src + f' (channels x MT/s x 8 B) {population}',
-        'ddr_capacity': 'platform preset choice (DIMM population)',
-        'ddr_price': dimms.PRICE_SOURCE,
-        'ddr_power': _assume('ddr_power_w_per_gb'),
-        'access_granularity': 'x86 cache line, 64 B',
-      },
+      src, speedup, lanes, link_src, price_src, memory_sources
     ),
   )
 
@@ -541,48 +551,28 @@ def _soldered_cpu(name, d, src, ddr_capacity_gb) -> CpuSocket:
   draw the catalog TDP together."""
   fixed = soldered_gb(name)
   gb = fixed if ddr_capacity_gb is None else float(ddr_capacity_gb)
-  price, price_src = _cpu_price(name, d, src)
-  link_bw, link_src = _socket_link(d, src)
-  lanes = d['pcie_lanes']
-  speedup = _CPU_BF16_SPEEDUP.get(name, 1.0)
-  fp32 = d['peak_fp32_tflops_at_base'] * TFLOPS
   w_per_gb = assumed('lpddr5x_w_per_gb')
-  return CpuSocket(
-    name=name,
-    peak_flops_fp32=fp32,
-    peak_flops_bf16=fp32 * speedup,
-    ddr_bandwidth=d['ddr_bw_GBps_per_socket'] * GB,
-    ddr_capacity=gb * GB,
-    socket_links=float(d['socket_link_count']),
-    socket_link_bandwidth=link_bw * GB,
-    pcie_bandwidth=pcie_x16_bandwidth(d['pcie_gen']) * lanes / 16,
-    gemm_efficiency=assumed('cpu_gemm_efficiency'),
-    gemm_half_size=assumed('cpu_gemm_half_size'),
-    gather_efficiency=assumed('cpu_gather_efficiency'),
-    update_efficiency=assumed('cpu_update_efficiency'),
-    kernel_overhead=assumed('cpu_kernel_overhead_us') * 1e-6,
-    price=price,
-    ddr_price=assumed('lpddr5x_usd_per_gb') / GB,
-    power=float(d['tdp_w']) - fixed * w_per_gb,
-    ddr_power=w_per_gb / GB,
-    access_granularity=64,
-    memory='soldered',
-    sources=_cpu_sources(
-      src,
-      speedup,
-      lanes,
-      link_src,
-      price_src,
-      {
-        'ddr_bandwidth': src + ' (soldered memory: no DIMM derating)',
-        'ddr_capacity': src + f' soldered_memory_gb ({fixed:g} GB, fixed)',
-        'ddr_price': _assume('lpddr5x_usd_per_gb'),
-        'power': src + f' tdp_w (with its memory) less its {fixed:g} GB at '
-        'the assumed LPDDR5X W/GB',
-        'ddr_power': _assume('lpddr5x_w_per_gb'),
-        'access_granularity': 'Arm cache line, 64 B',
-      },
-    ),
+  return _socket(
+    name,
+    d,
+    src,
+    {
+      'ddr_bandwidth': d['ddr_bw_GBps_per_socket'] * GB,
+      'ddr_capacity': gb * GB,
+      'ddr_price': assumed('lpddr5x_usd_per_gb') / GB,
+      'power': float(d['tdp_w']) - fixed * w_per_gb,
+      'ddr_power': w_per_gb / GB,
+      'memory': 'soldered',
+    },
+    {
+      'ddr_bandwidth': src + ' (soldered memory: no DIMM derating)',
+      'ddr_capacity': src + f' soldered_memory_gb ({fixed:g} GB, fixed)',
+      'ddr_price': _assume('lpddr5x_usd_per_gb'),
+      'power': src + f' tdp_w (with its memory) less its {fixed:g} GB at '
+      'the assumed LPDDR5X W/GB',
+      'ddr_power': _assume('lpddr5x_w_per_gb'),
+      'access_granularity': 'Arm cache line, 64 B',
+    },
   )
 
 
