@@ -91,6 +91,7 @@ _PROPOSE = Run('propose')
 _SCALE_OUT = Run('scale_out')
 _ROW_WISE = Run('scale_out', (('sharding', 'row_wise'),))
 _NETWORK = evaluate('criteo_kaggle', 'dgx_h100', '', 'platform.nodes=1024')
+_NVL72 = evaluate(_DCNV2, 'gb200_nvl72', 'hugectr')
 
 FIGURES: tuple[Figure, ...] = (
   # README, Examples
@@ -197,6 +198,28 @@ FIGURES: tuple[Figure, ...] = (
     _NETWORK,
     'capex_breakdown.total_usd',
     'millions1',
+  ),
+  # WORKSPACE, Scale-out: GB200 NVL72 against DGX B200 nodes (HugeCTR)
+  Figure(
+    'WORKSPACE.md',
+    '| gb200_nvl72 (1 rack) |',
+    _NVL72,
+    _THROUGHPUT,
+    'M1',
+  ),
+  Figure(
+    'WORKSPACE.md',
+    '| 9 x dgx_b200 |',
+    evaluate(_DCNV2, 'dgx_b200', 'hugectr', 'platform.nodes=9'),
+    _THROUGHPUT,
+    'M1',
+  ),
+  Figure(
+    'WORKSPACE.md',
+    '| gb200_nvl72, 2 racks |',
+    evaluate(_DCNV2, 'gb200_nvl72', 'hugectr', 'platform.nodes=36'),
+    _THROUGHPUT,
+    'M1',
   ),
   # WORKSPACE, Honest answers: propose's defaults (about a minute warm)
   Figure(

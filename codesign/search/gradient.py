@@ -568,7 +568,10 @@ def initial_starts(problem: Problem, starts: int, seed: int) -> np.ndarray:
   keys = jax.random.split(key, starts)
   space = problem.space
   d = space.dim
-  z = jax.vmap(lambda k: jax.random.uniform(k, (d,), dtype=jnp.float64))(keys)
+  # float64 where enabled, else float32 (what a float64 request truncates
+  # to, without the warning).
+  dtype = jnp.result_type(float)
+  z = jax.vmap(lambda k: jax.random.uniform(k, (d,), dtype=dtype))(keys)
   return plan_space.seed_uniform_shardings(space, np.array(z, np.float64))
 
 
