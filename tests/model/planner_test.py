@@ -156,7 +156,8 @@ def test_traced_hbm_fit_agrees_with_the_concrete_fit_on_every_preset(
     )
     for _, p in _spilling_platforms():
       concrete = planner.fit_hbm(w, p, s, shard)
-      got = np.asarray(traced(hardware.as_arrays(p)))
+      # Without labels: presets of one structure share a compile.
+      got = np.asarray(traced(hardware.unlabelled(hardware.as_arrays(p))))
       worst = max(worst, float(np.max(np.abs(got - concrete))))
       spilled += bool(np.any(concrete < 1.0))
   assert worst < 1e-9
