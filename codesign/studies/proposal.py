@@ -156,12 +156,6 @@ class Settings:
   pue: float = PUE
 
 
-def _figures(p, w, plan, stack) -> dict:
-  """The evaluate figures of a concrete design and one node's wall power
-  (`report.design_figures`)."""
-  return report.design_figures(p, w, plan, stack)
-
-
 def within_limits(fig: dict, limits: dict) -> bool:
   """Whether figures `fig` are feasible and within `limits` (a result's
   `limits`: budget_usd, power_w and rack_w, None for no limit; rack_w
@@ -483,9 +477,9 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
   pj, plj = schema.platform_to_json(p), schema.plan_to_json(plan)
   p_back = schema.platform_from_json(pj)
   plan_back = schema.plan_from_json(plj, w)
-  fig = _figures(p_back, w, plan_back, stack)
+  fig = report.design_figures(p_back, w, plan_back, stack)
   auto_plan = planner.make(w, p_back, stack)
-  auto_fig = _figures(p_back, w, auto_plan, stack)
+  auto_fig = report.design_figures(p_back, w, auto_plan, stack)
   plan_z = res.best_plan_z
   plan_source = 'search'
   if _auto_plan_wins(problem, auto_fig, fig, limits):
@@ -493,7 +487,7 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
     # fastest of its candidate shardings) does better on the same hardware.
     plan_source = 'auto'
     plj = schema.plan_to_json(auto_plan)
-    fig = _figures(p_back, w, schema.plan_from_json(plj, w), stack)
+    fig = report.design_figures(p_back, w, schema.plan_from_json(plj, w), stack)
     plan_z = plan_space.vector_of(problem.space, auto_plan)
   # Recomputed op by op here, so the result does not depend on the devices
   # the batched search ran on.
@@ -516,7 +510,11 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
 def _continuous(request: _Request, found) -> tuple:
   """(platform, plan, figures) of the search's continuous optimum."""
   pc, planc = gradient.relaxed(found.problem, found.result.continuous_z)
-  return pc, planc, _figures(pc, request.w, planc, _stack(request, found))
+  return (
+    pc,
+    planc,
+    report.design_figures(pc, request.w, planc, _stack(request, found)),
+  )
 
 
 def _presets(request: _Request, progress) -> list:
@@ -528,7 +526,12 @@ def _presets(request: _Request, progress) -> list:
     pp = part_tables.priced(presets_lib.get(name), request.prices)
     pplan = planner.make(w, pp, request.stacks[pp.trainer])
     progress(f'evaluated preset {name}')
-    return name, pp, pplan, _figures(pp, w, pplan, request.stacks[pp.trainer])
+    return (
+      name,
+      pp,
+      pplan,
+      report.design_figures(pp, w, pplan, request.stacks[pp.trainer]),
+    )
 
   # Two threads: most of a preset's evaluation is XLA compiling (outside
   # Python's lock); each is deterministic, so the order of work does not

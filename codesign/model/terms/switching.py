@@ -115,12 +115,11 @@ def _one_domain_gate(p: Platform):
   if p.trainer == 'cpu':
     return 1.0
   concrete = all(isinstance(x, (int, float, np.number)) for x in (h, nodes))
+  if concrete and h == 1.0:
+    return 1.0
+  hosts = domain_hosts(p)  # clamped to [1, nodes]
   if concrete:
-    if h == 1.0:
-      return 1.0
-    hosts = min(max(float(h), 1.0), max(float(nodes), 1.0))
-    return float(step(float(nodes) / hosts - 1.0))
-  hosts = domain_hosts(p)
+    return float(step(float(nodes) / float(hosts) - 1.0))
   return jnp.where(hosts == 1.0, 1.0, step(nodes / hosts - 1.0))
 
 
