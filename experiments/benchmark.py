@@ -17,7 +17,6 @@ batch), config.json and env.json. A benchmark script: timings vary with
 machine load, so it prints them; tests do not assert them.
 """
 
-import jax
 from absl import flags
 
 from codesign.core.errors import InputError
@@ -73,7 +72,7 @@ FLAGS = flags.FLAGS
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.core import results
   from codesign.studies import benchmark
 

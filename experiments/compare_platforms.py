@@ -25,7 +25,6 @@ platforms lead while the tables fit in HBM and the large-memory platforms
 lead beyond.
 """
 
-import jax
 from absl import flags
 
 from experiments import common
@@ -97,7 +96,7 @@ def _plot(path, result, study):
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.boundary import inputs
   from codesign.core import results
   from codesign.spec import schema

@@ -16,7 +16,6 @@ reproduce the result exactly.
 prints every key of the JSON inputs with its type, unit, default and doc.
 """
 
-import jax
 from absl import flags
 
 from experiments import common
@@ -46,7 +45,7 @@ def main():
 
     print(schema.schema_text())
     return
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign import api
   from codesign.core import results
   from codesign.model import rank_stats, report

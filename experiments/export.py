@@ -13,7 +13,6 @@ input ends in one sentence on stderr, exit status 2 and no file.
 import logging
 import pathlib
 
-import jax
 from absl import app, flags
 
 from codesign.core.errors import InputError, exit_with
@@ -59,6 +58,8 @@ def load_run(run: str):
 
 def main(argv):
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
+  import jax  # here: a bad flag ends before jax loads
+
   jax.config.update('jax_enable_x64', True)
   from codesign import __version__
   from codesign.boundary import export

@@ -31,7 +31,6 @@ at random moments and measures the exit. `--checkout` measures another
 checkout (an older commit: before and after).
 """
 
-import jax
 from absl import flags
 
 from experiments import common
@@ -81,7 +80,7 @@ FLAGS = flags.FLAGS
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.core import results
 
   progress = common.progress_printer()

@@ -31,7 +31,6 @@ cannot hold that workload).
 
 import dataclasses
 
-import jax
 import numpy as np
 from absl import flags
 
@@ -84,7 +83,7 @@ def _factors() -> tuple[float, ...]:
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.core import results
   from codesign.spec import schema
   from codesign.studies import growth, plotting

@@ -31,7 +31,6 @@ whose tables do not fit).
 
 import dataclasses
 
-import jax
 from absl import flags
 
 from experiments import common
@@ -79,7 +78,7 @@ FLAGS = flags.FLAGS
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.boundary import inputs
   from codesign.core import results
   from codesign.spec import schema

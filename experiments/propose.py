@@ -35,7 +35,6 @@ constraint and by how much, exit status 2, and no files.
 import dataclasses
 import sys
 
-import jax
 from absl import flags
 
 from codesign.core.errors import InputError
@@ -173,7 +172,7 @@ FLAGS = flags.FLAGS
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.core import results
   from codesign.studies import proposal
 

@@ -39,7 +39,6 @@ their sum; components are summed before overlap).
 
 import dataclasses
 
-import jax
 import numpy as np
 from absl import flags
 
@@ -284,7 +283,7 @@ def _throughput_plot(workdir, result, title):
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.core import results
   from codesign.spec import schema
   from codesign.studies import scale_out as study

@@ -36,7 +36,6 @@ result.json so it is reproducible), config.json, env.json.
 
 import dataclasses
 
-import jax
 from absl import flags
 
 from experiments import common
@@ -84,7 +83,7 @@ FLAGS = flags.FLAGS
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.core import results
   from codesign.spec import workload_presets
   from codesign.studies import search_quality as study

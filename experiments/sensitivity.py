@@ -29,7 +29,6 @@ that field gives 0.5% more of the metric).
 
 import dataclasses
 
-import jax
 from absl import flags
 
 from experiments import common
@@ -90,7 +89,7 @@ def _plot(path, result, study):
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.core import results
   from codesign.core.errors import InputError
   from codesign.spec import schema

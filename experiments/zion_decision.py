@@ -34,7 +34,6 @@ comparison table).
 import dataclasses
 import sys
 
-import jax
 from absl import flags
 
 from experiments import common
@@ -102,7 +101,7 @@ FLAGS = flags.FLAGS
 
 
 def main():
-  jax.config.update('jax_enable_x64', FLAGS.x64)
+  common.enable_x64(FLAGS.x64)
   from codesign.core import results
   from codesign.studies import zion_decision as study
 
