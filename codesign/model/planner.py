@@ -100,13 +100,22 @@ def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   size and candidate sharding shares one compile. A plan with
   data-parallel tables (not among the weights' four shardings) is
   evaluated op by op."""
-  frac = np.asarray(frac, np.float64)
+  return _hbm_required_fn(w, p, s, sharding, row_scale)(frac)
+
+
+def _hbm_required_fn(w, p: Platform, s: Stack, sharding, row_scale=1.0):
+  """`frac -> hbm_required(w, p, s, sharding, frac, row_scale)`, with the
+  platform's arrays made once (a bisection asks it many times)."""
+  hw = hardware.as_arrays(p)
   if 'data_parallel' in sharding:
-    need = hbm_need(w, hardware.as_arrays(p), s, sharding, frac, row_scale)
-    return float(need)
+    return lambda frac: float(
+      hbm_need(w, hw, s, sharding, np.asarray(frac, np.float64), row_scale)
+    )
   weights = terms.one_hot_sharding(sharding)
-  hw = hardware.unlabelled(hardware.as_arrays(p))
-  return float(_hbm_need_jit(w)(hw, s, weights, frac, float(row_scale)))
+  hw, fn = hardware.unlabelled(hw), _hbm_need_jit(w)
+  return lambda frac: float(
+    fn(hw, s, weights, np.asarray(frac, np.float64), float(row_scale))
+  )
 
 
 @functools.cache
@@ -181,8 +190,10 @@ def fit_hbm(w, p: Platform, s: Stack, sharding, row_scale=1.0) -> np.ndarray:
   total = float(np.sum(table_bytes(w) * (1.0 - dp)))
   frac = water_fill(w, total, dp)
 
+  need = _hbm_required_fn(w, p, s, sharding, row_scale)
+
   def fits(f):
-    return hbm_required(w, p, s, sharding, f, row_scale) <= avail
+    return need(f) <= avail
 
   if fits(frac):
     return frac
