@@ -241,7 +241,10 @@ def step_context(
     )
     orders = ct.load_orders(w, plan, s, t)
   else:
-    t = ct.table_arrays_mixed(w, sharding_weights, plan.column_shards, granules)
+    dp = ct.data_parallel_mask(plan.sharding)
+    t = ct.table_arrays_mixed(
+      w, sharding_weights, plan.column_shards, granules, dp
+    )
     orders = None  # relaxed masks: the packing bound sorts the loads
   t = {
     **t,

@@ -58,16 +58,19 @@ def table_bytes(w: wl.Workload) -> np.ndarray:
   )
 
 
-def _tables(w: wl.Workload, sharding) -> dict:
+def _tables(w: wl.Workload, sharding, data_parallel=None) -> dict:
   """The cost model's per-table arrays for these shardings: names (T,),
   or relaxed weights (T, len(terms.SEARCHED_SHARDINGS)) as the cost
-  model's `sharding_weights`."""
+  model's `sharding_weights` (with the static mask of data-parallel
+  tables, `terms.table_arrays_mixed`)."""
   if isinstance(sharding, tuple) and all(isinstance(x, str) for x in sharding):
     return terms.table_arrays(w, (sharding, 4, 'fp32'))
-  return terms.table_arrays_mixed(w, sharding, 4)
+  return terms.table_arrays_mixed(w, sharding, 4, data_parallel=data_parallel)
 
 
-def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
+def hbm_need(
+  w, p: Platform, s: Stack, sharding, frac, row_scale=1.0, data_parallel=None
+):
   """HBM bytes the busiest accelerator needs: its share of the tables at
   per-table HBM fractions `frac` (T,), the data-parallel replicas, the
   dense model and the stack's reservations (`terms.stack_hbm_reserved`).
@@ -75,8 +78,9 @@ def hbm_need(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   bytes, `terms.memory`), in jnp: `p` with array leaves
   (`hardware.as_arrays`) and `frac` may be traced, and then the packing
   bound sorts the loads (as the cost model does for traced fractions);
-  concrete fractions use the cost model's static order."""
-  t = _tables(w, sharding)
+  concrete fractions use the cost model's static order. `data_parallel`:
+  with weights, the static mask of replicated tables."""
+  t = _tables(w, sharding, data_parallel)
   st = terms.setup(p, w, s)
   dp = t['data_parallel']
   tb = t['table_bytes'] * row_scale
@@ -97,32 +101,27 @@ def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   argument): the platform's labels are dropped (`hardware.unlabelled`)
   and named shardings are passed as one-hot weights
   (`terms.table_arrays_mixed`, the same bytes), so that every preset,
-  size and candidate sharding shares one compile. A plan with
-  data-parallel tables (not among the weights' four shardings) is
-  evaluated op by op."""
+  size and candidate sharding shares one compile (one more per set of
+  data-parallel tables, a static mask)."""
   return _hbm_required_fn(w, p, s, sharding, row_scale)(frac)
 
 
 def _hbm_required_fn(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   """`frac -> hbm_required(w, p, s, sharding, frac, row_scale)`, with the
   platform's arrays made once (a bisection asks it many times)."""
-  hw = hardware.as_arrays(p)
-  if 'data_parallel' in sharding:
-    return lambda frac: float(
-      hbm_need(w, hw, s, sharding, np.asarray(frac, np.float64), row_scale)
-    )
   weights = terms.one_hot_sharding(sharding)
-  hw, fn = hardware.unlabelled(hw), _hbm_need_jit(w)
+  hw = hardware.unlabelled(hardware.as_arrays(p))
+  fn = _hbm_need_jit(w, terms.data_parallel_mask(sharding))
   return lambda frac: float(
     fn(hw, s, weights, np.asarray(frac, np.float64), float(row_scale))
   )
 
 
 @functools.cache
-def _hbm_need_jit(w: wl.Workload):
+def _hbm_need_jit(w: wl.Workload, data_parallel: tuple):
   return jax.jit(
     lambda p, s, weights, frac, row_scale: hbm_need(
-      w, p, s, weights, frac, row_scale
+      w, p, s, weights, frac, row_scale, data_parallel
     )
   )
 
@@ -369,26 +368,28 @@ def feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale=1.0):
   `cost_model.evaluate` gives them; jitted as `hbm_required` is (labels
   dropped, shardings as one-hot weights), so that ranking the candidates
   of every preset shares one compile per workload and stack."""
-  hw = hardware.as_arrays(p)
-  if 'data_parallel' in plan.sharding:
-    r = cost_model.evaluate(hw, w, plan, s, row_scale)
-    return bool(r.feasible), float(r.step_time)
   weights = terms.one_hot_sharding(plan.sharding)
-  fn = _rank_jit(w, plan.column_shards, plan.comm_precision)
+  dp = terms.data_parallel_mask(plan.sharding)
+  fn = _rank_jit(w, plan.column_shards, plan.comm_precision, dp)
   leaves = (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap)
-  hw = hardware.unlabelled(hw)
+  hw = hardware.unlabelled(hardware.as_arrays(p))
   feasible, step_time = fn(hw, s, weights, *leaves, float(row_scale))
   return bool(feasible), float(step_time)
 
 
 @functools.cache
-def _rank_jit(w, column_shards, comm_precision):
+def _rank_jit(w, column_shards, comm_precision, data_parallel):
+  # The weights carry the sharding; the names only the replicated tables.
+  names = tuple(
+    'data_parallel' if d else terms.SEARCHED_SHARDINGS[0] for d in data_parallel
+  )
+
   def run(p, s, weights, frac, cpu_lookup, overlap, row_scale):
     plan = Plan(
       hbm_fraction=frac,
       cpu_lookup_fraction=cpu_lookup,
       overlap=overlap,
-      sharding=(terms.SEARCHED_SHARDINGS[0],) * w.num_tables,
+      sharding=names,
       column_shards=column_shards,
       comm_precision=comm_precision,
     )

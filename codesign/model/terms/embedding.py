@@ -112,16 +112,24 @@ SEARCHED_SHARDINGS = ('table_wise', 'row_wise', 'table_row_wise', 'column_wise')
 
 
 def table_arrays_mixed(
-  w: wl.Workload, weights, column_shards: int, granules: tuple = (64, 64)
+  w: wl.Workload,
+  weights,
+  column_shards: int,
+  granules: tuple = (64, 64),
+  data_parallel=None,
 ) -> dict:
   """`table_arrays` for a relaxed per-table sharding.
 
   weights: (T, len(SEARCHED_SHARDINGS)) per-table weights (rows sum to 1,
-  may be traced). Every per-table array that depends on the sharding is
-  linear in the weights between its unsharded and column-sharded values
-  (copies of each id, FBGEMM's block penalty, bytes touched), and the
-  masks are the weights themselves, so a one-hot row is exactly that
-  table's sharding (`table_arrays`).
+  may be traced; a data-parallel table's row is zeros).
+  data_parallel: None (no table replicated) or a static mask (T,) of the
+  data-parallel tables, as `table_arrays` has it.
+
+  Every per-table array that depends on the sharding is linear in the
+  weights between its unsharded and column-sharded values (copies of each
+  id, FBGEMM's block penalty, bytes touched), and the masks are the
+  weights themselves, so a one-hot row (or a zero row and the
+  data-parallel mask) is exactly that table's sharding (`table_arrays`).
   """
   n_tables = w.num_tables
   whole, cols = (
@@ -143,7 +151,11 @@ def table_arrays_mixed(
     )
   for i, name in enumerate(SEARCHED_SHARDINGS):
     out[name] = weights[:, i]
-  out['data_parallel'] = np.zeros(n_tables)
+  out['data_parallel'] = (
+    np.zeros(n_tables)
+    if data_parallel is None
+    else np.asarray(data_parallel, np.float64)
+  )
   return out
 
 
@@ -157,9 +169,18 @@ def sharding_names(weights) -> tuple[str, ...]:
 
 def one_hot_sharding(names) -> np.ndarray:
   """Per-table weights (T, len(SEARCHED_SHARDINGS)) that are exactly the
-  named shardings (the inverse of `sharding_names`)."""
+  named shardings (the inverse of `sharding_names`); a data-parallel
+  table's row is zeros (its mask is `table_arrays_mixed`'s
+  `data_parallel`)."""
   k = len(SEARCHED_SHARDINGS)
-  return np.eye(k)[[SEARCHED_SHARDINGS.index(n) for n in names]]
+  rows = np.vstack([np.eye(k), np.zeros(k)])
+  index = {n: i for i, n in enumerate(SEARCHED_SHARDINGS + ('data_parallel',))}
+  return rows[[index[n] for n in names]]
+
+
+def data_parallel_mask(names) -> tuple[bool, ...]:
+  """Which tables the named shardings replicate (static, hashable)."""
+  return tuple(n == 'data_parallel' for n in names)
 
 
 def present(mask) -> bool:
