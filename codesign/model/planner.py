@@ -172,9 +172,12 @@ def water_fill(w: wl.Workload, capacity: float, dp_mask) -> np.ndarray:
   for _ in range(200):
     mid = 0.5 * (lo + hi)
     if np.sum(fill(mid) * tb) > capacity:
-      lo = mid
+      bracket = (mid, hi)
     else:
-      hi = mid
+      bracket = (lo, mid)
+    if bracket == (lo, hi):  # no float between them: every later step
+      break  # would leave the bracket as it is
+    lo, hi = bracket
   return fill(hi)
 
 
