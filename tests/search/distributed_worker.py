@@ -8,7 +8,7 @@ With NUM_PROCESSES > 1 it joins `jax.distributed` (coordinator on
 localhost:PORT, process 0 hosts it) before any JAX work; the search then
 shards its starts over the global device list. Every process writes the
 best buildable design and the continuous optimum to OUT.json (floats as
-hex, so the parent compares bits). Local devices come from XLA_FLAGS.
+hex, so the parent compares bits). Local devices: JAX_NUM_CPU_DEVICES.
 """
 
 import json

@@ -203,11 +203,11 @@ def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
 
 
 def _propose(tmp_path, name, *flags, devices=1):
-  env = dict(os.environ)
-  env['XLA_FLAGS'] = (
-    f'--xla_force_host_platform_device_count={devices} '
-    + os.environ.get('XLA_FLAGS', '')
-  ).strip()
+  # The device count by JAX's own setting, not an XLA flag: XLA flags are
+  # part of the compilation cache's key, so with the flag a 4-device run
+  # would compile again every program the 1-device runs left in the
+  # suite's cache (26.9 s against 14.3 s here, the same result).
+  env = dict(os.environ, JAX_NUM_CPU_DEVICES=str(devices))
   env['JAX_PLATFORMS'] = 'cpu'
   return subprocess.run(
     [
