@@ -240,3 +240,28 @@ def test_bad_flag_values_are_one_sentence_for_every_script(tmp_path):
       problems.append((name, f'message lacks {missing}', stderr[-300:]))
   assert not problems, problems
   assert list(tmp_path.iterdir()) == []  # no run directory at all
+
+
+def test_a_flag_that_does_not_parse_is_answered_before_jax_loads():
+  """`import codesign` and the scripts' shared flag code leave JAX
+  unloaded (the package's names load on first use), so a script answers
+  a malformed flag without JAX's import; the names still resolve."""
+  code = (
+    'import sys, codesign\n'
+    'from experiments import common\n'
+    "assert 'jax' not in sys.modules, 'jax loaded early'\n"
+    'assert callable(codesign.evaluate) and codesign.Platform\n'
+    "assert 'jax' in sys.modules\n"
+  )
+  out = subprocess.run(
+    [sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True
+  )
+  assert out.returncode == 0, out.stderr
+  bad = subprocess.run(
+    [sys.executable, '-m', 'experiments.propose', '--starts=abc'],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+  )
+  assert bad.returncode == 2 and '--starts=abc' in bad.stderr
+  assert 'Traceback' not in bad.stderr

@@ -213,3 +213,24 @@ def test_a_plan_costs_the_same_traced_and_concrete():
     (r.memory_required['hbm'], concrete.memory_required['hbm']),
   ):
     assert float(a) == pytest.approx(float(b), rel=1e-9)
+
+
+def test_data_parallel_tables_rank_and_fit_jitted_as_op_by_op():
+  """A hybrid plan (its frequent tables data-parallel) is ranked and
+  fitted to HBM through the jitted path (a static mask of replicated
+  tables beside the one-hot weights) with the figures of the named plan
+  evaluated op by op."""
+  w = presets.get('criteo_kaggle')
+  p = platform_presets.get('dgx_a100_80gb')
+  s = stack_presets.get('hugectr')
+  plan = planner.make(w, p, s, sharding='hybrid')
+  assert 0 < plan.sharding.count('data_parallel') < w.num_tables
+  hw = hardware.as_arrays(p)
+  r = cost_model.evaluate(hw, w, plan, s)
+  feasible, step = planner.feasible_and_step_time(w, p, s, plan)
+  assert feasible == bool(r.feasible)
+  assert step == pytest.approx(float(r.step_time), rel=1e-12)
+  for frac in (plan.hbm_fraction, 0.5 * np.asarray(plan.hbm_fraction)):
+    need = planner.hbm_need(w, hw, s, plan.sharding, np.asarray(frac))
+    got = planner.hbm_required(w, p, s, plan.sharding, frac)
+    assert got == pytest.approx(float(need), rel=1e-12)
