@@ -12,6 +12,47 @@ from absl import flags
 from codesign.core.errors import InputError, exit_with, printable
 from experiments.flag_parsing import parse_flags
 
+# The preset names the help texts list, spelled out so that defining the
+# flags loads no JAX (the registries: codesign.spec.workload_presets.
+# WORKLOADS, platform_presets.PLATFORMS, stack_presets.PRESETS; a test
+# keeps them equal).
+WORKLOAD_PRESETS = (
+  'criteo_1tb',
+  'criteo_kaggle',
+  'criteo_terabyte',
+  'dlrm_benchmark',
+  'mlperf_dlrm_dcnv2',
+  'mlperf_dlrm_v1',
+  'neo_12t',
+  'nv_dlrm_large',
+  'nv_dlrm_small',
+  'rm1',
+  'rm2',
+  'rm3',
+  'zion_2019',
+  'zion_scale',
+)
+PLATFORM_PRESETS = (
+  'big_basin',
+  'cpu_2s',
+  'cpu_4s',
+  'dgx1_v100',
+  'dgx2_v100',
+  'dgx_a100_40gb',
+  'dgx_a100_80gb',
+  'dgx_b200',
+  'dgx_h100',
+  'dgx_h200',
+  'gb200_nvl72',
+  'gh200',
+  'h100_pcie_8',
+  'mi300x_8',
+  'p4d',
+  'zion',
+  'zionex',
+)
+STACK_PRESETS = ('torchrec', 'nvidia_pytorch', 'hugectr', 'ipex_cpu', 'jax_xla')
+
 flags.DEFINE_string(
   'from_config',
   None,
@@ -22,8 +63,9 @@ flags.DEFINE_string(
 flags.DEFINE_string(
   'stack',
   '',
-  'Software stack that trains the model: a preset (torchrec, '
-  'nvidia_pytorch, hugectr, ipex_cpu, jax_xla; see '
+  'Software stack that trains the model: a preset ('
+  + ', '.join(STACK_PRESETS)
+  + '; see '
   "codesign/spec/stack_presets.py) or a stack JSON file (a run's "
   "config.json also works); empty: the platform trainer's default "
   '(torchrec on accelerators, ipex_cpu on CPU trainers). The same GPUs '
@@ -120,13 +162,11 @@ def define_input_flags(
   defaults; None: the script has no such flag), --plan, --override (the
   sections it may override, e.g. 'workload,platform,plan,stack') and
   --device_profile. Help texts list the preset names."""
-  from codesign.spec import platform_presets, workload_presets
-
   if workload is not None:
     flags.DEFINE_string(
       'workload',
       workload,
-      f'Workload: a preset ({_names(workload_presets.WORKLOADS)}) or a '
+      f'Workload: a preset ({_names(WORKLOAD_PRESETS)}) or a '
       "JSON file in the dumped schema (a run's config.json also works). "
       + workload_help,
     )
@@ -134,7 +174,7 @@ def define_input_flags(
     flags.DEFINE_string(
       'platform',
       platform,
-      f'Platform: a preset ({_names(platform_presets.PLATFORMS)}) or a '
+      f'Platform: a preset ({_names(PLATFORM_PRESETS)}) or a '
       "JSON file in the dumped schema (a run's config.json also works). "
       + platform_help,
     )
