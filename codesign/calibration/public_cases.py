@@ -268,6 +268,13 @@ def _fit_parameters() -> tuple[FitParameter, ...]:
       why['step_floor'],
     ),
     FitParameter(
+      'torchrec_sample_host_time',
+      stack_presets.TIES['torchrec_sample_host_time'],
+      pr['torchrec_sample_host_time'][0],
+      *rng['sample_host_time'],
+      why['sample_host_time'],
+    ),
+    FitParameter(
       'fused_embedding_efficiency',
       stack_presets.TIES['fused_embedding_efficiency'],
       pr['embedding_efficiency'][0],

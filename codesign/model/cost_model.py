@@ -332,7 +332,7 @@ def _host(c: Step) -> Host:
   """Kernel counts, their launch gaps on the device, the host's time."""
   counts = ct.kernel_counts(c.workload, c.stack, c.tables, c.plan, c.payload)
   launch = counts.device_kernels * c.device.kernel_overhead
-  return Host(counts, launch, ct.host_time(c.stack, counts))
+  return Host(counts, launch, ct.host_time(c.stack, counts, c.setup))
 
 
 def _step_time(c: Step, d: Dense, e: Embedding, m: Comms, h: Host):
@@ -429,7 +429,9 @@ def _report(c: Step, step, breakdown: dict, memory, h: Host) -> CostReport:
   required, available, margin, fits = memory
   capex, power = ct.capex_and_power(c.platform)
   throughput = c.setup.batch / jnp.maximum(step, TINY)
-  ceiling = ct.ceiling_step_time(c.stack, h.counts) * jnp.ones_like(step)
+  ceiling = ct.ceiling_step_time(c.stack, h.counts, c.setup) * jnp.ones_like(
+    step
+  )
   stacked = jnp.stack([breakdown[k] for k in COMPONENTS])
   return CostReport(
     step_time=step,

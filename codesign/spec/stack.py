@@ -12,7 +12,9 @@ How the fields enter the step (`codesign.model.terms`):
 - Host work. An eager framework spends `op_host_time` of CPU time on
   every operator it dispatches (Python, autograd, the dispatcher, the
   launch), plus `step_floor` per step (the training loop, the hand-off
-  of the prefetched batch). Work captured in a CUDA graph costs the host
+  of the prefetched batch), plus `sample_host_time` per sample of the
+  rank's batch where the stack loads it on the training thread (TorchRec's
+  train pipeline). Work captured in a CUDA graph costs the host
   nothing per operator (`graph_scope`). Host and device run
   asynchronously; `host_overlap` blends the two limits of
   `terms.compose`: 1, the host queues far enough ahead that the
@@ -203,6 +205,12 @@ class Stack:
     'rank) or hierarchical (gathered per node over the fabric, one '
     "message per node pair: HugeCTR's IB_NVLink_Hierarchical)",
   )
+  sample_host_time: float = field(
+    unit='us',
+    default=0.0,
+    doc="host time per sample of the rank's batch spent loading it on "
+    'the training thread (0: a loader in other threads or processes), s',
+  )
   collective_library: str = field(
     static=True,
     default='nccl',
@@ -217,6 +225,7 @@ class Stack:
 BOUNDS: dict[str, tuple[float, float]] = {
   'step_floor': (0.0, 0.1),
   'op_host_time': (0.0, 1e-3),
+  'sample_host_time': (0.0, 1e-4),
   'collective_latency': (0.0, 1e-3),
   'host_overlap': (0.0, 1.0),
   'embedding_efficiency': (0.01, 1.0),
@@ -229,6 +238,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 FIT_RANGES: dict[str, tuple[float, float]] = {
   'step_floor': (20e-6, 30e-3),
   'op_host_time': (3e-6, 100e-6),
+  'sample_host_time': (10e-9, 5e-6),
   'collective_latency': (1e-6, 200e-6),
   'host_overlap': (0.3, 0.98),
   'embedding_efficiency': (0.1, 1.0),
@@ -242,6 +252,10 @@ FIT_RANGE_WHY = {
   'in the dispatcher and launch alone; Python modules and autograd add '
   'tens of us (NVIDIA DLRM README: eager inference floor ~0.3 ms above '
   'the graph floor for a handful of module calls)',
+  'sample_host_time': 'a batch loaded on the training thread costs tens '
+  'of ns per sample when it is one memcpy of prepared arrays, and a few '
+  'us when Python touches each sample (pytorch/torchrec PR 1694: "tens '
+  'of milliseconds" a batch for production inputs)',
   'collective_latency': 'NCCL small-message latency is ~0.5-6 us under '
   'CUDA graphs and a few us eager on NVLink (nccl issues 1984, 1259); '
   'an eager torch.distributed call with stream waits and tensor '

@@ -95,7 +95,19 @@ PRIORS = {
     'milliseconds" for production inputs; a few ms for the 26-feature '
     'Criteo input (one KeyedJaggedTensor). NOTE: chosen after the TorchRec '
     'case C9 was seen to need several ms of host time, so C9 does not '
-    'test this prior independently',
+    'test this prior independently; the part that grows with the batch '
+    'is torchrec_sample_host_time',
+  ),
+  'torchrec_sample_host_time': (
+    0.5e-6,
+    'pytorch/torchrec PR 1694: loading the batch and copying it to the '
+    'GPU run on the main thread of the train pipeline; per sample of the '
+    "rank's batch of the Criteo input (13 dense floats, 26 ids with their "
+    'lengths and offsets: about 0.3-0.7 kB through a few numpy and torch '
+    'passes at 1-2 GB/s on one thread): about 0.5 us (assumption). '
+    'NOTE: added after C9 and C16 (one p4d at 2,048 and 256 samples per '
+    'GPU) were seen to differ by 2.6 ms a step, more than the device '
+    'work that differs, so they do not test this prior independently',
   ),
   'overlap_default': (
     0.5,
@@ -136,11 +148,18 @@ PRIORS = {
     'assumption: a graph launch or an eager queue runs well ahead of the '
     'device',
   ),
-  'host_overlap_sync': (
-    0.5,
-    f'{_TREC_DIST}: the splits all-to-all is waited for on the host every '
-    'step (.tolist(); pytorch/torchrec PR 1112: the wait blocks the CPU), '
-    'so host and device half serialize',
+  'host_overlap_pipelined': (
+    0.9,
+    'torchrec v0.3.2 train_pipeline.py TrainPipelineSparseDist.progress '
+    '(as copied in twitter/the-algorithm-ml core/train_pipeline.py): the '
+    'host loads batch i+2, issues forward i, then starts the input '
+    'distribution of batch i+1, whose splits it waits for on the host '
+    '(.tolist(); pytorch/torchrec PR 1112); that stream waits on an event '
+    'recorded before forward i and its NCCL call queues behind forward '
+    "i's all-to-all, so the host runs up to one forward ahead of the "
+    'device and host and device work overlap but for the wait (as '
+    'host_overlap_async). Was 0.5 ("half serialize") until the per-sample '
+    'loading term: C9 and C16 then needed the lockstep half',
   ),
   'host_overlap_timed': (
     0.5,
@@ -461,7 +480,7 @@ _TORCHREC_HOST = {
   'step_floor': _prior('torchrec_step_floor'),
   'op_host_time': _prior('op_host_time'),
   'collective_latency': _prior('eager_collective_latency'),
-  'host_overlap': _prior('host_overlap_sync'),
+  'host_overlap': _prior('host_overlap_pipelined'),
 }
 
 _TORCHREC_DEVICE = {
@@ -481,6 +500,7 @@ _TORCHREC_RUNS_ON = {
   'vendors': (('nvidia', 'amd'), _FBGEMM_ROCM),
 }
 _TORCHREC_EXTRA = {
+  'sample_host_time': _prior('torchrec_sample_host_time'),
   'train_pipeline': ('sparse_dist', _TREC_PIPELINE),
   'kjt_copies': (20, _TREC_KJT),
 }
@@ -493,8 +513,10 @@ def torchrec() -> Stack:
   Every operator is dispatched eagerly; nn.Linear + ReLU and a bmm
   interaction; one TBE kernel for all tables with the optimizer fused in
   its backward; 64-bit ids in three all-to-alls (splits, lengths,
-  values) with a host sync on the splits; UVM caching for tables HBM
-  cannot hold; 15% of HBM reserved; TF32 off (PyTorch 1.12 and later).
+  values) with a host sync on the splits; each rank's batch loaded on
+  the training thread (a host time per sample); UVM caching for tables
+  HBM cannot hold; 15% of HBM reserved; TF32 off (PyTorch 1.12 and
+  later).
   """
   return _stack(
     'torchrec',
@@ -700,6 +722,7 @@ TIES = {
   'nvidia_step_floor': (('nvidia_pytorch', 'step_floor'),),
   'hugectr_step_floor': (('hugectr', 'step_floor'),),
   'torchrec_step_floor': (('torchrec', 'step_floor'),),
+  'torchrec_sample_host_time': (('torchrec', 'sample_host_time'),),
   'eager_step_floor': (('ipex_cpu', 'step_floor'),),
   'fused_embedding_efficiency': (
     ('nvidia_pytorch', 'embedding_efficiency'),

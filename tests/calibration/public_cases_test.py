@@ -175,6 +175,7 @@ def test_fit_recovers_planted_values_and_folds_stay_apart(cases):
     'hugectr_step_floor': 250e-6,
     'eager_step_floor': 2e-3,
     'torchrec_step_floor': 4e-3,
+    'torchrec_sample_host_time': 1e-6,
     'fused_embedding_efficiency': 0.6,
     'gpu_gemm_efficiency': 0.7,
     'gpu_gemm_half_size': 32.0,
@@ -190,14 +191,17 @@ def test_fit_recovers_planted_values_and_folds_stay_apart(cases):
   for p in pc.FIT_PARAMETERS:
     got, want = r['all']['values'][p.name], planted_values[p.name]
     assert abs(np.log(got / want)) < abs(np.log(p.prior / want)), p.name
-  for name in (
-    'op_host_time',
-    'torchrec_step_floor',
-    'fused_embedding_efficiency',
-  ):
+  for name in ('op_host_time', 'fused_embedding_efficiency'):
     assert r['all']['values'][name] == pytest.approx(
       planted_values[name], rel=0.05
     )
+  # TorchRec's floor and its per-sample loading trade against each other
+  # (C9 and C16 are one system at two batches): their sum at C9's 2,048
+  # samples per GPU is what the cases pin.
+  got = r['all']['values']
+  assert got['torchrec_step_floor'] + 2048 * got[
+    'torchrec_sample_host_time'
+  ] == pytest.approx(4e-3 + 2048 * 1e-6, rel=0.05)
   for held_out, fold in r['folds'].items():
     assert held_out not in fold['fitted_on']
   for c in planted:

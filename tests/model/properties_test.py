@@ -127,7 +127,12 @@ CAPACITIES = ['accelerator.hbm_capacity', 'cpu.ddr_capacity']
 # costs (lowered) and efficiencies and host overlap (raised). Not
 # monotone in the step: hbm_reserve (memory only) and comm_overlap (the
 # planner's default plan overlap, not an input of the step).
-STACK_LOWERED = ['step_floor', 'op_host_time', 'collective_latency']
+STACK_LOWERED = [
+  'step_floor',
+  'sample_host_time',
+  'op_host_time',
+  'collective_latency',
+]
 STACK_RAISED = ['embedding_efficiency', 'uvm_fill_efficiency', 'host_overlap']
 
 

@@ -119,6 +119,7 @@ from codesign.model.terms.host import (
   host_time,
   ids_on_critical_path,
   kernel_counts,
+  step_host_floor,
   with_pipelined_ids,
 )
 from codesign.model.terms.shared import (
@@ -188,6 +189,7 @@ __all__ = [
   'hbm_loads',
   'host_link_rate',
   'host_time',
+  'step_host_floor',
   'ids_on_critical_path',
   'interaction_times',
   'intra_node_seconds',

@@ -213,18 +213,25 @@ def _host_ops(w: wl.Workload, s: Stack, every: dict) -> dict:
   return dict.fromkeys(HOST_GROUPS, 0.0)
 
 
-def host_time(s: Stack, counts: Counts):
+def step_host_floor(s: Stack, st):
+  """Host seconds per step outside the operators: the stack's floor plus
+  the loading of the rank's batch on the training thread
+  (`sample_host_time` x the local batch `st.local`)."""
+  return s.step_floor + s.sample_host_time * st.local
+
+
+def host_time(s: Stack, counts: Counts, st):
   """Host seconds per step: the floor plus every eager operator."""
-  return s.step_floor + sum(counts.host_ops.values()) * s.op_host_time
+  return step_host_floor(s, st) + sum(counts.host_ops.values()) * s.op_host_time
 
 
-def ceiling_step_time(s: Stack, counts: Counts):
+def ceiling_step_time(s: Stack, counts: Counts, st):
   """Seconds per step with infinitely fast devices and links: the stack's
   hardware-independent ceiling. `compose` at zero device time is the
   host's work alone (the floor and every eager operator), on either
   trainer, so this is `host_time`; 1 / it bounds the steps per second any
   hardware reaches with this stack."""
-  return host_time(s, counts)
+  return host_time(s, counts, st)
 
 
 def ids_on_critical_path(s: Stack, ids):
@@ -267,10 +274,11 @@ def compose(device, device_by_group: dict, s: Stack, counts: Counts, st):
   same cores dispatch and compute, so host and device add.
   """
   host_g = {k: counts.host_ops[k] * s.op_host_time for k in HOST_GROUPS}
-  host = s.step_floor + sum(host_g.values())
+  floor = step_host_floor(s, st)
+  host = floor + sum(host_g.values())
   if st.cpu_trainer:
     return device + host
-  serial = s.step_floor + host_g['collectives']
+  serial = floor + host_g['collectives']
   for k in HOST_GROUPS:
     if k == 'collectives':
       continue

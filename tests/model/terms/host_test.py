@@ -145,7 +145,7 @@ def test_host_time_and_compose():
   p, w, plan = tiny_platform(), tiny_workload(), make_plan()
   s = tiny_stack(graph_scope='none', host_overlap=0.0)
   host = STEP_FLOOR + 35 * OP_HOST
-  close(float(ct.host_time(s, counts(s))), host)
+  close(float(ct.host_time(s, counts(s), ct.setup(p, w, s))), host)
   r = run(p, w, plan, s)
   bd = r['breakdown']
   close(bd['host'], host)
@@ -217,6 +217,38 @@ def test_ceiling_is_the_host_alone():
   # One graph: only the 100 us floor.
   r = cost_model.evaluate(hardware.as_arrays(p), w, plan, tiny_stack())
   close(float(r.ceiling_step_time), STEP_FLOOR)
+
+
+def test_a_batch_loaded_on_the_training_thread_costs_per_sample():
+  # TorchRec loads each rank's batch on its training thread: 2 us per
+  # sample of the rank's batch (8,192 over the tiny platform's ranks)
+  # adds to the floor, in the host time, both limits of the step and the
+  # ceiling; a stack that loads elsewhere (0, the default) pays nothing.
+  from codesign.model import cost_model
+  from codesign.spec import hardware
+
+  p, w, plan = tiny_platform(), tiny_workload(), make_plan()
+  st = ct.setup(p, w, tiny_stack())
+  local = B / float(st.ranks)
+  assert float(st.local) == local
+  base = tiny_stack(graph_scope='none', host_overlap=0.0)
+  loads = tiny_stack(
+    graph_scope='none', host_overlap=0.0, sample_host_time=2e-6
+  )
+  assert base.sample_host_time == 0.0
+  extra = 2e-6 * local
+  close(float(ct.step_host_floor(loads, st)), STEP_FLOOR + extra)
+  host = STEP_FLOOR + 35 * OP_HOST
+  close(float(ct.host_time(loads, counts(loads), st)), host + extra)
+  r0, r1 = run(p, w, plan, base), run(p, w, plan, loads)
+  close(r1['breakdown']['host'], host + extra)
+  # Host-bound in lockstep: the floor precedes the groups, so the step
+  # grows by the loading whole (but for the smooth maximum with the
+  # device time, 2e-4 of it here).
+  assert r0['step'] > r0['breakdown']['host'] * 0.99
+  close(r1['step'] - r0['step'], extra, rel=1e-3)
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, loads)
+  close(float(r.ceiling_step_time), host + extra)
 
 
 def test_ceiling_share_and_sentence():
