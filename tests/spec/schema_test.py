@@ -130,6 +130,24 @@ def test_platform_files_without_link_kind_or_memory_kind_still_load():
     schema.platform_from_json(bad)
 
 
+def test_stack_files_without_the_per_sample_loading_still_load():
+  """Stack JSON written before the per-sample batch loading has no
+  sample_host_time_us: it loads as 0 (no loading on the training thread),
+  every other field as written; TorchRec's own value survives a round
+  trip."""
+  trec = stack_presets.get('torchrec')
+  assert trec.sample_host_time > 0.0
+  old = schema.stack_to_json(trec)
+  assert old.pop('sample_host_time_us') == pytest.approx(
+    trec.sample_host_time * 1e6
+  )
+  got = schema.stack_from_json(old)
+  assert got.sample_host_time == 0.0
+  _same_bits(got, dataclasses.replace(trec, sample_host_time=0.0))
+  back = _round_trip(trec, schema.stack_to_json, schema.stack_from_json)
+  assert back.sample_host_time == trec.sample_host_time
+
+
 def test_every_problem_of_a_file_in_one_message(tmp_path):
   path = tmp_path / 'workload.json'
   path.write_text(json.dumps(BROKEN_WORKLOAD))
