@@ -95,10 +95,14 @@ class CostReport:
     perf_per_watt: samples/s per W.
     bottleneck_index: index into COMPONENTS of the largest term.
     ceiling_step_time: seconds per step with infinitely fast devices and
-      links (`terms.ceiling_step_time`: the stack's host floor and eager
-      operators), the least any hardware reaches with this stack.
+      links (`terms.ceiling_step_time`: the stack's host floor, the
+      loading of the rank's batch and eager operators), the least any
+      hardware with this many ranks reaches with this stack.
     ceiling_throughput: samples per second at that step: the stack's
-      hardware-independent ceiling.
+      ceiling on this many ranks.
+    ceiling_loading_time: seconds of that step spent loading the rank's
+      batch on the training thread (`Stack.sample_host_time`): the part
+      of the ceiling that more ranks split.
   """
 
   step_time: jax.Array
@@ -115,6 +119,7 @@ class CostReport:
   bottleneck_index: jax.Array
   ceiling_step_time: jax.Array
   ceiling_throughput: jax.Array
+  ceiling_loading_time: jax.Array
 
   @property
   def bottleneck(self) -> str:
@@ -448,6 +453,9 @@ def _report(c: Step, step, breakdown: dict, memory, h: Host) -> CostReport:
     bottleneck_index=jnp.argmax(stacked),
     ceiling_step_time=ceiling,
     ceiling_throughput=c.setup.batch / jnp.maximum(ceiling, TINY),
+    ceiling_loading_time=c.stack.sample_host_time
+    * c.setup.local
+    * jnp.ones_like(step),
   )
 
 

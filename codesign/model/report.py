@@ -17,8 +17,12 @@ def _f(x) -> float:
 CEILING_BINDS = 0.9
 CEILING_WHAT = (
   "the step with infinitely fast devices and links: the stack's host "
-  'floor and eager operators'
+  "floor, the loading of each rank's batch on its training thread "
+  '(TorchRec) and eager operators'
 )
+# Loading that more ranks would split is worth naming above this share of
+# the ceiling's step.
+LOADING_NAMED = 0.05
 
 
 def ceiling(r: CostReport) -> dict:
@@ -30,6 +34,7 @@ def ceiling(r: CostReport) -> dict:
     'throughput_samples_per_s': _f(r.ceiling_throughput),
     'share': share,
     'binds': share >= CEILING_BINDS,
+    'loading_s': _f(r.ceiling_loading_time),
     'what': CEILING_WHAT,
   }
 
@@ -41,6 +46,13 @@ def ceiling_sentence(c: dict) -> str:
     f'(host {c["step_time_s"] * 1e3:.2f} ms/step); this design reaches '
     f'{100 * c["share"]:.0f}% of it: '
   )
+  loading = c.get('loading_s', 0.0)
+  if c['binds'] and loading > LOADING_NAMED * c['step_time_s']:
+    return head + (
+      f'host-bound: faster devices do not help, more ranks split the '
+      f"{loading * 1e3:.2f} ms of loading each rank's batch; the stack "
+      'decides'
+    )
   if c['binds']:
     return head + 'host-bound: more hardware does not help; the stack decides'
   return head + 'the ceiling does not bind; the hardware decides'

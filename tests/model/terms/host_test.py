@@ -249,6 +249,7 @@ def test_a_batch_loaded_on_the_training_thread_costs_per_sample():
   close(r1['step'] - r0['step'], extra, rel=1e-3)
   r = cost_model.evaluate(hardware.as_arrays(p), w, plan, loads)
   close(float(r.ceiling_step_time), host + extra)
+  close(float(r.ceiling_loading_time), extra)
 
 
 def test_ceiling_share_and_sentence():
@@ -259,6 +260,17 @@ def test_ceiling_share_and_sentence():
   assert binds.endswith(
     '95% of it: host-bound: more hardware does not help; the stack decides'
   )
+  # Loading each rank's batch (TorchRec) is the part more ranks split:
+  # named when it is over 5% of the ceiling's step.
+  loads = report.ceiling_sentence(
+    {**c, 'share': 0.95, 'binds': True, 'loading_s': 0.004}
+  )
+  assert loads.endswith(
+    'host-bound: faster devices do not help, more ranks split the 4.00 ms '
+    "of loading each rank's batch; the stack decides"
+  )
+  small = {**c, 'share': 0.95, 'binds': True, 'loading_s': 0.0004}
+  assert report.ceiling_sentence(small) == binds
   free = report.ceiling_sentence({**c, 'share': 0.5, 'binds': False})
   assert 'does not bind' in free and '1,000,000 samples/s' in free
   assert report.CEILING_BINDS == 0.9
