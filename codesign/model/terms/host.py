@@ -227,10 +227,11 @@ def host_time(s: Stack, counts: Counts, st):
 
 def ceiling_step_time(s: Stack, counts: Counts, st):
   """Seconds per step with infinitely fast devices and links: the stack's
-  hardware-independent ceiling. `compose` at zero device time is the
-  host's work alone (the floor and every eager operator), on either
-  trainer, so this is `host_time`; 1 / it bounds the steps per second any
-  hardware reaches with this stack."""
+  ceiling. `compose` at zero device time is the host's work alone (the
+  floor, the loading of the rank's batch and every eager operator), on
+  either trainer, so this is `host_time`; 1 / it bounds the steps per
+  second any hardware with these ranks reaches with this stack (more
+  ranks split the loading, nothing else of it)."""
   return host_time(s, counts, st)
 
 
