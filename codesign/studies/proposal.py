@@ -375,8 +375,9 @@ def _boards(proposal) -> list[str]:
 def _trim(found, request: _Request) -> tuple:
   """(found with its best design trimmed, result keys `tolerance` and
   `ddr`): for throughput objectives the cheapest design within the
-  tolerance of the best found, then only the DDR its plan keeps there (up
-  to a legal DIMM population)."""
+  tolerance of the best found, down to the knee (`proposal_search.
+  cheapest_within`), then only the DDR its plan keeps there (up to a
+  legal DIMM population)."""
   problem = found.problem
   res, trim = proposal_search.cheapest_within(
     problem, found.result, request.settings.tolerance
@@ -860,11 +861,13 @@ def _honesty_lines(result: dict) -> list[str]:
   if trim:
     prop = result['proposal']
     share = prop['throughput_samples_per_s'] / trim['best_found_samples_per_s']
+    tol = f'{100 * trim["tolerance"]:g}%'
     out.append(
-      f'tolerance: the cheapest design within {100 * trim["tolerance"]:g}% '
-      f'of the best the search found ({trim["best_found_samples_per_s"]:,.0f}'
-      f' samples/s for ${trim["best_found_capex_usd"]:,.0f}): '
-      f'{100 * share:.1f}% of it for ${prop["capex_usd"]:,.0f}'
+      f'tolerance: the cheapest design within {tol} of the best the search '
+      f'found ({trim["best_found_samples_per_s"]:,.0f} samples/s for '
+      f'${trim["best_found_capex_usd"]:,.0f}), then, while one of at most '
+      f'{proposal_search.KNEE_PRICE:g} of its price is within {tol} of it, '
+      f'that one: {100 * share:.1f}% of the best for ${prop["capex_usd"]:,.0f}'
     )
   for sentence in result.get('board_violations', []):
     out.append(f'NOT SOLD: {sentence}')

@@ -8,7 +8,8 @@ user's parts and prices, runs `search.gradient_search` on each and keeps
 the best feasible design (the objective, feasible first); each trainer
 with its own stack (`trainer_stacks`), its parts kept to the makers the
 stack runs on (`vendor_parts`). Then `cheapest_within` (throughput
-objectives: the cheapest design within the tolerance of the best found)
+objectives: the cheapest design within the tolerance of the best found,
+then down to the knee, where a third more money buys the tolerance)
 and `least_ddr` (the least legal DDR that holds what the plan keeps
 there). `explain_infeasible` says in one sentence why nothing was
 feasible. No I/O.
@@ -226,6 +227,12 @@ def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
 # best found (--tolerance): a design that buys 1% more throughput for a
 # third more money is over-spending.
 TOLERANCE = 0.02
+# ... and then the cheapest design of at most this share of its price
+# within the tolerance of it, again, until none is (the knee): where the
+# throughput rises slowly all the way to the largest design (a per-rank
+# host cost shrinking with the ranks), the tolerance of the best found
+# alone would still buy a third more money for less than the tolerance.
+KNEE_PRICE = 0.75
 # Axes shrunk to find a cheaper design of about the same throughput, and
 # the axis grown with them: fewer nodes may hold their tables with more
 # DDR (the least DDR that holds them is bought afterwards, `least_ddr`).
@@ -340,7 +347,9 @@ def _written(problem, index, plan_z, ev, row) -> np.ndarray:
 def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   """For a throughput objective (`throughput`, `time_to_train`): the
   cheapest buildable design whose throughput is within `tolerance` of the
-  best found, among the search's best designs and their variants with
+  best found, then the cheapest of at most `KNEE_PRICE` of its price
+  within `tolerance` of it, repeated while there is one (the knee), among
+  the search's best designs and their variants with
   fewer nodes or accelerators per node and as much DDR or more (every
   constraint still met), each with its own plan (`own_plans`: a design
   with fewer nodes holds its tables differently). Other objectives
@@ -372,6 +381,18 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   pick, pz, check = _first_written(
     problem, index, plan_z, ev, near[np.lexsort((-thr[near], capex[near]))]
   )
+  while True:  # the knee: a third more money must buy the tolerance
+    near = rows[
+      (thr[rows] >= (1.0 - tolerance) * thr[pick])
+      & (capex[rows] <= KNEE_PRICE * capex[pick])
+    ]
+    if not len(near):
+      break
+    order = near[np.lexsort((-thr[near], capex[near]))]
+    row, row_pz, row_check = _first_written(problem, index, plan_z, ev, order)
+    if row not in order:  # none stays feasible with its plan written out
+      break
+    pick, pz, check = row, row_pz, row_check
   out = dataclasses.replace(
     res,
     best_index=index[pick],
@@ -391,7 +412,10 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
     ),
     'candidates_evaluated': int(len(index)),
     'rule': 'the cheapest design within the tolerance of the best found '
-    '(throughput objectives), among the best designs and their variants '
+    '(throughput objectives), then, while one of at most '
+    f'{KNEE_PRICE:g} of its price is within the tolerance of it, the '
+    'cheapest such (a third more money must buy more than the '
+    'tolerance), among the best designs and their variants '
     'with fewer nodes or accelerators per node (and as much DDR or more), '
     'each with its own plan '
     '(the plan it was found with, or the auto HBM rule under its own or '

@@ -57,9 +57,9 @@ def test_throughput_proposal_is_the_cheapest_within_the_tolerance():
   assert res.best_feasible
   out, info = proposal_search.cheapest_within(PROBLEM, res, 0.02)
   best = info['best_found_samples_per_s']
-  assert info['proposal_samples_per_s'] >= 0.98 * best
-  assert info['proposal_capex_usd'] <= info['best_found_capex_usd']
-  assert out.best_value == pytest.approx(info['proposal_samples_per_s'])
+  prop, prop_capex = info['proposal_samples_per_s'], info['proposal_capex_usd']
+  assert prop_capex <= info['best_found_capex_usd']
+  assert out.best_value == pytest.approx(prop)
   # Each shrunk variant that is cheaper is below the tolerance or breaks a
   # constraint (the rule, re-checked on the candidates), each with its own
   # plan: never worse than the plan of the design it was shrunk from.
@@ -70,11 +70,21 @@ def test_throughput_proposal_is_the_cheapest_within_the_tolerance():
   both = ev['feasible'] & copied['feasible']
   assert (ev['value'][both] >= copied['value'][both] * (1 - 1e-12)).all()
   ok, _ = snapping.buildable(SPACE, index)
-  for i, row in enumerate(index):
-    capex = float(ct.capex_and_power(ds.build(SPACE, row))[0])
-    if ev['feasible'][i] and ok[i]:
-      if capex < info['proposal_capex_usd'] - 1e-6:
-        assert ev['value'][i] < 0.98 * best
+  capex = np.array(
+    [float(ct.capex_and_power(ds.build(SPACE, row))[0]) for row in index]
+  )
+  usable = ev['feasible'] & ok
+  # The cheapest within the tolerance of the best found, then the knee:
+  # no design of at most 3/4 of the proposal's price is within the
+  # tolerance of the proposal (a third more money buys more than 2%;
+  # here, without the knee, one at 98.0% of it was).
+  first = min(capex[usable & (ev['value'] >= 0.98 * best)])
+  assert prop_capex == pytest.approx(first) or prop_capex <= 0.75 * first
+  if prop_capex == pytest.approx(first):
+    assert prop >= 0.98 * best
+  knee = usable & (capex <= proposal_search.KNEE_PRICE * prop_capex)
+  assert (ev['value'][knee] < 0.98 * prop).all()
+  assert 'a third more money' in info['rule']
   # Other objectives weigh the price themselves.
   per_usd = gradient.Problem(SPACE, W, STACK)
   assert proposal_search.cheapest_within(per_usd, res)[1] is None
