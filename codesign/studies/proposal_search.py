@@ -16,6 +16,7 @@ feasible. No I/O.
 """
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable
 
@@ -377,22 +378,11 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   )
   rows = np.flatnonzero(feasible)
   best = rows[np.argmax(thr[rows])]
-  near = rows[thr[rows] >= (1.0 - tolerance) * thr[best]]
-  pick, pz, check = _first_written(
-    problem, index, plan_z, ev, near[np.lexsort((-thr[near], capex[near]))]
+  write = functools.partial(_first_written, problem, index, plan_z, ev)
+  near = _cheapest_near(rows, thr, capex, (1.0 - tolerance) * thr[best])
+  pick, pz, check = _down_to_knee(
+    write, rows, thr, capex, tolerance, write(near)
   )
-  while True:  # the knee: a third more money must buy the tolerance
-    near = rows[
-      (thr[rows] >= (1.0 - tolerance) * thr[pick])
-      & (capex[rows] <= KNEE_PRICE * capex[pick])
-    ]
-    if not len(near):
-      break
-    order = near[np.lexsort((-thr[near], capex[near]))]
-    row, row_pz, row_check = _first_written(problem, index, plan_z, ev, order)
-    if row not in order:  # none stays feasible with its plan written out
-      break
-    pick, pz, check = row, row_pz, row_check
   out = dataclasses.replace(
     res,
     best_index=index[pick],
@@ -421,6 +411,31 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
     '(the plan it was found with, or the auto HBM rule under its own or '
     'one uniform sharding)',
   }
+
+
+def _cheapest_near(rows, thr, capex, level, price=np.inf):
+  """`rows` with throughput `thr` at least `level` and capex at most
+  `price`, cheapest first (then the faster)."""
+  near = rows[(thr[rows] >= level) & (capex[rows] <= price)]
+  return near[np.lexsort((-thr[near], capex[near]))]
+
+
+def _down_to_knee(write, rows, thr, capex, tolerance, chosen):
+  """`chosen` (row, plan, evaluation), or, while a design of at most
+  `KNEE_PRICE` of its price is within `tolerance` of it, the cheapest
+  such that stays feasible with its plan written out (`write`:
+  `_first_written` over an order of rows)."""
+  while True:
+    pick = chosen[0]
+    order = _cheapest_near(
+      rows, thr, capex, (1.0 - tolerance) * thr[pick], KNEE_PRICE * capex[pick]
+    )
+    if not len(order):
+      return chosen
+    found = write(order)
+    if found[0] not in order:  # none stays feasible: `write`'s fallback
+      return chosen
+    chosen = found
 
 
 def _first_written(problem, index, plan_z, ev, order):
