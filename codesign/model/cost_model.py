@@ -101,8 +101,8 @@ class CostReport:
     ceiling_throughput: samples per second at that step: the stack's
       ceiling on this many ranks.
     ceiling_loading_time: seconds of that step spent loading the rank's
-      batch on the training thread (`Stack.sample_host_time`): the part
-      of the ceiling that more ranks split.
+      batch on the training thread (`terms.batch_loading_time`): the
+      part of the ceiling that more ranks split.
   """
 
   step_time: jax.Array
@@ -453,8 +453,7 @@ def _report(c: Step, step, breakdown: dict, memory, h: Host) -> CostReport:
     bottleneck_index=jnp.argmax(stacked),
     ceiling_step_time=ceiling,
     ceiling_throughput=c.setup.batch / jnp.maximum(ceiling, TINY),
-    ceiling_loading_time=c.stack.sample_host_time
-    * c.setup.local
+    ceiling_loading_time=ct.batch_loading_time(c.stack, c.setup)
     * jnp.ones_like(step),
   )
 

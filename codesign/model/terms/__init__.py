@@ -114,6 +114,7 @@ from codesign.model.terms.embedding import (
 from codesign.model.terms.host import (
   HOST_GROUPS,
   Counts,
+  batch_loading_time,
   ceiling_step_time,
   compose,
   host_time,
@@ -190,6 +191,7 @@ __all__ = [
   'host_link_rate',
   'host_time',
   'step_host_floor',
+  'batch_loading_time',
   'ids_on_critical_path',
   'interaction_times',
   'intra_node_seconds',

@@ -213,11 +213,17 @@ def _host_ops(w: wl.Workload, s: Stack, every: dict) -> dict:
   return dict.fromkeys(HOST_GROUPS, 0.0)
 
 
+def batch_loading_time(s: Stack, st):
+  """Host seconds per step loading the rank's batch on the training
+  thread: `sample_host_time` x the local batch `st.local` (0 for a stack
+  that loads elsewhere). More ranks split it."""
+  return s.sample_host_time * st.local
+
+
 def step_host_floor(s: Stack, st):
   """Host seconds per step outside the operators: the stack's floor plus
-  the loading of the rank's batch on the training thread
-  (`sample_host_time` x the local batch `st.local`)."""
-  return s.step_floor + s.sample_host_time * st.local
+  the loading of the rank's batch (`batch_loading_time`)."""
+  return s.step_floor + batch_loading_time(s, st)
 
 
 def host_time(s: Stack, counts: Counts, st):
