@@ -39,6 +39,14 @@ flags.DEFINE_integer(
   lower_bound=1,
 )
 flags.DEFINE_integer(
+  'block',
+  2000,
+  'A batch of more designs runs as lax.map over vmapped blocks of this '
+  'many, as the search runs its batches (the intermediates of a block '
+  'stay in cache).',
+  lower_bound=1,
+)
+flags.DEFINE_integer(
   'eager_designs',
   5,
   'Designs evaluated one at a time without jit.',
@@ -88,6 +96,7 @@ def main():
     stack=stack,
     batches=batches,
     grad_batch=FLAGS.grad_batch,
+    block=FLAGS.block,
     eager_designs=FLAGS.eager_designs,
     min_time_s=FLAGS.min_time_s,
     x64=FLAGS.x64,

@@ -424,7 +424,9 @@ def _checked_main(main_fn, argv):
     if fv.from_config:
       apply_config(fv.from_config)
     check_flag_values()
-    from codesign.core import compile_cache
+    from codesign.core import compile_cache, xla_options
+
+    xla_options.apply_script_flags()  # before JAX first computes
 
     compile_cache.enable(
       fv['compile_cache'].value if 'compile_cache' in fv else None

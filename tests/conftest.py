@@ -36,7 +36,7 @@ import tempfile
 import jax
 import pytest
 
-from codesign.core import compile_cache
+from codesign.core import compile_cache, xla_options
 
 FAST_COMPILE_FLAGS = (
   '--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true'
@@ -46,7 +46,9 @@ FAST_COMPILE_FLAGS = (
   ' --xla_cpu_use_fusion_emitters=false'
   # One XLA CPU thread per op in each worker: two workers on two cores
   # already fill the machine, and idle intra-op threads spin.
-  ' --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1'
+  ' --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1 '
+  # What every script runs with (codesign.core.xla_options).
+  + ' '.join(xla_options.SCRIPT_XLA_FLAGS)
 )
 if 'xla_backend_optimization_level' not in os.environ.get('XLA_FLAGS', ''):
   os.environ['XLA_FLAGS'] = (

@@ -22,7 +22,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from codesign.core import interrupts
+from codesign.core import interrupts, xla_options
 
 AXIS = 'starts'
 
@@ -92,7 +92,10 @@ def _blocked(fn, block: int, mesh: Mesh):
     return jax.tree.map(lambda x: x.reshape((n,) + x.shape[2:]), out)
 
   spec = PartitionSpec(AXIS)
-  return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec))
+  return jax.jit(
+    jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec),
+    compiler_options=xla_options.SEARCH_COMPILER_OPTIONS,
+  )
 
 
 def run_blocked(fn, block: int, mesh: Mesh, *rows, at_least: int = 0):

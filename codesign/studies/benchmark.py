@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign.boundary import inputs
+from codesign.core import xla_options
 from codesign.core.errors import InputError
 from codesign.model import cost_model
 from codesign.spec import hardware
@@ -44,6 +45,12 @@ class Settings:
     stack: a `Stack`, or a preset name or stack JSON file.
     batches: design batch sizes (designs per jitted, vmapped call).
     grad_batch: designs per value-and-gradient call.
+    block: a batch of more designs runs as `lax.map` over vmapped blocks
+      of this many (padded to whole blocks; see `blocked`), as the
+      search's batches run (`codesign.search.batching`): the
+      intermediates of a block stay in cache, where one vmap over 1e5
+      designs streams each through memory (value and gradient 2-3x
+      slower on 2 cores).
     eager_designs: designs evaluated one at a time without jit.
     min_time_s: each timed call is repeated until this many seconds have
       passed (0: one call after the warm-up).
@@ -58,6 +65,7 @@ class Settings:
   stack: str | stack_lib.Stack = 'torchrec'
   batches: tuple[int, ...] = (1, 1000, 100000)
   grad_batch: int = 100000
+  block: int = 2000
   eager_designs: int = 5
   min_time_s: float = 1.0
   x64: bool = False
@@ -95,20 +103,28 @@ def designs(platform: hardware.Platform, n: int, seed: int):
   return jax.tree.unflatten(treedef, out)
 
 
-def _time(fn, *args, min_time_s: float) -> float:
-  """Seconds per call of `fn(*args)`, after one warm-up call."""
+def seconds_per_call(fn, *args, min_time_s: float) -> float:
+  """Median seconds of one call of `fn(*args)`, over the calls made until
+  `min_time_s` has passed (at least 5), after one warm-up call. The
+  median, not the mean: on a shared machine another process lengthens
+  some calls by 2-3x, and one such call moved a mean by 20-50% between
+  runs of the same program."""
   jax.block_until_ready(fn(*args))
-  calls, start = 0, time.perf_counter()
-  while True:
+  times, start = [], time.perf_counter()
+  while len(times) < 5 or time.perf_counter() - start < min_time_s:
+    t = time.perf_counter()
     jax.block_until_ready(fn(*args))
-    calls += 1
-    elapsed = time.perf_counter() - start
-    if elapsed >= min_time_s:
-      return elapsed / calls
+    times.append(time.perf_counter() - t)
+  return float(np.median(times))
 
 
 def _check(settings: Settings) -> None:
-  sizes = (*settings.batches, settings.grad_batch, settings.eager_designs)
+  sizes = (
+    *settings.batches,
+    settings.grad_batch,
+    settings.eager_designs,
+    settings.block,
+  )
   if not settings.batches or min(int(n) for n in sizes) < 1:
     raise InputError('every design batch size must be a positive integer')
   if settings.min_time_s < 0:
@@ -132,7 +148,7 @@ def run(
     result.json: workload, platform, dtype, evals_per_s, compile_s and
     flops_per_eval (each {batch size as a string: value}; evaluations/s,
     s, FLOP per design), grads_per_s (value-and-gradient evaluations/s),
-    grad_batch, grad_compile_s (s), eager_evals_per_s, speedup_vs_eager
+    grad_batch, block, grad_compile_s (s), eager_evals_per_s, speedup_vs_eager
     (the best jitted rate over the eager one). metrics: empty.
 
   Raises:
@@ -152,6 +168,7 @@ def run(
     'evals_per_s': evals_per_s,
     'grads_per_s': grads_per_s,
     'grad_batch': int(settings.grad_batch),
+    'block': int(settings.block),
     'eager_evals_per_s': eager,
     'speedup_vs_eager': best / eager,
     'compile_s': compile_s,
@@ -203,34 +220,67 @@ def _batched_rates(bench: _Bench, settings: Settings, progress):
   """(evals_per_s, compile_s, flops): per batch size (as a string) the
   jitted and vmapped evaluations per second, the compile seconds and
   XLA's FLOPs per design."""
-  batched = jax.jit(jax.vmap(bench.evaluate))
   evals_per_s, compile_s, flops = {}, {}, {}
   for n in (int(b) for b in settings.batches):
     progress(f'compiling and timing a batch of {n} designs ...')
     batch = bench.batch_of(n, bench.seed)
+    batched = blocked(bench.evaluate, n, settings.block)
     start = time.perf_counter()
     compiled = batched.lower(batch).compile()
     compile_s[str(n)] = time.perf_counter() - start
-    cost = compiled.cost_analysis()
-    cost = cost[0] if isinstance(cost, list | tuple) else cost
-    flops[str(n)] = float(cost.get('flops', float('nan'))) / n
-    sec = _time(compiled, batch, min_time_s=settings.min_time_s)
+    flops[str(n)] = _flops_per_design(bench, batch, n, settings.block)
+    sec = seconds_per_call(compiled, batch, min_time_s=settings.min_time_s)
     evals_per_s[str(n)] = n / sec
   return evals_per_s, compile_s, flops
+
+
+def _flops_per_design(bench: _Bench, batch, n: int, block: int) -> float:
+  """XLA's FLOPs per design of one vmapped block (XLA's cost analysis
+  counts a loop's body once, so a blocked program's count is a block's)."""
+  m = min(n, block)
+  rows = jax.tree.map(lambda x: x[:m], batch)
+  compiled = blocked(bench.evaluate, m, block).lower(rows).compile()
+  cost = compiled.cost_analysis()
+  cost = cost[0] if isinstance(cost, list | tuple) else cost
+  return float(cost.get('flops', float('nan'))) / m
 
 
 def _gradient_rate(bench: _Bench, settings: Settings, progress):
   """(grads_per_s, compile_s) of the jitted, vmapped value and gradient
   of the log throughput over `grad_batch` designs."""
-  batched_grad = jax.jit(jax.vmap(jax.value_and_grad(bench.log_throughput)))
   n = int(settings.grad_batch)
+  value_and_grad = jax.value_and_grad(bench.log_throughput)
+  batched_grad = blocked(value_and_grad, n, settings.block)
   progress(f'compiling and timing value and gradient of {n} designs ...')
   batch = bench.batch_of(n, bench.seed + 1)
   start = time.perf_counter()
   compiled_grad = batched_grad.lower(batch).compile()
   grad_compile_s = time.perf_counter() - start
-  sec = _time(compiled_grad, batch, min_time_s=settings.min_time_s)
+  sec = seconds_per_call(compiled_grad, batch, min_time_s=settings.min_time_s)
   return n / sec, grad_compile_s
+
+
+def blocked(fn, n: int, block: int):
+  """jit of `fn` (one design -> pytree) over a batch of `n` designs: one
+  vmap when n <= block, else `lax.map` over vmapped blocks of `block`
+  designs (the batch padded with copies of its first design to whole
+  blocks, the copies dropped). Compiled with
+  `xla_options.MODEL_COMPILER_OPTIONS`."""
+  one = jax.vmap(fn)
+  if n <= block:
+    return jax.jit(one, compiler_options=xla_options.MODEL_COMPILER_OPTIONS)
+  blocks = -(-n // block)
+
+  def run(rows):
+    def split(x):
+      pad = jnp.broadcast_to(x[:1], (blocks * block - n,) + x.shape[1:])
+      x = jnp.concatenate([x, pad]) if pad.shape[0] else x
+      return x.reshape((blocks, block) + x.shape[1:])
+
+    out = jax.lax.map(one, jax.tree.map(split, rows))
+    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[:n], out)
+
+  return jax.jit(run, compiler_options=xla_options.MODEL_COMPILER_OPTIONS)
 
 
 def _eager_rate(bench: _Bench, settings: Settings, progress) -> float:
@@ -263,6 +313,11 @@ def table(result: dict) -> str:
   lines.append(
     f'value+grad batch {result["grad_batch"]}: {result["grads_per_s"]:,.0f} '
     f'/s  compile {result["grad_compile_s"]:.2f} s'
+  )
+  lines.append(
+    f'(a batch of more than {result["block"]:,} designs runs as lax.map '
+    f'over vmapped blocks of {result["block"]:,}; rates are medians of '
+    'timed calls)'
   )
   lines.append(
     f'eager, one design at a time: {result["eager_evals_per_s"]:,.1f} '

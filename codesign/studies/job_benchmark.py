@@ -27,6 +27,7 @@ import numpy as np
 from codesign.core.errors import InputError
 from codesign.search import constrained, design_space, gradient
 from codesign.spec import stack_presets, workload_presets
+from codesign.studies import benchmark
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,13 +67,9 @@ def _timed(fn, *args, min_time_s: float) -> tuple[float, float]:
   start = time.perf_counter()
   compiled = fn.lower(*args).compile()
   compile_s = time.perf_counter() - start
-  jax.block_until_ready(compiled(*args))
-  calls, start = 0, time.perf_counter()
-  while True:
-    jax.block_until_ready(compiled(*args))
-    calls += 1
-    if (elapsed := time.perf_counter() - start) >= min_time_s:
-      return compile_s, elapsed / calls
+  return compile_s, benchmark.seconds_per_call(
+    compiled, *args, min_time_s=min_time_s
+  )
 
 
 def relaxed_rate(settings: Settings) -> tuple[float, float]:

@@ -109,6 +109,7 @@ def _tiny_result():
     'compile_s': {'1': 1.0},
     'flops_per_eval': {'1': 1.0},
     'grad_batch': 1,
+    'block': 1,
     'grads_per_s': 1.0,
     'grad_compile_s': 1.0,
     'eager_evals_per_s': 1.0,

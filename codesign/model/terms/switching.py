@@ -62,6 +62,17 @@ def ceil_div(a, b):
   return f + step(a - b * f)
 
 
+def _powers(xp, x, n):
+  """[1, x, x^2, ..., x^(n-1)] along a new last axis, by repeated
+  multiplication: exact at whole x while the powers are (x^j by `pow`
+  goes through exp and log, and costs a batched search more than the
+  rest of the tree)."""
+  out = [xp.ones_like(x)]
+  for _ in range(n - 1):
+    out.append(out[-1] * x)
+  return xp.stack(out, axis=-1)
+
+
 def fat_tree(nodes, rails, radix, oversubscription):
   """Counts of the fat tree (traced or concrete numbers).
 
@@ -82,7 +93,7 @@ def fat_tree(nodes, rails, radix, oversubscription):
   endpoints = nodes * rails
   down = k * oversubscription / (1.0 + oversubscription)
   leaves = rails * ceil_div(nodes, down)
-  reach = k * (0.5 * k) ** xp.arange(MAX_EXTRA_TIERS)
+  reach = k * _powers(xp, 0.5 * k, MAX_EXTRA_TIERS)
   middle_tiers = xp.sum(step(xp.asarray(leaves)[..., None] - reach), axis=-1)
   uplinks = leaves * (k - down)
   middle = ceil_div(uplinks, 0.5 * k)

@@ -138,6 +138,33 @@ def test_busiest_rank_packing_bounds():
   close(float(got[1]), hand_busiest(list(x), 1.5))
 
 
+def test_reading_by_rank_is_the_sort_bit_for_bit():
+  """Traced loads are read by rank (`_reader_by_rank`, no sort): at
+  every padded position, values and gradients equal those of the
+  sorted, padded loads exactly, ties included (tied loads take their
+  positions in index order, as a stable sort does)."""
+  rng = np.random.default_rng(0)
+  x = rng.choice([0.5, 1.0, 2.0, 3.5], size=(3, 12))  # many ties
+  x[1] = rng.random(12)
+  k = np.arange(0, 12 + 4)
+
+  def by_rank(x):
+    return ct.embedding._reader_by_rank(x)(k)
+
+  def by_sort(x):
+    ordered = -jax.numpy.sort(-x, axis=-1)
+    pad = jax.numpy.zeros(x.shape[:-1] + (3,))
+    return jax.numpy.concatenate([ordered[..., :1], ordered, pad], -1)[..., k]
+
+  np.testing.assert_array_equal(by_rank(x), by_sort(x))
+  weights = rng.random((3, len(k)))
+  grads = [
+    jax.grad(lambda x, f=f: jax.numpy.sum(weights * f(x)))(x)
+    for f in (by_rank, by_sort)
+  ]
+  np.testing.assert_array_equal(*grads)
+
+
 @pytest.mark.parametrize('r', [2.0, 3.0, 8.0])
 def test_busiest_rank_is_smooth_in_the_rank_count(r):
   # 9 equal tables and smaller ones: on 8 ranks one rank holds 2 of the 9
