@@ -47,13 +47,8 @@ from codesign.spec.stack import Stack
 
 # Bisection steps of the HBM fit (2^-40 of the total table bytes).
 FIT_STEPS = 40
-# Bisection steps of the traced fit (2^-32 of the fill level's range):
-# the rows placed in HBM end at most 9.5 KB short of the 50-step fit's
-# (zion_scale, neo_12t, criteo_terabyte and mlperf_dlrm_dcnv2 on four
-# presets; 84-497 GB placed), and every step is an evaluation of the HBM
-# need, most of the relaxed search's time (32 instead of 50: 1.3x the
-# relaxed designs per second).
-TRACED_FIT_STEPS = 32
+# Bisection steps of the traced fit (2^-50 of the fill level's range).
+TRACED_FIT_STEPS = 50
 
 
 def table_bytes(w: wl.Workload) -> np.ndarray:
