@@ -140,4 +140,7 @@ def main():
 
 
 if __name__ == '__main__':
-  common.run(main)
+  # The local device is measured as JAX runs a user's Flax model, with
+  # XLA's defaults: the scripts' XLA options were chosen for the cost
+  # model's programs, not for train steps and microbenchmarks.
+  common.run(main, xla_flags=False)

@@ -332,11 +332,13 @@ def enable_x64(on: bool) -> None:
   jax.config.update('jax_enable_x64', on)
 
 
-def run(main_fn) -> None:
-  """Runs an experiment's `main()`: parses flags, reports bad input."""
+def run(main_fn, xla_flags: bool = True) -> None:
+  """Runs an experiment's `main()`: parses flags, reports bad input.
+  `xla_flags`: run XLA with `xla_options.SCRIPT_XLA_FLAGS` (False: as
+  the environment says, for a script that measures the local device)."""
   from absl import app
 
-  app.run(run_main(main_fn), flags_parser=parse_flags)
+  app.run(run_main(main_fn, xla_flags), flags_parser=parse_flags)
 
 
 class SafeStream:
@@ -395,21 +397,21 @@ def _safe_streams():
   return old
 
 
-def run_main(main_fn):
+def run_main(main_fn, xla_flags: bool = True):
   """Wraps an absl main so bad input ends in one sentence and exit 2, and
   every name it prints is data (`SafeStream`)."""
 
   def wrapped(argv):
     old = _safe_streams()
     try:
-      return _checked_main(main_fn, argv)
+      return _checked_main(main_fn, argv, xla_flags)
     finally:
       sys.stdout, sys.stderr = old
 
   return wrapped
 
 
-def _checked_main(main_fn, argv):
+def _checked_main(main_fn, argv, xla_flags: bool = True):
   """Checks the flags and the workdir before any work, runs `main_fn`,
   renames its runs into place; bad input, an OS failure (a full disk) and
   a lack of memory end in one sentence, exit 2 and no run."""
@@ -426,7 +428,8 @@ def _checked_main(main_fn, argv):
     check_flag_values()
     from codesign.core import compile_cache, xla_options
 
-    xla_options.apply_script_flags()  # before JAX first computes
+    if xla_flags:
+      xla_options.apply_script_flags()  # before JAX first computes
 
     compile_cache.enable(
       fv['compile_cache'].value if 'compile_cache' in fv else None

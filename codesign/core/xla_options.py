@@ -19,7 +19,9 @@ Measured on the 2-core machine (`experiments.benchmark` and
   (`MODEL_COMPILER_OPTIONS`).
 
 Every script sets `SCRIPT_XLA_FLAGS` before JAX computes (env.json
-records XLA_FLAGS); so does the test suite. A notebook gets the scripts'
+records XLA_FLAGS), but `experiments.calibrate`, which measures the
+local device as JAX runs a user's model, with XLA's defaults; the test
+suite sets them too. A notebook gets the scripts'
 numbers by calling `apply_script_flags()` before its first JAX
 computation.
 """
