@@ -42,7 +42,7 @@ flags.DEFINE_integer(
   'block',
   2000,
   'A batch of more designs runs as lax.map over vmapped blocks of this '
-  'many, as the search runs its batches (the intermediates of a block '
+  'many, the way the search runs its batches (the intermediates of a block '
   'stay in cache).',
   lower_bound=1,
 )

@@ -46,8 +46,8 @@ class Settings:
     batches: design batch sizes (designs per jitted, vmapped call).
     grad_batch: designs per value-and-gradient call.
     block: a batch of more designs runs as `lax.map` over vmapped blocks
-      of this many (padded to whole blocks; see `blocked`), as the
-      search's batches run (`codesign.search.batching`): the
+      of this many (padded to whole blocks; see `blocked`), the way
+      `codesign.search.batching` runs the search's batches: the
       intermediates of a block stay in cache, where one vmap over 1e5
       designs streams each through memory (value and gradient 2-3x
       slower on 2 cores).

@@ -101,12 +101,11 @@ def planned_rate(settings: Settings) -> tuple[float, float]:
   start = time.perf_counter()
   gradient.evaluate_indices(problem, index, None, chunk=n)
   first_s = time.perf_counter() - start
-  calls, start = 0, time.perf_counter()
-  while True:
-    gradient.evaluate_indices(problem, index, None, chunk=n)
-    calls += 1
-    if (elapsed := time.perf_counter() - start) >= settings.min_time_s:
-      return n * calls / elapsed, first_s
+  sec = benchmark.seconds_per_call(
+    lambda: gradient.evaluate_indices(problem, index, None, chunk=n),
+    min_time_s=settings.min_time_s,
+  )
+  return n / sec, first_s
 
 
 def run(
