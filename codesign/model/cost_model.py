@@ -95,7 +95,7 @@ class CostReport:
     perf_per_watt: samples/s per W.
     bottleneck_index: index into COMPONENTS of the largest term.
     ceiling_step_time: seconds per step with infinitely fast devices and
-      links (`terms.ceiling_step_time`: the stack's host floor, the
+      links (`terms.host_time`: the stack's host floor, the
       loading of the rank's batch and eager operators), the least any
       hardware with this many ranks reaches with this stack.
     ceiling_throughput: samples per second at that step: the stack's
@@ -430,13 +430,11 @@ def _memory(c: Step, e: Embedding):
 
 def _report(c: Step, step, breakdown: dict, memory, h: Host) -> CostReport:
   """The `CostReport`: figures per step, per USD and per W, and the
-  stack's ceiling (`terms.ceiling_step_time`)."""
+  stack's ceiling (the host's time, `terms.host_time`)."""
   required, available, margin, fits = memory
   capex, power = ct.capex_and_power(c.platform)
   throughput = c.setup.batch / jnp.maximum(step, TINY)
-  ceiling = ct.ceiling_step_time(c.stack, h.counts, c.setup) * jnp.ones_like(
-    step
-  )
+  ceiling = h.time * jnp.ones_like(step)  # the host's work alone
   stacked = jnp.stack([breakdown[k] for k in COMPONENTS])
   return CostReport(
     step_time=step,

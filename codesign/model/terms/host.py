@@ -227,18 +227,13 @@ def step_host_floor(s: Stack, st):
 
 
 def host_time(s: Stack, counts: Counts, st):
-  """Host seconds per step: the floor plus every eager operator."""
+  """Host seconds per step: the floor (with the loading of the rank's
+  batch) plus every eager operator. Also the stack's ceiling: `compose`
+  at zero device time is the host's work alone, on either trainer, so
+  1 / this bounds the steps per second any hardware with these ranks
+  reaches with this stack (more ranks split the loading, nothing else of
+  it)."""
   return step_host_floor(s, st) + sum(counts.host_ops.values()) * s.op_host_time
-
-
-def ceiling_step_time(s: Stack, counts: Counts, st):
-  """Seconds per step with infinitely fast devices and links: the stack's
-  ceiling. `compose` at zero device time is the host's work alone (the
-  floor, the loading of the rank's batch and every eager operator), on
-  either trainer, so this is `host_time`; 1 / it bounds the steps per
-  second any hardware with these ranks reaches with this stack (more
-  ranks split the loading, nothing else of it)."""
-  return host_time(s, counts, st)
 
 
 def ids_on_critical_path(s: Stack, ids):
