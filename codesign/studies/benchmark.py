@@ -228,21 +228,27 @@ def _batched_rates(bench: _Bench, settings: Settings, progress):
     start = time.perf_counter()
     compiled = batched.lower(batch).compile()
     compile_s[str(n)] = time.perf_counter() - start
-    flops[str(n)] = _flops_per_design(bench, batch, n, settings.block)
+    block = min(n, settings.block)
+    one = compiled if n == block else _one_block(bench, batch, block)
+    flops[str(n)] = _flops(one) / block
     sec = seconds_per_call(compiled, batch, min_time_s=settings.min_time_s)
     evals_per_s[str(n)] = n / sec
   return evals_per_s, compile_s, flops
 
 
-def _flops_per_design(bench: _Bench, batch, n: int, block: int) -> float:
-  """XLA's FLOPs per design of one vmapped block (XLA's cost analysis
-  counts a loop's body once, so a blocked program's count is a block's)."""
-  m = min(n, block)
-  rows = jax.tree.map(lambda x: x[:m], batch)
-  compiled = blocked(bench.evaluate, m, block).lower(rows).compile()
+def _one_block(bench: _Bench, batch, block: int):
+  """The compiled vmapped program of one block of `block` designs (XLA's
+  cost analysis counts a loop's body once: a blocked program's count is
+  a block's)."""
+  rows = jax.tree.map(lambda x: x[:block], batch)
+  return blocked(bench.evaluate, block, block).lower(rows).compile()
+
+
+def _flops(compiled) -> float:
+  """XLA's FLOPs of a compiled program."""
   cost = compiled.cost_analysis()
   cost = cost[0] if isinstance(cost, list | tuple) else cost
-  return float(cost.get('flops', float('nan'))) / m
+  return float(cost.get('flops', float('nan')))
 
 
 def _gradient_rate(bench: _Bench, settings: Settings, progress):
