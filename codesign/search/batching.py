@@ -22,7 +22,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from codesign.core import interrupts, xla_options
+from codesign.core import interrupts, program_cache, xla_options
 
 AXIS = 'starts'
 
@@ -80,9 +80,9 @@ def bucket_rows(n: int, block: int, mesh: Mesh, cap: int) -> int:
   return min(rows, cap)
 
 
-@functools.cache
-def _blocked(fn, block: int, mesh: Mesh):
-  """jit of `fn` (one row -> pytree) over rows sharded on 'starts'."""
+def _sharded(fn, block: int, mesh: Mesh):
+  """`fn` (one row -> pytree) over rows sharded on 'starts': each device
+  maps over blocks of `block` rows, vmapped within a block."""
 
   def local(*args):
     n = jax.tree.leaves(args)[0].shape[0]
@@ -92,8 +92,14 @@ def _blocked(fn, block: int, mesh: Mesh):
     return jax.tree.map(lambda x: x.reshape((n,) + x.shape[2:]), out)
 
   spec = PartitionSpec(AXIS)
+  return jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec)
+
+
+@functools.cache
+def _blocked(fn, block: int, mesh: Mesh):
+  """jit of `_sharded`."""
   return jax.jit(
-    jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec),
+    _sharded(fn, block, mesh),
     compiler_options=xla_options.SEARCH_COMPILER_OPTIONS,
   )
 
@@ -103,12 +109,24 @@ def run_blocked(fn, block: int, mesh: Mesh, *rows, at_least: int = 0):
   padded per `padded_rows` (to `at_least` rows or more: a caller that
   runs the same program on fewer rows keeps its shape, and its compile);
   returns host arrays of n rows. `fn` must be hashable and stable (one
-  compile per fn, block, mesh and padded shape). Every chunk of a search
-  and of a batched evaluation comes through here, so this is where a
-  stop that was asked (`codesign.core.interrupts`) takes effect."""
+  compile per fn, block, mesh and padded shape); an `fn` with a
+  `program_key` attribute (its static inputs, picklable) is exported
+  once and read back by later runs (`codesign.core.program_cache`).
+  Every chunk of a search and of a batched evaluation comes through
+  here, so this is where a stop that was asked
+  (`codesign.core.interrupts`) takes effect."""
   interrupts.check()
   n = jax.tree.leaves(rows)[0].shape[0]
   total = padded_rows(max(n, at_least), block, mesh)
   args = jax.tree.map(lambda x: put(pad_rows(x, total), mesh), rows)
-  out = _blocked(fn, block, mesh)(*args)
+  key = getattr(fn, 'program_key', None)
+  if key is None or jax.process_count() > 1:
+    out = _blocked(fn, block, mesh)(*args)
+  else:  # traced once, then read back from disk (program_cache)
+    out = program_cache.exported_call(
+      _sharded(fn, block, mesh),
+      (key, block, mesh.axis_names, tuple(d.id for d in mesh.devices.flat)),
+      args,
+      xla_options.SEARCH_COMPILER_OPTIONS,
+    )
   return jax.tree.map(lambda x: get(x)[:n], out)

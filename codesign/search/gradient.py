@@ -397,7 +397,9 @@ def evaluate_indices(
 
 @functools.cache
 def _assess_index_cached(problem):
-  return functools.partial(assess_index, problem)
+  return _keyed(
+    functools.partial(assess_index, problem), 'assess_index', problem
+  )
 
 
 def best_position(loss, g, feasible):
@@ -431,7 +433,9 @@ def _chunk_fn(problem, config, length):
 
 @functools.cache
 def _chunk_cached(problem, config, length):
-  return _chunk_fn(problem, config, length)
+  return _keyed(
+    _chunk_fn(problem, config, length), 'chunk', problem, config, length
+  )
 
 
 def continuous_phase(
@@ -491,7 +495,14 @@ def continuous_phase(
 
 @functools.cache
 def _assess_cached(problem):
-  return functools.partial(assess, problem)
+  return _keyed(functools.partial(assess, problem), 'assess', problem)
+
+
+def _keyed(fn, *key):
+  """fn with its static inputs as `program_key` (`batching.run_blocked`
+  then keeps its program on disk)."""
+  fn.program_key = key
+  return fn
 
 
 def _history_row(problem, phase, step, value, viol):

@@ -1,0 +1,140 @@
+"""The search's batched programs, traced once and kept on disk.
+
+A warm run of a search found every compile in JAX's persistent cache
+(`codesign.core.compile_cache`) but still traced and lowered each
+program before asking it: 13 of the 24 s of a warm tiny `zion_decision`
+run. Here a program is exported once (`jax.export`: its traced and
+lowered StableHLO, serialized) into the `exported` folder of the compile
+cache's directory, and a later run deserializes it in milliseconds; its
+compile is then the persistent cache's hit.
+
+The file's key is everything the program is traced from: the sources
+and data of the `codesign` package (any edit makes a new key), the JAX
+version and its x64 setting, what the caller names as the program's
+static inputs (`key`, pickled: the problem, the phase's settings), the
+argument shapes and dtypes, and the device count. A program is always
+run through its export, cache on or off, warm or cold, so the cache
+never changes a bit of a result.
+"""
+
+import functools
+import hashlib
+import os
+import pathlib
+import pickle
+import tempfile
+import threading
+
+import jax
+from jax import export
+
+from codesign.core import compile_cache
+
+FOLDER = 'exported'
+_PACKAGE = pathlib.Path(__file__).resolve().parents[1]
+_LOCK = threading.Lock()
+_MEMO: dict = {}
+
+
+@functools.cache
+def source_digest() -> str:
+  """sha256 of the package's files (sources and data) and JAX's version."""
+  h = hashlib.sha256(f'jax {jax.__version__}'.encode())
+  for path in sorted(_PACKAGE.rglob('*')):
+    if path.is_file() and '__pycache__' not in path.parts:
+      h.update(str(path.relative_to(_PACKAGE)).encode())
+      h.update(path.read_bytes())
+  return h.hexdigest()
+
+
+def file_key(key, args) -> str:
+  """The file name of a program: `key` (its static inputs, picklable)
+  with the shapes and dtypes of `args`, the device count, x64 and the
+  package's `source_digest`."""
+  h = hashlib.sha256(source_digest().encode())
+  h.update(pickle.dumps(key))
+  shapes = [(x.shape, str(x.dtype)) for x in jax.tree.leaves(args)]
+  h.update(
+    repr((shapes, jax.device_count(), jax.config.jax_enable_x64)).encode()
+  )
+  return h.hexdigest()
+
+
+def _folder() -> pathlib.Path | None:
+  where = compile_cache.status()['dir']
+  return None if where is None else pathlib.Path(where) / FOLDER
+
+
+def _read(path: pathlib.Path | None):
+  """(exported, output skeleton) from `path`, or None."""
+  if path is None or not path.is_file():
+    return None
+  try:
+    skeleton, blob = pickle.loads(path.read_bytes())
+    return export.deserialize(bytearray(blob)), skeleton
+  except Exception:  # noqa: BLE001  a damaged file is exported again
+    return None
+
+
+def _write(path: pathlib.Path | None, exported, skeleton) -> None:
+  """Writes atomically (a temporary file renamed), or not at all: the
+  cache only saves time."""
+  if path is None:
+    return
+  try:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.tmp-')
+    with os.fdopen(fd, 'wb') as f:
+      f.write(pickle.dumps((skeleton, exported.serialize())))
+    os.replace(tmp, path)
+  except OSError:
+    pass
+
+
+def _flat_export(fn, args):
+  """(exported, output skeleton): `fn` exported as a function of the
+  leaves of `args` to the leaves of its output (JAX serializes only
+  plain containers); the skeleton is the output with its leaves
+  numbered, which rebuilds its structure (optimizer states included)."""
+  tree = jax.tree.structure(args)
+  out_tree = []
+
+  def flat(*leaves):
+    out = fn(*jax.tree.unflatten(tree, leaves))
+    leaves_out, t = jax.tree.flatten(out)
+    out_tree.append(t)
+    return tuple(leaves_out)
+
+  exported = export.export(jax.jit(flat))(*jax.tree.leaves(args))
+  skeleton = jax.tree.unflatten(out_tree[0], range(out_tree[0].num_leaves))
+  return exported, skeleton
+
+
+def exported_call(fn, key, args, compiler_options=None):
+  """`fn(*args)`, jitted, run through its export (see the module
+  docstring).
+
+  Args:
+    fn: a traceable function (not jitted: its compile options are
+      `compiler_options`).
+    key: its static inputs (picklable, equal for the same program).
+    args: the arguments (arrays, laid out as `fn` expects).
+    compiler_options: XLA options of the compile.
+  """
+  name = file_key(key, args)
+  with _LOCK:
+    memo = _MEMO.get(name)
+  if memo is None:
+    folder = _folder()
+    path = None if folder is None else folder / name
+    found = _read(path)
+    if found is None:
+      found = _flat_export(fn, args)
+      _write(path, *found)
+    exported, skeleton = found
+    call = jax.jit(exported.call, compiler_options=compiler_options)
+    memo = call, jax.tree.structure(skeleton)
+    with _LOCK:
+      _MEMO[name] = memo
+  call, out_tree = memo
+  return jax.tree.unflatten(out_tree, call(*jax.tree.leaves(args)))

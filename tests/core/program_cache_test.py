@@ -1,0 +1,90 @@
+"""Programs kept on disk by their export: the same bits as the plain
+jit, read back without tracing, keyed by what they are traced from, and
+a damaged file exported again."""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from codesign.core import program_cache
+
+
+class Pair(NamedTuple):  # an output pytree JAX cannot serialize by itself
+  total: jax.Array
+  scaled: jax.Array
+
+
+def _fn(x, y):
+  return Pair(jnp.sum(jnp.sin(x) * y, axis=-1), {'a': x * 2.0 + y})
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+  """A cache directory of the test's own, nothing kept in memory."""
+  folder = tmp_path / program_cache.FOLDER
+  monkeypatch.setattr(program_cache, '_MEMO', {})
+  monkeypatch.setattr(program_cache, '_folder', lambda: folder)
+  return folder
+
+
+def _args():
+  rng = np.random.default_rng(0)
+  return (jnp.asarray(rng.random((4, 3))), jnp.asarray(rng.random((4, 3))))
+
+
+def test_same_bits_as_jit_and_read_back_without_tracing(cache, monkeypatch):
+  args = _args()
+  want = jax.jit(_fn)(*args)
+  got = program_cache.exported_call(_fn, ('fn', 1), args)
+  assert isinstance(got, Pair) and set(got.scaled) == {'a'}
+  for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  (path,) = cache.iterdir()
+  # A later run (nothing in memory) reads the file and never traces.
+  monkeypatch.setattr(program_cache, '_MEMO', {})
+
+  def no_trace(*_):
+    raise AssertionError('traced again')
+
+  monkeypatch.setattr(program_cache, '_flat_export', no_trace)
+  again = program_cache.exported_call(_fn, ('fn', 1), args)
+  for a, b in zip(jax.tree.leaves(again), jax.tree.leaves(want), strict=True):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  assert list(cache.iterdir()) == [path]
+
+
+def test_the_key_follows_static_inputs_shapes_and_sources(monkeypatch):
+  args = _args()
+  base = program_cache.file_key(('fn', 1), args)
+  assert program_cache.file_key(('fn', 1), args) == base
+  assert program_cache.file_key(('fn', 2), args) != base
+  wider = (jnp.zeros((4, 5)), jnp.zeros((4, 5)))
+  assert program_cache.file_key(('fn', 1), wider) != base
+  monkeypatch.setattr(program_cache, 'source_digest', lambda: 'edited')
+  assert program_cache.file_key(('fn', 1), args) != base
+
+
+def test_a_damaged_file_is_exported_again(cache, monkeypatch):
+  args = _args()
+  program_cache.exported_call(_fn, ('fn', 3), args)
+  (path,) = cache.iterdir()
+  path.write_bytes(b'not a program')
+  monkeypatch.setattr(program_cache, '_MEMO', {})
+  got = program_cache.exported_call(_fn, ('fn', 3), args)
+  np.testing.assert_array_equal(
+    np.asarray(got.total), np.asarray(jax.jit(_fn)(*args).total)
+  )
+  assert path.read_bytes() != b'not a program'
+
+
+def test_cache_off_still_runs_the_export(monkeypatch):
+  monkeypatch.setattr(program_cache, '_MEMO', {})
+  monkeypatch.setattr(program_cache, '_folder', lambda: None)
+  args = _args()
+  got = program_cache.exported_call(_fn, ('fn', 4), args)
+  np.testing.assert_array_equal(
+    np.asarray(got.scaled['a']), np.asarray(jax.jit(_fn)(*args).scaled['a'])
+  )
