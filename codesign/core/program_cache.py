@@ -49,13 +49,14 @@ def source_digest() -> str:
 
 def file_key(key, args) -> str:
   """The file name of a program: `key` (its static inputs, picklable)
-  with the shapes and dtypes of `args`, the device count, x64 and the
-  package's `source_digest`."""
+  with the structure, shapes and dtypes of `args`, the device count,
+  x64 and the package's `source_digest`."""
   h = hashlib.sha256(source_digest().encode())
   h.update(pickle.dumps(key))
   shapes = [(x.shape, str(x.dtype)) for x in jax.tree.leaves(args)]
+  tree = str(jax.tree.structure(args))
   h.update(
-    repr((shapes, jax.device_count(), jax.config.jax_enable_x64)).encode()
+    repr((tree, shapes, jax.device_count(), jax.config.jax_enable_x64)).encode()
   )
   return h.hexdigest()
 

@@ -56,13 +56,16 @@ def test_same_bits_as_jit_and_read_back_without_tracing(cache, monkeypatch):
   assert list(cache.iterdir()) == [path]
 
 
-def test_the_key_follows_static_inputs_shapes_and_sources(monkeypatch):
+def test_the_key_follows_static_inputs_structure_shapes_and_sources(
+  monkeypatch,
+):
   args = _args()
   base = program_cache.file_key(('fn', 1), args)
   assert program_cache.file_key(('fn', 1), args) == base
   assert program_cache.file_key(('fn', 2), args) != base
   wider = (jnp.zeros((4, 5)), jnp.zeros((4, 5)))
   assert program_cache.file_key(('fn', 1), wider) != base
+  assert program_cache.file_key(('fn', 1), {'x': args[0], 'y': args[1]}) != base
   monkeypatch.setattr(program_cache, 'source_digest', lambda: 'edited')
   assert program_cache.file_key(('fn', 1), args) != base
 
