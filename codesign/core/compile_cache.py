@@ -11,7 +11,8 @@ Where: `--compile_cache` (a directory, or `off`), else the environment
 variable `CODESIGN_COMPILE_CACHE` (the same two forms), else
 `$XDG_CACHE_HOME/codesign/jax` (`~/.cache/codesign/jax`). env.json
 records the directory and whether it held entries when the run began
-(`compile_cache`).
+(`compile_cache`). Its `exported` folder holds the search's traced
+programs (`codesign.core.program_cache`).
 """
 
 import os
