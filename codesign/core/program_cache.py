@@ -32,8 +32,6 @@ from codesign.core import compile_cache
 
 FOLDER = 'exported'
 _PACKAGE = pathlib.Path(__file__).resolve().parents[1]
-_LOCK = threading.Lock()
-_MEMO: dict = {}
 
 
 @functools.cache
@@ -111,31 +109,45 @@ def _flat_export(fn, args):
   return exported, skeleton
 
 
-def exported_call(fn, key, args, compiler_options=None):
-  """`fn(*args)`, jitted, run through its export (see the module
-  docstring).
+def exported(fn, key, compiler_options=None):
+  """`fn`, jitted and run through its export (see the module docstring),
+  as `jax.jit(fn)` is called: one program per structure and shapes of
+  the arguments, found in memory, else on disk, else exported and kept.
 
   Args:
     fn: a traceable function (not jitted: its compile options are
       `compiler_options`).
-    key: its static inputs (picklable, equal for the same program).
-    args: the arguments (arrays, laid out as `fn` expects).
+    key: its static inputs (picklable, equal for the same program),
+      pickled only when a program is looked up on disk.
     compiler_options: XLA options of the compile.
   """
-  name = file_key(key, args)
-  with _LOCK:
-    memo = _MEMO.get(name)
-  if memo is None:
-    folder = _folder()
-    path = None if folder is None else folder / name
-    found = _read(path)
+  memo = {}
+  lock = threading.Lock()
+
+  def call(*args):
+    leaves, tree = jax.tree.flatten(args)
+    shapes = tuple((x.shape, str(x.dtype)) for x in leaves)
+    with lock:
+      found = memo.get((tree, shapes))
     if found is None:
-      found = _flat_export(fn, args)
-      _write(path, *found)
-    exported, skeleton = found
-    call = jax.jit(exported.call, compiler_options=compiler_options)
-    memo = call, jax.tree.structure(skeleton)
-    with _LOCK:
-      _MEMO[name] = memo
-  call, out_tree = memo
-  return jax.tree.unflatten(out_tree, call(*jax.tree.leaves(args)))
+      found = _load(fn, key, args, compiler_options)
+      with lock:
+        memo[(tree, shapes)] = found
+    run, out_tree = found
+    return jax.tree.unflatten(out_tree, run(*leaves))
+
+  return call
+
+
+def _load(fn, key, args, compiler_options):
+  """(jitted call of the export, its output's structure) from disk, or
+  exported now and written."""
+  folder = _folder()
+  path = None if folder is None else folder / file_key(key, args)
+  found = _read(path)
+  if found is None:
+    found = _flat_export(fn, args)
+    _write(path, *found)
+  exported_fn, skeleton = found
+  run = jax.jit(exported_fn.call, compiler_options=compiler_options)
+  return run, jax.tree.structure(skeleton)

@@ -104,6 +104,18 @@ def _blocked(fn, block: int, mesh: Mesh):
   )
 
 
+@functools.cache
+def _exported(fn, block: int, mesh: Mesh):
+  """`_blocked`, traced once and then read back from disk
+  (`program_cache`), keyed by `fn.program_key`, the block and the mesh."""
+  devices = tuple(d.id for d in mesh.devices.flat)
+  return program_cache.exported(
+    _sharded(fn, block, mesh),
+    (fn.program_key, block, mesh.axis_names, devices),
+    xla_options.SEARCH_COMPILER_OPTIONS,
+  )
+
+
 def run_blocked(fn, block: int, mesh: Mesh, *rows, at_least: int = 0):
   """Applies `fn` to every row of the host arrays `rows` (same leading n),
   padded per `padded_rows` (to `at_least` rows or more: a caller that
@@ -119,14 +131,6 @@ def run_blocked(fn, block: int, mesh: Mesh, *rows, at_least: int = 0):
   n = jax.tree.leaves(rows)[0].shape[0]
   total = padded_rows(max(n, at_least), block, mesh)
   args = jax.tree.map(lambda x: put(pad_rows(x, total), mesh), rows)
-  key = getattr(fn, 'program_key', None)
-  if key is None or jax.process_count() > 1:
-    out = _blocked(fn, block, mesh)(*args)
-  else:  # traced once, then read back from disk (program_cache)
-    out = program_cache.exported_call(
-      _sharded(fn, block, mesh),
-      (key, block, mesh.axis_names, tuple(d.id for d in mesh.devices.flat)),
-      args,
-      xla_options.SEARCH_COMPILER_OPTIONS,
-    )
+  kept = hasattr(fn, 'program_key') and jax.process_count() == 1
+  out = (_exported if kept else _blocked)(fn, block, mesh)(*args)
   return jax.tree.map(lambda x: get(x)[:n], out)

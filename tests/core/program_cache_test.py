@@ -23,9 +23,8 @@ def _fn(x, y):
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-  """A cache directory of the test's own, nothing kept in memory."""
+  """A cache directory of the test's own."""
   folder = tmp_path / program_cache.FOLDER
-  monkeypatch.setattr(program_cache, '_MEMO', {})
   monkeypatch.setattr(program_cache, '_folder', lambda: folder)
   return folder
 
@@ -38,19 +37,19 @@ def _args():
 def test_same_bits_as_jit_and_read_back_without_tracing(cache, monkeypatch):
   args = _args()
   want = jax.jit(_fn)(*args)
-  got = program_cache.exported_call(_fn, ('fn', 1), args)
+  got = program_cache.exported(_fn, ('fn', 1))(*args)
   assert isinstance(got, Pair) and set(got.scaled) == {'a'}
   for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
   (path,) = cache.iterdir()
-  # A later run (nothing in memory) reads the file and never traces.
-  monkeypatch.setattr(program_cache, '_MEMO', {})
+  # A later run (a new function, nothing in memory) reads the file and
+  # never traces.
 
   def no_trace(*_):
     raise AssertionError('traced again')
 
   monkeypatch.setattr(program_cache, '_flat_export', no_trace)
-  again = program_cache.exported_call(_fn, ('fn', 1), args)
+  again = program_cache.exported(_fn, ('fn', 1))(*args)
   for a, b in zip(jax.tree.leaves(again), jax.tree.leaves(want), strict=True):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
   assert list(cache.iterdir()) == [path]
@@ -70,13 +69,12 @@ def test_the_key_follows_static_inputs_structure_shapes_and_sources(
   assert program_cache.file_key(('fn', 1), args) != base
 
 
-def test_a_damaged_file_is_exported_again(cache, monkeypatch):
+def test_a_damaged_file_is_exported_again(cache):
   args = _args()
-  program_cache.exported_call(_fn, ('fn', 3), args)
+  program_cache.exported(_fn, ('fn', 3))(*args)
   (path,) = cache.iterdir()
   path.write_bytes(b'not a program')
-  monkeypatch.setattr(program_cache, '_MEMO', {})
-  got = program_cache.exported_call(_fn, ('fn', 3), args)
+  got = program_cache.exported(_fn, ('fn', 3))(*args)
   np.testing.assert_array_equal(
     np.asarray(got.total), np.asarray(jax.jit(_fn)(*args).total)
   )
@@ -84,10 +82,9 @@ def test_a_damaged_file_is_exported_again(cache, monkeypatch):
 
 
 def test_cache_off_still_runs_the_export(monkeypatch):
-  monkeypatch.setattr(program_cache, '_MEMO', {})
   monkeypatch.setattr(program_cache, '_folder', lambda: None)
   args = _args()
-  got = program_cache.exported_call(_fn, ('fn', 4), args)
+  got = program_cache.exported(_fn, ('fn', 4))(*args)
   np.testing.assert_array_equal(
     np.asarray(got.scaled['a']), np.asarray(jax.jit(_fn)(*args).scaled['a'])
   )
