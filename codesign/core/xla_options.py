@@ -19,11 +19,10 @@ Measured on the 2-core machine (`experiments.benchmark` and
   (`MODEL_COMPILER_OPTIONS`).
 
 Every script sets `SCRIPT_XLA_FLAGS` before JAX computes (env.json
-records XLA_FLAGS), but `experiments.calibrate`, which measures the
-local device as JAX runs a user's model, with XLA's defaults; the test
-suite sets them too. A notebook gets the scripts'
-numbers by calling `apply_script_flags()` before its first JAX
-computation.
+records XLA_FLAGS), and so does the test suite; `experiments.calibrate`
+does not: it measures the local device as JAX runs a user's model, with
+XLA's defaults. A notebook gets the scripts' numbers by calling
+`apply_script_flags()` before its first JAX computation.
 """
 
 import os
