@@ -242,7 +242,7 @@ def evaluate(
     w, p = _workload(workload), _platform(platform)
     s = _stack(stack, p)
     pl = _plan(plan, w, p, s)
-    r = cost_model.evaluate(hardware.as_arrays(p), w, pl, s)
+    r = cost_model.evaluate_design(hardware.as_arrays(p), w, pl, s)
     result = report.to_result(r)
     result['capex_breakdown'] = report.capex_breakdown(p)
   result['workload'] = w.name

@@ -46,6 +46,7 @@ import jax.numpy as jnp
 from codesign.core.pytree import dataclass
 from codesign.core.smooth import TINY, overlap, smooth_max
 from codesign.model import terms as ct
+from codesign.spec import hardware
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
@@ -231,6 +232,25 @@ def evaluate(
   host = _host(c)
   step, breakdown = _step_time(c, dense, emb, comms, host)
   return _report(c, step, breakdown, _memory(c, emb), host)
+
+
+def evaluate_design(
+  platform: Platform, workload: wl.Workload, plan: Plan, stack: Stack
+) -> CostReport:
+  """`evaluate` of one concrete design, compiled as one program.
+
+  Op by op (`evaluate` unjitted), a design's report dispatches about 200
+  small programs, each lowered and compiled (or read from the compile
+  cache) on first use in a process: 3.7 s from an empty cache and 1.6 s
+  from a warm one for criteo_kaggle on dgx_a100_80gb, against 1.0 s and
+  0.27 s for this one program (2-core machine). The program is kept per
+  workload and per the static parts of the platform, plan and stack; the
+  platform's labels (names, sources) are dropped first, so that designs
+  differing only in numbers share it."""
+  return _evaluate_jit(hardware.unlabelled(platform), workload, plan, stack)
+
+
+_evaluate_jit = jax.jit(evaluate, static_argnums=(1,))
 
 
 def step_context(

@@ -1,0 +1,63 @@
+"""`cost_model.evaluate_design`: one concrete design's report as one
+compiled program, the numbers of `evaluate` op by op."""
+
+import jax
+import numpy as np
+import pytest
+
+from codesign.core.pytree import replace
+from codesign.model import cost_model, planner
+from codesign.spec import hardware, platform_presets, stack_presets
+from codesign.spec import workload_presets as presets
+
+
+@pytest.mark.parametrize(
+  'workload, platform, stack',
+  [
+    ('criteo_kaggle', 'dgx_a100_80gb', 'torchrec'),
+    ('criteo_kaggle', 'cpu_2s', 'ipex_cpu'),
+  ],
+)
+def test_evaluate_design_is_evaluate(workload, platform, stack):
+  w = presets.get(workload)
+  p = platform_presets.get(platform)
+  s = stack_presets.get(stack)
+  plan = planner.make(w, p, s)
+  with jax.enable_x64(True):
+    eager = cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
+    compiled = cost_model.evaluate_design(hardware.as_arrays(p), w, plan, s)
+  for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(compiled)):
+    np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-12)
+  assert compiled.bottleneck == eager.bottleneck
+
+
+def test_designs_differing_in_numbers_and_labels_share_one_trace():
+  w = presets.get('criteo_kaggle')
+  p = platform_presets.get('dgx_a100_80gb')
+  s = stack_presets.get('torchrec')
+  plan = planner.make(w, p, s)
+  q = replace(p, name='renamed', nodes=2.0)
+  traces = []
+
+  def listen(event, duration, **kwargs):
+    traces.append(event)
+
+  with jax.enable_x64(True):
+    cost_model.evaluate_design(hardware.as_arrays(p), w, plan, s)
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+      r = cost_model.evaluate_design(hardware.as_arrays(q), w, plan, s)
+    finally:
+      jax.monitoring.unregister_event_duration_listener(listen)
+  assert float(r.throughput) > 0
+  assert '/jax/core/compile/jaxpr_trace_duration' not in traces
+  # A change of structure (here the workload) is a new trace.
+  w2 = presets.get('rm1')
+  plan2 = planner.make(w2, p, s)
+  jax.monitoring.register_event_duration_secs_listener(listen)
+  try:
+    with jax.enable_x64(True):
+      cost_model.evaluate_design(hardware.as_arrays(p), w2, plan2, s)
+  finally:
+    jax.monitoring.unregister_event_duration_listener(listen)
+  assert '/jax/core/compile/jaxpr_trace_duration' in traces
