@@ -67,6 +67,10 @@ compile_cache.enable()
 SHARED_WORKER = {
   'tests/studies/search_studies_test.py': 'pareto and growth',
   'tests/experiments_test.py': 'pareto and growth',
+  # The public cases' plans and their leave-one-case-out fit (float64 in
+  # both, the largest program of the calibration).
+  'tests/calibration/calibrate_test.py': 'public cases',
+  'tests/calibration/public_cases_test.py': 'public cases',
 }
 
 

@@ -287,8 +287,14 @@ def public_cases():
   """The published cases C1-C17, each predicted out of sample: with the
   stack and GPU numbers fitted on the OTHER cases only (leave-one-case-
   out, `codesign.calibration.public_cases`), and with the priors beside it.
-  Returns (cases, per-parameter fit report, stack_fit.json dict)."""
-  with jax.default_device(jax.devices('cpu')[0]):
+  Returns (cases, per-parameter fit report, stack_fit.json dict).
+
+  In float64 whatever the script's precision: the fit's gradient is a
+  central difference of step `pc.FD_STEP` (1e-4 in fit coordinates), and
+  in float32 the loss's rounding (1e-7 relative) moved the weakly pinned
+  numbers by up to 1.3% (HugeCTR's floor) between otherwise equal fits."""
+  cpu = jax.devices('cpu')[0]
+  with jax.default_device(cpu), jax.enable_x64(True):
     cases = pc.load()
     loco = pc.leave_one_case_out(cases)
     out = [_public_case(c, loco['folds'][c.case_id]) for c in cases]
