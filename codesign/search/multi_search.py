@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from codesign.core import program_cache
 from codesign.core.errors import InputError
 from codesign.model import cost_model
 from codesign.search import buildability, constrained, gradient, snapping
@@ -95,7 +96,6 @@ def _index_decode(tasks, index):
   return lambda w: ds.decode_index(tasks.space, w, tasks.stack, index, empty)
 
 
-@functools.partial(jax.jit, static_argnames=('tasks', 'config'))
 def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
   """The continuous phase for N (task, start) rows at once: the search's
   own loop (`constrained.step`), with each row's weights and limit.
@@ -126,7 +126,6 @@ def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
   return z, {'loss': loss.T, 'violation': viol.T}
 
 
-@functools.partial(jax.jit, static_argnames=('tasks',))
 def _assess_relaxed(tasks: Tasks, z, weights, limit, kind):
   def one(z, wt, lim, kd):
     return _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
@@ -134,12 +133,28 @@ def _assess_relaxed(tasks: Tasks, z, weights, limit, kind):
   return jax.vmap(one)(z, weights, limit, kind)
 
 
-@functools.partial(jax.jit, static_argnames=('tasks',))
 def _assess_buildable(tasks: Tasks, index, weights, limit, kind):
   def one(i, wt, lim, kd):
     return _assess_tasks(tasks, _index_decode(tasks, i), wt, lim, kd)
 
   return jax.vmap(one)(index, weights, limit, kind)
+
+
+_PROGRAMS = {
+  'run': _run_tasks,
+  'relaxed': _assess_relaxed,
+  'buildable': _assess_buildable,
+}
+
+
+@functools.cache
+def _program(name: str, tasks: Tasks, *static):
+  """The jitted program `name` of `_PROGRAMS` for these tasks (and
+  static settings), kept on disk as the search's are
+  (`codesign.core.program_cache`): traced once, read back by later
+  runs."""
+  fn = functools.partial(_PROGRAMS[name], tasks, *static)
+  return program_cache.exported(fn, ('multi_search', name, tasks, *static))
 
 
 def _feasible(g) -> np.ndarray:
@@ -159,7 +174,7 @@ def evaluate_buildable(tasks: Tasks, index, weights, limit, kind) -> dict:
   ]
   outs = []
   for s in range(0, n + pad, size):
-    out = _assess_buildable(tasks, *(r[s : s + size] for r in rows))
+    out = _program('buildable', tasks)(*(r[s : s + size] for r in rows))
     outs.append([np.asarray(o) for o in out])
   keys = ('loss', 'g', 'logs', 'capex', 'power')
   res = {
@@ -204,7 +219,7 @@ def search_tasks(
   )
   z0 = gradient.initial_starts(probe, k * starts, config.seed)
   rows = _per_start(np.repeat(np.arange(k), starts), weights, limits, kinds)
-  z, hist = _run_tasks(tasks, config, z0, *rows)
+  z, hist = _program('run', tasks, config)(z0, *rows)
   z = np.asarray(z)
   relaxed, cand, owner = _best_starts(tasks, z, rows, k, starts, snap_top)
   ev, ok, best = _best_buildable(tasks, cand, owner, weights, limits, kinds)
@@ -254,7 +269,7 @@ def _best_starts(tasks: Tasks, z, rows, k: int, starts: int, snap_top: int):
   buildable neighbours of its `snap_top` best starts, and the task of
   each."""
   loss, g, logs, capex, power = (
-    np.asarray(x) for x in _assess_relaxed(tasks, z, *rows)
+    np.asarray(x) for x in _program('relaxed', tasks)(z, *rows)
   )
   ok = _feasible(g - gradient.FEASIBLE_TOL)
   viol = np.max(np.maximum(g, 0.0), axis=1)

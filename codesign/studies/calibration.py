@@ -292,7 +292,7 @@ def public_cases():
   In float64 whatever the script's precision: the fit's gradient is a
   central difference of step `pc.FD_STEP` (1e-4 in fit coordinates), and
   in float32 the loss's rounding (1e-7 relative) moved the weakly pinned
-  numbers by up to 1.3% (HugeCTR's floor) between otherwise equal fits."""
+  numbers by up to 1.3% from the float64 fit (HugeCTR's floor)."""
   cpu = jax.devices('cpu')[0]
   with jax.default_device(cpu), jax.enable_x64(True):
     cases = pc.load()
