@@ -15,6 +15,7 @@ accelerator count, host sockets and CPU of no board of the part) is not
 feasible.
 """
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -22,7 +23,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign.core.errors import InputError
-from codesign.search import batching, gradient, plan_space, snapping
+from codesign.model import terms
+from codesign.search import (
+  batching,
+  buildability,
+  gradient,
+  plan_space,
+  snapping,
+)
 from codesign.search import design_space as ds
 
 
@@ -68,7 +76,10 @@ def exhaustive(
   progress: Callable | None = None,
 ) -> gradient.Result:
   """Every buildable design (auto plan mode, one sharding for every
-  table), in sharded batches."""
+  table), in sharded batches. Designs that `screened` rules out are not
+  costed (they cannot be feasible); where no costed design is feasible
+  the whole space is costed again, so that the least violation is the
+  space's, as without the screen. Counts every design as evaluated."""
   _require_auto(problem)
   if problem.space.num_plan:
     raise InputError(
@@ -76,12 +87,23 @@ def exhaustive(
       'searches the sharding per table has 4^T plans per platform'
     )
   mesh = batching.make_mesh(devices)
-  sizes = problem.space.sizes
-  total = problem.space.size
-  best = None
-  for s in range(0, total, chunk):
-    flat = np.arange(s, min(s + chunk, total))
-    index = np.stack(np.unravel_index(flat, sizes), axis=1)
+  best = _enumerate(problem, chunk, mesh, progress, screen=True)
+  if best is None or not best[0]:
+    best = _enumerate(problem, chunk, mesh, progress, screen=False)
+  _, _, index_b, ev, b = best
+  return _result_from(
+    'exhaustive', index_b[None], _slice(ev, b), problem.space.size
+  )
+
+
+def _enumerate(problem, chunk: int, mesh, progress, screen: bool):
+  """The best (feasible, value, index, ev, position) over the space, in
+  flat order (the first of equals wins); with `screen`, only designs
+  that pass `screened` are costed, gathered into batches of `chunk`."""
+  sizes, total = problem.space.sizes, problem.space.size
+  best, pending = None, np.zeros((0, len(sizes)), np.int64)
+
+  def cost(index):
     ev = _sold(
       problem,
       index,
@@ -89,13 +111,53 @@ def exhaustive(
     )
     b = gradient.best_position(ev['loss'], ev['g'], ev['feasible'])
     cand = (bool(ev['feasible'][b]), -float(ev['loss'][b]), index[b], ev, b)
-    if best is None or _better(cand, best):
-      best = cand
+    return cand if best is None or _better(cand, best) else best
+
+  for s in range(0, total, chunk):
+    flat = np.arange(s, min(s + chunk, total))
+    index = np.stack(np.unravel_index(flat, sizes), axis=1)
+    if screen:
+      index = np.concatenate([pending, index[screened(problem, index)]])
+      index, pending = index[:chunk], index[chunk:]
+    if len(index):
+      best = cost(index)
     if progress is not None:
       progress(min(s + chunk, total), {'done': min(s + chunk, total)})
-  _, _, index_b, ev, b = best
-  res = _result_from('exhaustive', index_b[None], _slice(ev, b), total)
-  return res
+  if len(pending):
+    best = cost(pending)
+  return best
+
+
+# `screened` rules a design out only where its capex, power or a
+# buildability rule exceeds the limit by more than this share: the same
+# functions as the cost model's, compiled apart, may round the last bits
+# otherwise.
+SCREEN_MARGIN = 1e-9
+
+
+def screened(problem: gradient.Problem, index: np.ndarray) -> np.ndarray:
+  """Which designs (N, H) may be feasible, without the cost model: a
+  sold board (`snapping.board_ok`), capex and power within the problem's
+  limits and every traced buildability rule
+  (`buildability.relative_violations`), each up to `SCREEN_MARGIN`. A
+  design ruled out here is infeasible in `gradient.violations` too."""
+  ok = snapping.board_ok(problem.space, index)
+  capex, power, rules = _screen_fn(problem.space)(jnp.asarray(index))
+  budget = problem.budget_usd or np.inf
+  limit_w = problem.power_w or np.inf
+  ok &= np.asarray(capex) <= budget * (1.0 + SCREEN_MARGIN)
+  ok &= np.asarray(power) <= limit_w * (1.0 + SCREEN_MARGIN)
+  return ok & np.all(np.asarray(rules) <= SCREEN_MARGIN, axis=1)
+
+
+@functools.cache
+def _screen_fn(space):
+  def one(index):
+    p, aux = ds.platform_index(space, index)
+    capex, power = terms.capex_and_power(p)
+    return capex, power, buildability.relative_violations(p, aux)
+
+  return jax.jit(jax.vmap(one))
 
 
 def _better(a, b):

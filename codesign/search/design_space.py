@@ -498,6 +498,15 @@ def decode_index(
 ):
   """The buildable platform at integer `index` (shape (H,)) with plan
   vector `plan_z` (shape (D - H,)); traced, matches `build` exactly."""
+  p, aux = platform_index(space, index)
+  plan, weights = plan_space.decode(space, workload, stack, p, plan_z)
+  return p, plan, {**aux, 'sharding_weights': weights}
+
+
+def platform_index(space: DesignSpace, index):
+  """(platform, aux) of `decode_index` without the plan: traced, no
+  workload (what a design costs and whether it is built right does not
+  depend on what it trains)."""
   acc_t, cpu_t = pt.tables(space.accelerators, space.cpus, space.prices)
   template = _template(space)
   acc = jnp.asarray(acc_t)[index[0]]
@@ -505,9 +514,7 @@ def decode_index(
   numbers = [
     jnp.asarray(np.array(g))[index[2 + i]] for i, g in enumerate(space.grids)
   ]
-  p, aux = _assemble(space, template, acc, cpu, numbers)
-  plan, weights = plan_space.decode(space, workload, stack, p, plan_z)
-  return p, plan, {**aux, 'sharding_weights': weights}
+  return _assemble(space, template, acc, cpu, numbers)
 
 
 # ---- snapping --------------------------------------------------------------

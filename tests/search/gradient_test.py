@@ -19,7 +19,7 @@ import pytest
 
 from codesign.boundary import inputs
 from codesign.model import cost_model, report, terms
-from codesign.search import baselines, gradient, part_tables
+from codesign.search import baselines, gradient, part_tables, snapping
 from codesign.search import design_space as ds
 from codesign.spec import hardware, stack_presets
 from codesign.spec import workload_presets as wp
@@ -200,6 +200,43 @@ def test_gradient_search_meets_budget_and_finds_exhaustive_optimum():
   pe, plan_e = gradient.buildable(problem, exh.best_index, np.zeros(0))
   capex = cost_model.evaluate(pe, w, plan_e, STACK).capex
   assert float(capex) > 200e3
+
+
+def _every_design(problem):
+  """(index, ev, feasible) of every design of the problem's space,
+  costed by the model (unscreened)."""
+  space = problem.space
+  flat = np.arange(space.size)
+  index = np.stack(np.unravel_index(flat, space.sizes), axis=1)
+  ev = gradient.evaluate_indices(problem, index, None, chunk=65536)
+  return index, ev, ev['feasible'] & snapping.board_ok(space, index)
+
+
+def test_screened_enumeration_is_the_whole_enumeration():
+  """`baselines.screened` rules a design out only where the cost model
+  finds it infeasible, and the screened `exhaustive` returns, to the bit,
+  the best design of costing every design; where no design is feasible
+  it returns the least violation of the whole space."""
+  w = wp.get('rm1')
+  problem = gradient.Problem(
+    _space(w), w, STACK, 'throughput', budget_usd=400e3, power_w=20e3
+  )
+  index, ev, feasible = _every_design(problem)
+  kept = baselines.screened(problem, index)
+  assert 0 < kept.sum() < 0.5 * len(kept)
+  assert np.any(feasible) and not np.any(feasible & ~kept)
+  b = gradient.best_position(ev['loss'], ev['g'], feasible)
+  exh = baselines.exhaustive(problem)
+  np.testing.assert_array_equal(exh.best_index, index[b])
+  assert exh.best_value == float(ev['value'][b]) and exh.best_feasible
+  assert exh.evaluations == problem.space.size
+  poor = dataclasses.replace(problem, budget_usd=1.0)
+  index, ev, feasible = _every_design(poor)
+  assert not np.any(baselines.screened(poor, index))
+  b = gradient.best_position(ev['loss'], ev['g'], feasible)
+  exh = baselines.exhaustive(poor)
+  np.testing.assert_array_equal(exh.best_index, index[b])
+  assert not exh.best_feasible
 
 
 def _propose(tmp_path, name, *flags, devices=1):
