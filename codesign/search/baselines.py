@@ -116,9 +116,10 @@ def _enumerate(problem, chunk: int, mesh, progress, screen: bool):
   for s in range(0, total, chunk):
     flat = np.arange(s, min(s + chunk, total))
     index = np.stack(np.unravel_index(flat, sizes), axis=1)
-    if screen:
-      index = np.concatenate([pending, index[screened(problem, index)]])
-      index, pending = index[:chunk], index[chunk:]
+    if screen:  # cost whole batches of survivors, in flat order
+      pending = np.concatenate([pending, index[screened(problem, index)]])
+      full = len(pending) >= chunk
+      index, pending = pending[: chunk * full], pending[chunk * full :]
     if len(index):
       best = cost(index)
     if progress is not None:
