@@ -1,7 +1,8 @@
 """The cost of one synchronous DLRM training step on a platform.
 
 `evaluate(platform, workload, plan, stack)` is a pure, unjitted function
-of one design: `jit`, `vmap` and `grad` belong to the caller. The
+of one design: `jit`, `vmap` and `grad` belong to the caller
+(`evaluate_design` is its jit for one concrete design's report). The
 workload is static (Python numbers); platform, plan and stack are pytrees
 whose continuous leaves may be traced. The terms themselves are small
 pure functions in `codesign.model.terms`; this module composes them.
