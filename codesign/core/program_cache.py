@@ -120,7 +120,12 @@ def exported(fn, key, compiler_options=None):
     key: its static inputs (picklable, equal for the same program),
       pickled only when a program is looked up on disk.
     compiler_options: XLA options of the compile.
+
+  On several processes (`jax.distributed`) it is `jax.jit(fn)`: each
+  process traces its own program and nothing is kept.
   """
+  if jax.process_count() > 1:
+    return jax.jit(fn, compiler_options=compiler_options)
   memo = {}
   lock = threading.Lock()
 

@@ -144,8 +144,7 @@ def screened(problem: gradient.Problem, index: np.ndarray) -> np.ndarray:
   design ruled out here is infeasible in `gradient.violations` too."""
   ok = snapping.board_ok(problem.space, index)
   capex, power, rules = _screen_fn(problem.space)(jnp.asarray(index))
-  budget = problem.budget_usd or np.inf
-  limit_w = problem.power_w or np.inf
+  budget, limit_w = gradient.question_of(problem)[:2]  # absent: inf
   ok &= np.asarray(capex) <= budget * (1.0 + SCREEN_MARGIN)
   ok &= np.asarray(power) <= limit_w * (1.0 + SCREEN_MARGIN)
   return ok & np.all(np.asarray(rules) <= SCREEN_MARGIN, axis=1)
