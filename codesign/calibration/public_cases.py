@@ -605,7 +605,10 @@ def make_fitter(cases: list[PublicCase], steps: int = 200, lr: float = 0.05):
   steps_fd = jnp.concatenate(
     [jnp.zeros((1, k)), FD_STEP * jnp.eye(k), -FD_STEP * jnp.eye(k)]
   ).astype(z0.dtype)
-  batched = jax.vmap(lambda z: log_step_times(cases, z))
+  # Jitted on its own so that the scan's step and the final loss share
+  # one trace of the cases (tracing them is most of the fit's cost once
+  # its compile is cached).
+  batched = jax.jit(jax.vmap(lambda z: log_step_times(cases, z)))
   tx = optax.adam(lr)
 
   def data_loss(err, mask):
@@ -631,11 +634,19 @@ def make_fitter(cases: list[PublicCase], steps: int = 200, lr: float = 0.05):
   return lambda mask: fit_measured(mask, log_measured)
 
 
+@jax.jit
+def _values(z):
+  return jnp.stack(
+    [from_coordinate(param, z[i]) for i, param in enumerate(FIT_PARAMETERS)]
+  )
+
+
 def values_of(z) -> dict:
-  """name -> fitted value of fit coordinates `z`."""
+  """name -> fitted value of fit coordinates `z` (one compiled call, not
+  an eager call per parameter)."""
+  values = np.asarray(_values(jnp.asarray(z)))
   return {
-    param.name: float(from_coordinate(param, float(z[i])))
-    for i, param in enumerate(FIT_PARAMETERS)
+    param.name: float(values[i]) for i, param in enumerate(FIT_PARAMETERS)
   }
 
 
