@@ -60,7 +60,8 @@ flags.DEFINE_bool(
   True,
   "Also time the search's work on propose's design space "
   '(codesign.studies.job_benchmark): relaxed designs (value and gradient) '
-  'and buildable designs with their auto plan per second.',
+  'and buildable designs with their auto plan per second, and the '
+  'exhaustive enumeration of the auto-plan space at $1M.',
 )
 flags.DEFINE_bool(
   'propose_runs',

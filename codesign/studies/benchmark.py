@@ -344,6 +344,14 @@ def _job_lines(result: dict) -> list[str]:
       f'{result["planned_designs_per_s"]:,.0f} buildable designs with their '
       f'auto plan/s (first call {result["planned_first_call_s"]:.1f} s)'
     )
+  if 'exhaustive_s' in result:
+    lines.append(
+      f'exhaustive enumeration of its {result["exhaustive_designs"]:,} '
+      f'designs at $1M: {result["exhaustive_s"]:.1f} s '
+      f'({result["exhaustive_designs_per_s"]:,.0f} designs/s, most ruled '
+      'out without the cost model; first call '
+      f'{result["exhaustive_first_call_s"]:.1f} s, compile included)'
+    )
   if 'propose_cold_s' in result:
     lines.append(
       f'propose defaults: {result["propose_cold_s"]:.1f} s cold '

@@ -9,9 +9,13 @@ and sharding choice, traced). `run(settings)` measures both rates on
 the default job's design space (propose's: the workload, 16 nodes, the
 sharding searched per table for the relaxed rate; plan mode auto, one
 sharding for every table, for the planned rate), with the compile
-seconds of each. The wall time of `propose` itself, cold and warm, is
-the launcher's (`experiments.benchmark --propose_runs`): it runs the
-script.
+seconds of each; and the exhaustive enumeration of that auto-plan space
+at the job's $1M budget (`baselines.exhaustive`, as `search_quality`
+runs it): every design is judged, most without the cost model
+(`baselines.screened`), so its designs per second are the job's, not
+the costing rate of `planned_designs_per_s`. The wall time of
+`propose` itself, cold and warm, is the launcher's
+(`experiments.benchmark --propose_runs`): it runs the script.
 
 Times are wall-clock seconds, rates per second; they vary with load,
 so tests assert none of them.
@@ -25,7 +29,7 @@ import jax
 import numpy as np
 
 from codesign.core.errors import InputError
-from codesign.search import constrained, design_space, gradient
+from codesign.search import baselines, constrained, design_space, gradient
 from codesign.spec import stack_presets, workload_presets
 from codesign.studies import benchmark
 
@@ -108,11 +112,32 @@ def planned_rate(settings: Settings) -> tuple[float, float]:
   return n / sec, first_s
 
 
+def exhaustive_rate(settings: Settings) -> tuple[int, float, float]:
+  """(designs, seconds, seconds of the first call, mostly compiling) of
+  `baselines.exhaustive` over the whole space of `planned_rate` at the
+  job's budget, as `search_quality` enumerates it: designs that
+  `baselines.screened` rules out (over the budget or power, a broken
+  traced rule, an unsold board) are judged without the cost model, the
+  rest are costed with their auto plan. The seconds are the second of
+  two calls (the same best design)."""
+  problem = _problem(settings, plan_mode='auto')
+  start = time.perf_counter()
+  first = baselines.exhaustive(problem)
+  first_s = time.perf_counter() - start
+  start = time.perf_counter()
+  again = baselines.exhaustive(problem)
+  seconds = time.perf_counter() - start
+  assert np.array_equal(first.best_index, again.best_index)
+  return problem.space.size, seconds, first_s
+
+
 def run(
   settings: Settings, progress: Callable[[str], None] | None = None
 ) -> dict:
   """The job's rates (see the module docstring): relaxed_evals_per_s,
-  relaxed_compile_s, planned_designs_per_s, planned_first_call_s."""
+  relaxed_compile_s, planned_designs_per_s, planned_first_call_s,
+  exhaustive_designs (the space's size), exhaustive_s,
+  exhaustive_designs_per_s, exhaustive_first_call_s."""
   progress = progress or (lambda line: None)
   if min(settings.relaxed_designs, settings.planned_designs) < 1:
     raise InputError('design counts must be positive integers')
@@ -125,10 +150,16 @@ def run(
     f'{settings.planned_designs} buildable designs with their auto plan ...'
   )
   planned, planned_first = planned_rate(settings)
+  progress('exhaustive enumeration of the same space, twice ...')
+  designs, exhaustive_s, exhaustive_first = exhaustive_rate(settings)
   return {
     'job_workload': settings.workload,
     'relaxed_evals_per_s': relaxed,
     'relaxed_compile_s': relaxed_compile,
     'planned_designs_per_s': planned,
     'planned_first_call_s': planned_first,
+    'exhaustive_designs': designs,
+    'exhaustive_s': exhaustive_s,
+    'exhaustive_designs_per_s': designs / exhaustive_s,
+    'exhaustive_first_call_s': exhaustive_first,
   }

@@ -90,14 +90,20 @@ def test_job_benchmark_smallest_run():
   )
   lines = []
   r = job_benchmark.run(settings, lines.append)
-  assert len(lines) == 2
+  assert len(lines) == 3
   assert r['job_workload'] == 'dlrm_benchmark'
   for key in ('relaxed_evals_per_s', 'planned_designs_per_s'):
     assert 0 < r[key] < float('inf')
   for key in ('relaxed_compile_s', 'planned_first_call_s'):
     assert r[key] > 0
+  # The enumeration judges every design of the auto-plan space.
+  space = job_benchmark._problem(settings, plan_mode='auto').space
+  assert r['exhaustive_designs'] == space.size
+  assert r['exhaustive_designs_per_s'] == space.size / r['exhaustive_s']
+  assert r['exhaustive_first_call_s'] > 0
   text = benchmark.table({**_tiny_result(), **r})
   assert 'relaxed designs/s' in text and 'auto plan/s' in text
+  assert f'exhaustive enumeration of its {space.size:,} designs' in text
 
 
 def _tiny_result():
