@@ -97,7 +97,11 @@ def test_job_benchmark_smallest_run():
   for key in ('relaxed_compile_s', 'planned_first_call_s'):
     assert r[key] > 0
   # The enumeration judges every design of the auto-plan space.
-  space = job_benchmark._problem(settings, plan_mode='auto').space
+  from codesign.search import design_space
+  from codesign.spec import workload_presets
+
+  w = workload_presets.get('dlrm_benchmark')
+  space = design_space.make_space(w, 2, plan_mode='auto')
   assert r['exhaustive_designs'] == space.size
   assert r['exhaustive_designs_per_s'] == space.size / r['exhaustive_s']
   assert r['exhaustive_first_call_s'] > 0
