@@ -486,7 +486,15 @@ def env_info(seed: int | None = None) -> dict:
   import jax
 
   versions = {'python': py_platform.python_version()}
-  for pkg in ('jax', 'jaxlib', 'flax', 'optax', 'numpy', 'absl-py'):
+  for pkg in (
+    'jax',
+    'jaxlib',
+    'ml_dtypes',
+    'flax',
+    'optax',
+    'numpy',
+    'absl-py',
+  ):
     try:
       versions[pkg] = metadata.version(pkg)
     except metadata.PackageNotFoundError:
