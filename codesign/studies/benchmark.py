@@ -347,7 +347,8 @@ def _job_lines(result: dict) -> list[str]:
   if 'exhaustive_s' in result:
     lines.append(
       f'exhaustive enumeration of its {result["exhaustive_designs"]:,} '
-      f'designs at $1M: {result["exhaustive_s"]:.1f} s '
+      f'designs at ${result["exhaustive_budget_usd"]:,.0f}: '
+      f'{result["exhaustive_s"]:.1f} s '
       f'({result["exhaustive_designs_per_s"]:,.0f} designs/s, most ruled '
       'out without the cost model; first call '
       f'{result["exhaustive_first_call_s"]:.1f} s, compile included)'

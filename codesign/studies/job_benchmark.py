@@ -112,14 +112,15 @@ def planned_rate(settings: Settings) -> tuple[float, float]:
   return n / sec, first_s
 
 
-def exhaustive_rate(settings: Settings) -> tuple[int, float, float]:
-  """(designs, seconds, seconds of the first call, mostly compiling) of
-  `baselines.exhaustive` over the whole space of `planned_rate` at the
+def exhaustive_rate(settings: Settings) -> dict:
+  """`baselines.exhaustive` over the whole space of `planned_rate` at the
   job's budget, as `search_quality` enumerates it: designs that
   `baselines.screened` rules out (over the budget or power, a broken
   traced rule, an unsold board) are judged without the cost model, the
-  rest are costed with their auto plan. The seconds are the second of
-  two calls (the same best design)."""
+  rest are costed with their auto plan. Returns exhaustive_designs (the
+  space's size), exhaustive_budget_usd, exhaustive_s (the second of two
+  calls, which find the same best design), exhaustive_designs_per_s and
+  exhaustive_first_call_s (mostly compiling)."""
   problem = _problem(settings, plan_mode='auto')
   start = time.perf_counter()
   first = baselines.exhaustive(problem)
@@ -128,16 +129,21 @@ def exhaustive_rate(settings: Settings) -> tuple[int, float, float]:
   again = baselines.exhaustive(problem)
   seconds = time.perf_counter() - start
   assert np.array_equal(first.best_index, again.best_index)
-  return problem.space.size, seconds, first_s
+  return {
+    'exhaustive_designs': problem.space.size,
+    'exhaustive_budget_usd': problem.budget_usd,
+    'exhaustive_s': seconds,
+    'exhaustive_designs_per_s': problem.space.size / seconds,
+    'exhaustive_first_call_s': first_s,
+  }
 
 
 def run(
   settings: Settings, progress: Callable[[str], None] | None = None
 ) -> dict:
   """The job's rates (see the module docstring): relaxed_evals_per_s,
-  relaxed_compile_s, planned_designs_per_s, planned_first_call_s,
-  exhaustive_designs (the space's size), exhaustive_s,
-  exhaustive_designs_per_s, exhaustive_first_call_s."""
+  relaxed_compile_s, planned_designs_per_s, planned_first_call_s and
+  the keys of `exhaustive_rate`."""
   progress = progress or (lambda line: None)
   if min(settings.relaxed_designs, settings.planned_designs) < 1:
     raise InputError('design counts must be positive integers')
@@ -151,15 +157,12 @@ def run(
   )
   planned, planned_first = planned_rate(settings)
   progress('exhaustive enumeration of the same space, twice ...')
-  designs, exhaustive_s, exhaustive_first = exhaustive_rate(settings)
+  exhaustive = exhaustive_rate(settings)
   return {
     'job_workload': settings.workload,
     'relaxed_evals_per_s': relaxed,
     'relaxed_compile_s': relaxed_compile,
     'planned_designs_per_s': planned,
     'planned_first_call_s': planned_first,
-    'exhaustive_designs': designs,
-    'exhaustive_s': exhaustive_s,
-    'exhaustive_designs_per_s': designs / exhaustive_s,
-    'exhaustive_first_call_s': exhaustive_first,
+    **exhaustive,
   }

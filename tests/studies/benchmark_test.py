@@ -103,11 +103,13 @@ def test_job_benchmark_smallest_run():
   w = workload_presets.get('dlrm_benchmark')
   space = design_space.make_space(w, 2, plan_mode='auto')
   assert r['exhaustive_designs'] == space.size
+  assert r['exhaustive_budget_usd'] == 1e6  # the job's budget
   assert r['exhaustive_designs_per_s'] == space.size / r['exhaustive_s']
   assert r['exhaustive_first_call_s'] > 0
   text = benchmark.table({**_tiny_result(), **r})
   assert 'relaxed designs/s' in text and 'auto plan/s' in text
   assert f'exhaustive enumeration of its {space.size:,} designs' in text
+  assert 'designs at $1,000,000:' in text
 
 
 def _tiny_result():
