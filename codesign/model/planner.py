@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from codesign.core import program_cache
 from codesign.core.errors import InputError
 from codesign.core.smooth import safe_div
 from codesign.model import cost_model, terms
@@ -119,11 +120,10 @@ def _hbm_required_fn(w, p: Platform, s: Stack, sharding, row_scale=1.0):
 
 @functools.cache
 def _hbm_need_jit(w: wl.Workload, data_parallel: tuple):
-  return jax.jit(
-    lambda p, s, weights, frac, row_scale: hbm_need(
-      w, p, s, weights, frac, row_scale, data_parallel
-    )
-  )
+  def need(p, s, weights, frac, row_scale):
+    return hbm_need(w, p, s, weights, frac, row_scale, data_parallel)
+
+  return program_cache.exported(need, ('hbm_need', w, data_parallel))
 
 
 def hbm_available(p: Platform, s: Stack) -> float:
@@ -399,7 +399,9 @@ def _rank_jit(w, column_shards, comm_precision, data_parallel):
     r = cost_model.evaluate(p, w, plan, s, row_scale, weights)
     return r.feasible, r.step_time
 
-  return jax.jit(run)
+  return program_cache.exported(
+    run, ('rank', w, column_shards, comm_precision, data_parallel)
+  )
 
 
 def frequent_share(w: wl.Workload, ranks: float) -> np.ndarray:

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from codesign.core import program_cache
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner
 from codesign.spec import hardware
@@ -294,13 +295,19 @@ def log_metrics(
   return jnp.stack([jnp.log(r.throughput), jnp.log(r.perf_per_usd)])
 
 
-@functools.partial(jax.jit, static_argnames=('workload', 'replan'))
-def _elasticity_fn(platform, workload, stack, plan, replan):
-  def f(p):
-    return log_metrics(p, workload, stack, plan, replan)
+@functools.cache
+def _elasticity_fn(workload, replan):
+  """`(platform, stack, plan) -> (log metrics, elasticities)`, jitted and
+  kept on disk (`program_cache`: a warm run skips its trace)."""
 
-  jac = jax.jacrev(f)(platform)  # a Platform of (2,) leaves
-  return f(platform), jax.tree.map(lambda g, x: g * x, jac, platform)
+  def run(platform, stack, plan):
+    def f(p):
+      return log_metrics(p, workload, stack, plan, replan)
+
+    jac = jax.jacrev(f)(platform)  # a Platform of (2,) leaves
+    return f(platform), jax.tree.map(lambda g, x: g * x, jac, platform)
+
+  return program_cache.exported(run, ('elasticities', workload, replan))
 
 
 def elasticities(
@@ -329,7 +336,7 @@ def elasticities(
   replan = replan and replan_applies(platform, plan)
   # Without labels: platforms that differ in parts share one compile.
   p = hardware.unlabelled(hardware.as_arrays(platform, jnp.float64))
-  _, e = _elasticity_fn(p, workload, stack, plan, replan)
+  _, e = _elasticity_fn(workload, replan)(p, stack, plan)
   paths = hardware.leaf_paths(platform)
   values = np.array([float(hardware.get_value(platform, k)) for k in paths])
   e = np.stack([np.asarray(hardware.get_value(e, k)) for k in paths], axis=1)
