@@ -138,15 +138,13 @@ def exported(fn, key, compiler_options=None):
   lock = threading.Lock()
 
   def call(*args):
-    # Python scalars as jit sees them: weakly typed arrays.
-    args = jax.tree.map(
-      lambda x: x if hasattr(x, 'shape') else jnp.asarray(x), args
-    )
     leaves, tree = jax.tree.flatten(args)
-    shapes = tuple((x.shape, str(x.dtype)) for x in leaves)
+    leaves = [_array(x) for x in leaves]
+    shapes = tuple((x.shape, x.dtype) for x in leaves)
     with lock:
       found = memo.get((tree, shapes))
     if found is None:
+      args = jax.tree.unflatten(tree, leaves)
       found = _load(fn, key, args, compiler_options)
       with lock:
         memo[(tree, shapes)] = found
@@ -154,6 +152,11 @@ def exported(fn, key, compiler_options=None):
     return jax.tree.unflatten(out_tree, run(*leaves))
 
   return call
+
+
+def _array(x):
+  """`x`, or a Python scalar as `jax.jit` reads it: a weakly typed array."""
+  return x if hasattr(x, 'shape') else jnp.asarray(x)
 
 
 def _load(fn, key, args, compiler_options):

@@ -111,10 +111,14 @@ def _hbm_required_fn(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   """`frac -> hbm_required(w, p, s, sharding, frac, row_scale)`, with the
   platform's arrays made once (a bisection asks it many times)."""
   weights = terms.one_hot_sharding(sharding)
-  hw = hardware.unlabelled(hardware.as_arrays(p))
+  # Every argument but the fractions as arrays once, not per call.
+  hw, s, scale = jax.tree.map(
+    jnp.asarray,
+    (hardware.unlabelled(hardware.as_arrays(p)), s, float(row_scale)),
+  )
   fn = _hbm_need_jit(w, terms.data_parallel_mask(sharding))
   return lambda frac: float(
-    fn(hw, s, weights, np.asarray(frac, np.float64), float(row_scale))
+    fn(hw, s, weights, np.asarray(frac, np.float64), scale)
   )
 
 
