@@ -88,3 +88,23 @@ def test_cache_off_still_runs_the_export(monkeypatch):
   np.testing.assert_array_equal(
     np.asarray(got.scaled['a']), np.asarray(jax.jit(_fn)(*args).scaled['a'])
   )
+
+
+def test_python_scalars_are_read_as_jit_reads_them(cache):
+  """A Python float argument (the planner's row scale, a stack's leaves)
+  is a weakly typed array: the same bits as the plain jit, and a float
+  times a float32 array stays float32 as under jit."""
+  x = jnp.asarray(np.linspace(0.1, 1.0, 5), jnp.float32)
+
+  def fn(x, scale):
+    return x * scale + jnp.sin(scale)
+
+  want = jax.jit(fn)(x, 1.7)
+  got = program_cache.exported(fn, ('fn', 5))(x, 1.7)
+  assert got.dtype == want.dtype == jnp.float32
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  got = program_cache.exported(fn, ('fn', 5))(x, 2.5)  # the same program
+  np.testing.assert_array_equal(
+    np.asarray(got), np.asarray(jax.jit(fn)(x, 2.5))
+  )
+  assert len(list(cache.iterdir())) == 1
