@@ -36,7 +36,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from codesign.core import program_cache
 from codesign.core.errors import InputError
 from codesign.core.smooth import safe_div
 from codesign.model import cost_model, terms
@@ -111,23 +110,20 @@ def _hbm_required_fn(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   """`frac -> hbm_required(w, p, s, sharding, frac, row_scale)`, with the
   platform's arrays made once (a bisection asks it many times)."""
   weights = terms.one_hot_sharding(sharding)
-  # Every argument but the fractions as arrays once, not per call.
-  hw, s, scale = jax.tree.map(
-    jnp.asarray,
-    (hardware.unlabelled(hardware.as_arrays(p)), s, float(row_scale)),
-  )
+  hw = hardware.unlabelled(hardware.as_arrays(p))
   fn = _hbm_need_jit(w, terms.data_parallel_mask(sharding))
   return lambda frac: float(
-    fn(hw, s, weights, np.asarray(frac, np.float64), scale)
+    fn(hw, s, weights, np.asarray(frac, np.float64), float(row_scale))
   )
 
 
 @functools.cache
 def _hbm_need_jit(w: wl.Workload, data_parallel: tuple):
-  def need(p, s, weights, frac, row_scale):
-    return hbm_need(w, p, s, weights, frac, row_scale, data_parallel)
-
-  return program_cache.exported(need, ('hbm_need', w, data_parallel))
+  return jax.jit(
+    lambda p, s, weights, frac, row_scale: hbm_need(
+      w, p, s, weights, frac, row_scale, data_parallel
+    )
+  )
 
 
 def hbm_available(p: Platform, s: Stack) -> float:
@@ -403,9 +399,7 @@ def _rank_jit(w, column_shards, comm_precision, data_parallel):
     r = cost_model.evaluate(p, w, plan, s, row_scale, weights)
     return r.feasible, r.step_time
 
-  return program_cache.exported(
-    run, ('rank', w, column_shards, comm_precision, data_parallel)
-  )
+  return jax.jit(run)
 
 
 def frequent_share(w: wl.Workload, ranks: float) -> np.ndarray:
