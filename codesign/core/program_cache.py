@@ -13,9 +13,9 @@ The file's key is everything the program is traced from: the sources
 and data of the `codesign` package (any edit makes a new key), the JAX
 version and its x64 setting, what the caller names as the program's
 static inputs (`key`, pickled: the problem, the phase's settings), the
-argument shapes and dtypes, and the device count. A program is always
-run through its export, cache on or off, warm or cold, so the cache
-never changes a bit of a result. Python scalars among the arguments
+argument shapes, dtypes and weak types, and the device count. A program
+is always run through its export, cache on or off, warm or cold, so the
+cache never changes a bit of a result. Python scalars among the arguments
 become weakly typed arrays first, as `jax.jit` reads them.
 
 A program seen for the first time costs more than under `jax.jit` (it
@@ -63,7 +63,7 @@ def file_key(key, args) -> str:
   x64 and the package's `source_digest`."""
   h = hashlib.sha256(source_digest().encode())
   h.update(pickle.dumps(key))
-  shapes = [(x.shape, str(x.dtype)) for x in jax.tree.leaves(args)]
+  shapes = [(x.shape, str(x.dtype), _weak(x)) for x in jax.tree.leaves(args)]
   tree = str(jax.tree.structure(args))
   h.update(
     repr((tree, shapes, jax.device_count(), jax.config.jax_enable_x64)).encode()
@@ -144,7 +144,7 @@ def exported(fn, key, compiler_options=None):
   def call(*args):
     leaves, tree = jax.tree.flatten(args)
     leaves = [_array(x) for x in leaves]
-    shapes = tuple((x.shape, x.dtype) for x in leaves)
+    shapes = tuple((x.shape, x.dtype, _weak(x)) for x in leaves)
     with lock:
       found = memo.get((tree, shapes))
     if found is None:
@@ -156,6 +156,12 @@ def exported(fn, key, compiler_options=None):
     return jax.tree.unflatten(out_tree, run(*leaves))
 
   return call
+
+
+def _weak(x) -> bool:
+  """Whether `x` is weakly typed (a Python scalar's array): jit traces it
+  apart from a strongly typed array of the same dtype."""
+  return bool(getattr(x, 'weak_type', False))
 
 
 def _array(x):

@@ -91,9 +91,10 @@ def test_cache_off_still_runs_the_export(monkeypatch):
 
 
 def test_python_scalars_are_read_as_jit_reads_them(cache):
-  """A Python float argument (the planner's row scale, a stack's leaves)
-  is a weakly typed array: the same bits as the plain jit, and a float
-  times a float32 array stays float32 as under jit."""
+  """A Python float argument (a stack's or a plan's leaves) is a weakly
+  typed array: the same bits as the plain jit, a float times a float32
+  array stays float32 as under jit, and a strongly typed float64 is
+  another program (float64 out, as under jit)."""
   x = jnp.asarray(np.linspace(0.1, 1.0, 5), jnp.float32)
 
   def fn(x, scale):
@@ -108,3 +109,6 @@ def test_python_scalars_are_read_as_jit_reads_them(cache):
     np.asarray(got), np.asarray(jax.jit(fn)(x, 2.5))
   )
   assert len(list(cache.iterdir())) == 1
+  strong = program_cache.exported(fn, ('fn', 5))(x, np.float64(2.5))
+  assert strong.dtype == jax.jit(fn)(x, np.float64(2.5)).dtype == jnp.float64
+  assert len(list(cache.iterdir())) == 2
