@@ -19,13 +19,11 @@ cache never changes a bit of a result. Python scalars among the arguments
 become weakly typed arrays first, as `jax.jit` reads them.
 
 A program seen for the first time costs more than under `jax.jit` (it
-is traced and lowered for its export, then its call lowered again): the
-planner's HBM requirement and candidate ranking, kept here for a day,
-made a warm pass over 11 presets 20.1 s to 8.9 s but a cold one 12.2 s
-to 13.7 s (with the suite's compile flags), and the suite, where nearly
-every program is cold, 630 s to 662 s; they are plain jits again. The
-elasticities are one program per workload and run: `zion_decision`
-defaults warm 37 s to 33 s (byte-identical).
+is traced and lowered for its export, then its call lowered again), so
+this is for the few large programs later runs ask again, not the many a
+process makes once: the planner's per-preset programs stay plain jits
+(measured in WORKSPACE, Speed: "Programs kept on disk beyond the
+search").
 """
 
 import functools

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from codesign.core.errors import InputError
-from codesign.spec import hardware, platform_presets
+from codesign.search import design_space
+from codesign.spec import hardware, platform_presets, workload_presets
 from codesign.studies import benchmark
 
 
@@ -97,11 +98,8 @@ def test_job_benchmark_smallest_run():
   for key in ('relaxed_compile_s', 'planned_first_call_s'):
     assert r[key] > 0
   # The enumeration judges every design of the auto-plan space.
-  from codesign.search import design_space
-  from codesign.spec import workload_presets
-
-  w = workload_presets.get('dlrm_benchmark')
-  space = design_space.make_space(w, 2, plan_mode='auto')
+  w = workload_presets.get(settings.workload)
+  space = design_space.make_space(w, settings.max_nodes, plan_mode='auto')
   assert r['exhaustive_designs'] == space.size
   assert r['exhaustive_budget_usd'] == 1e6  # the job's budget
   assert r['exhaustive_designs_per_s'] == space.size / r['exhaustive_s']
