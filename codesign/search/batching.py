@@ -16,6 +16,7 @@ search on two processes (localhost, CPU) and gets the bits of one.
 """
 
 import functools
+import math
 
 import jax
 import numpy as np
@@ -78,6 +79,37 @@ def bucket_rows(n: int, block: int, mesh: Mesh, cap: int) -> int:
   while rows < min(n, cap):
     rows *= 2
   return min(rows, cap)
+
+
+def groups(keys: np.ndarray, size: int | None = None) -> tuple:
+  """Rows with equal `keys` rows (N, K) gathered into groups of `size`
+  (default: the power of two at or above the mean rows per key, 8 to
+  128, so that a few group shapes serve every batch).
+
+  Returns (first, of_group, members, real): first (D,), the first row of
+  each distinct key (in sorted key order); of_group (G,), each group's
+  key (a position in `first`); members (G, size), each group's rows,
+  padded with its key's first row; real (G, size), which members are not
+  padding. A key of n rows has ceil(n / size) groups."""
+  _, first, inverse = np.unique(
+    keys, axis=0, return_index=True, return_inverse=True
+  )
+  inverse = inverse.reshape(-1)
+  if size is None:
+    mean = len(inverse) / len(first)
+    size = int(np.clip(2 ** math.ceil(math.log2(mean)), 8, 128))
+  order = np.argsort(inverse, kind='stable')  # rows by key, in row order
+  counts = np.bincount(inverse, minlength=len(first))
+  per_key = -(-counts // size)
+  group_start = np.cumsum(per_key) - per_key
+  rank = np.arange(len(order)) - (np.cumsum(counts) - counts)[inverse[order]]
+  group = group_start[inverse[order]] + rank // size
+  of_group = np.repeat(np.arange(len(first)), per_key)
+  members = np.repeat(first[of_group][:, None], size, axis=1)
+  real = np.zeros(members.shape, bool)
+  members[group, rank % size] = order
+  real[group, rank % size] = True
+  return first, of_group, members, real
 
 
 def _sharded(fn, block: int, mesh: Mesh):

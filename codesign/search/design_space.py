@@ -61,12 +61,14 @@ index vectors (one index per hardware axis) plus a plan.
 """
 
 import dataclasses
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from codesign.core import dataflow
 from codesign.core.errors import InputError
 from codesign.core.pytree import replace
 from codesign.core.units import GB
@@ -494,13 +496,49 @@ def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
 
 
 def decode_index(
-  space: DesignSpace, workload: wl.Workload, stack: Stack, index, plan_z
+  space: DesignSpace,
+  workload: wl.Workload,
+  stack: Stack,
+  index,
+  plan_z,
+  frac=None,
 ):
   """The buildable platform at integer `index` (shape (H,)) with plan
-  vector `plan_z` (shape (D - H,)); traced, matches `build` exactly."""
+  vector `plan_z` (shape (D - H,)); traced, matches `build` exactly.
+  `frac`: the auto plan's fractions when known (`auto_fractions_index`)."""
   p, aux = platform_index(space, index)
-  plan, weights = plan_space.decode(space, workload, stack, p, plan_z)
+  plan, weights = plan_space.decode(space, workload, stack, p, plan_z, frac)
   return p, plan, {**aux, 'sharding_weights': weights}
+
+
+def auto_fractions_index(
+  space: DesignSpace, workload: wl.Workload, stack: Stack, index, plan_z
+):
+  """The auto plan's HBM fractions (T,) of the buildable design at
+  `index` with plan vector `plan_z` (`plan_space.auto_fractions`)."""
+  p, _ = platform_index(space, index)
+  return plan_space.auto_fractions(space, workload, stack, p, plan_z)
+
+
+@functools.cache
+def plan_axes(
+  space: DesignSpace, workload: wl.Workload, stack: Stack
+) -> tuple[int, ...]:
+  """The hardware axes (positions in HW_AXES) that the auto plan reads:
+  designs equal on these axes and in their plan vector have the same
+  `auto_fractions_index` (of the default space: the accelerator, the
+  nodes and the accelerators per node; the CPU, DDR and NICs do not move
+  the HBM fit). Found from the traced program (`dataflow.arguments_read`),
+  not listed by hand, so a new term that reads another axis joins it."""
+
+  def fractions(*axes):
+    return auto_fractions_index(
+      space, workload, stack, list(axes[:-1]), axes[-1]
+    )
+
+  index = [jnp.zeros((), jnp.int32)] * len(space.sizes)
+  read = dataflow.arguments_read(fractions, *index, jnp.zeros(space.num_plan))
+  return tuple(sorted(i for i in read if i < len(space.sizes)))
 
 
 def platform_index(space: DesignSpace, index):

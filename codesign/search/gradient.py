@@ -340,11 +340,12 @@ def assess(problem: Problem, z, question=None):
   return _judged(problem, p, plan, aux, question)
 
 
-def assess_index(problem: Problem, index, plan_z, question=None):
+def assess_index(problem: Problem, index, plan_z, question=None, frac=None):
   """(loss, g, value) of a buildable design. Pure, unjitted; `question`
-  as `assess`."""
+  as `assess`; `frac` the auto plan's fractions when known
+  (`ds.auto_fractions_index`)."""
   p, plan, aux = ds.decode_index(
-    problem.space, problem.workload, problem.stack, index, plan_z
+    problem.space, problem.workload, problem.stack, index, plan_z, frac
   )
   return _judged(problem, p, plan, aux, question)
 
@@ -387,20 +388,97 @@ def evaluate_indices(
     plan_z = np.zeros((n, problem.space.num_plan))
   plan_z = np.asarray(plan_z, dtype=np.float64)
   chunk = batching.bucket_rows(n, block, mesh, chunk)
-  fn = _assess_index_cached(program_key(problem))
-  question = _question_rows(problem, chunk)
   out = {'loss': [], 'g': [], 'value': []}
   for s in range(0, n, chunk):
-    idx = batching.pad_rows(index[s : s + chunk], chunk)
-    pz = batching.pad_rows(plan_z[s : s + chunk], chunk)
-    loss, g, value = batching.run_blocked(fn, block, mesh, idx, pz, question)
-    m = min(chunk, n - s)
-    out['loss'].append(loss[:m])
-    out['g'].append(g[:m])
-    out['value'].append(value[:m])
+    idx, pz = index[s : s + chunk], plan_z[s : s + chunk]
+    if problem.space.plan_mode == 'auto':
+      loss, g, value = _assess_by_plan(problem, idx, pz, mesh, block)
+    else:
+      loss, g, value = _assess_rows(problem, idx, pz, chunk, mesh, block)
+    out['loss'].append(loss)
+    out['g'].append(g)
+    out['value'].append(value)
   res = {k: np.concatenate(v) for k, v in out.items()}
   res['feasible'] = np.all(res['g'] <= 0.0, axis=1) & np.isfinite(res['loss'])
   return res
+
+
+def _assess_rows(problem: Problem, index, plan_z, rows: int, mesh, block):
+  """(loss, g, value) of designs, each row its own program row (padded to
+  `rows`)."""
+  m = len(index)
+  loss, g, value = batching.run_blocked(
+    _assess_index_cached(program_key(problem)),
+    block,
+    mesh,
+    batching.pad_rows(index, rows),
+    batching.pad_rows(plan_z, rows),
+    _question_rows(problem, rows),
+  )
+  return loss[:m], g[:m], value[:m]
+
+
+def _assess_by_plan(problem: Problem, index, plan_z, mesh, block):
+  """(loss, g, value) of designs in auto plan mode, grouped by their plan.
+
+  Designs equal on the axes the plan reads (`ds.plan_axes`) and in their
+  plan vector have one auto plan: it is fitted once (an exhaustive
+  enumeration of the default space has a fit per accelerator, node count
+  and accelerators per node, not per design), and the designs that share
+  it are costed in groups (`assess_group`) whose plan-axis values,
+  fractions and plan vector are one per group, so that every per-table
+  term that depends on nothing else (hits, distinct rows, the packing
+  bounds' order) is computed once per group, not per design (vmap leaves
+  it unbatched)."""
+  axes = ds.plan_axes(problem.space, problem.workload, problem.stack)
+  key = np.concatenate([index[:, axes].astype(np.float64), plan_z], axis=1)
+  first, of_group, members, real = batching.groups(key)
+  frac = _fit_rows(problem, index[first], plan_z[first], mesh, block)
+  lead = first[of_group]
+  per = max(1, block // members.shape[1])  # groups per vmapped block
+  rows = batching.bucket_rows(len(of_group), per, mesh, len(index))
+  args = (index[members], index[lead], plan_z[lead], frac[of_group])
+  got = batching.run_blocked(
+    _assess_group_cached(program_key(problem)),
+    per,
+    mesh,
+    *(batching.pad_rows(a, rows) for a in args),
+    _question_rows(problem, rows),
+  )
+  out = []
+  for x in got:  # back to the designs' order
+    o = np.empty((len(index),) + x.shape[2:], x.dtype)
+    o[members[real]] = x[: len(of_group)][real]
+    out.append(o)
+  return tuple(out)
+
+
+def _fit_rows(problem: Problem, index, plan_z, mesh, block):
+  """The auto plan's HBM fractions (N, T) of designs, in one program
+  (`ds.auto_fractions_index`, padded to `batching.bucket_rows`)."""
+  rows = batching.bucket_rows(len(index), block, mesh, len(index))
+  frac = batching.run_blocked(
+    _fit_index_cached(program_key(problem)),
+    block,
+    mesh,
+    batching.pad_rows(index, rows),
+    batching.pad_rows(plan_z, rows),
+  )
+  return frac[: len(index)]
+
+
+def assess_group(problem: Problem, index, lead, plan_z, frac, question):
+  """(loss, g, value) of designs `index` (M, H) that share the auto plan
+  of `lead` (H,) with plan vector `plan_z` and fractions `frac` (T,):
+  each design's plan axes are read from `lead`, its other axes from its
+  own row, so that what depends on the plan alone is computed once."""
+  axes = ds.plan_axes(problem.space, problem.workload, problem.stack)
+
+  def one(row):
+    mixed = [lead[i] if i in axes else row[i] for i in range(len(row))]
+    return assess_index(problem, mixed, plan_z, question, frac)
+
+  return jax.vmap(one)(index)
 
 
 @functools.cache
@@ -408,6 +486,21 @@ def _assess_index_cached(problem):
   return _keyed(
     functools.partial(assess_index, problem), 'assess_index', problem
   )
+
+
+@functools.cache
+def _assess_group_cached(problem):
+  return _keyed(
+    functools.partial(assess_group, problem), 'assess_group', problem
+  )
+
+
+@functools.cache
+def _fit_index_cached(problem):
+  fit = functools.partial(
+    ds.auto_fractions_index, problem.space, problem.workload, problem.stack
+  )
+  return _keyed(fit, 'auto_fractions_index', problem)
 
 
 def best_position(loss, g, feasible):

@@ -61,16 +61,27 @@ def sharding_weights(space, plan_z):
   return pt.weights(z)
 
 
-def decode(space, workload: wl.Workload, stack: Stack, p, plan_z):
+def auto_fractions(space, workload: wl.Workload, stack: Stack, p, plan_z):
+  """The HBM fractions (T,) of the `auto` plan mode: the planner's rule
+  (`planner.fit_hbm_traced`) for platform p and the sharding of its plan
+  coordinates."""
+  weights = sharding_weights(space, plan_z)
+  rule = (space.sharding,) * space.num_tables if weights is None else weights
+  return planner.fit_hbm_traced(workload, p, stack, rule)
+
+
+def decode(space, workload: wl.Workload, stack: Stack, p, plan_z, frac=None):
   """(plan, sharding weights or None) for platform p from its plan
   coordinates (shape (size(space),)). With searched sharding the plan's
   `sharding` names are the placeholder `table_wise`; the weights are what
-  the cost model and the HBM rule read."""
+  the cost model and the HBM rule read. In `auto` mode, `frac` (T,) is
+  `auto_fractions` of the same platform and coordinates when the caller
+  has it already (designs that share their plan share one fit)."""
   t = space.num_tables
   weights = sharding_weights(space, plan_z)
-  rule = (space.sharding,) * t if weights is None else weights
   if space.plan_mode == 'auto':
-    frac = planner.fit_hbm_traced(workload, p, stack, rule)
+    if frac is None:
+      frac = auto_fractions(space, workload, stack, p, plan_z)
     cpu_lookup = jnp.ones(())
     ov = jnp.asarray(space.overlap)
   else:

@@ -5,6 +5,7 @@ and the search over sharding never does worse than the uniform shardings
 it starts from."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -12,8 +13,8 @@ import numpy as np
 import pytest
 
 from codesign.model import cost_model, planner, terms
+from codesign.search import batching, gradient, plan_space, snapping
 from codesign.search import design_space as ds
-from codesign.search import gradient, plan_space, snapping
 from codesign.spec import hardware, stack_presets
 from codesign.spec import platform_presets as pp
 from codesign.spec import workload_presets as wp
@@ -134,3 +135,52 @@ def test_sharding_search_is_no_worse_than_uniform_sharding_on_its_platform():
   )
   best_uniform = np.max(np.where(ev['feasible'], ev['value'], 0.0))
   assert res.best_value >= best_uniform * (1 - 1e-12), (res.best_value, ev)
+
+
+def test_auto_plan_reads_its_axes_and_designs_share_their_fit():
+  """The auto plan's fractions read the accelerator, the nodes and the
+  accelerators per node (`ds.plan_axes`, from the traced program): moving
+  any other axis leaves them to the bit, moving those moves them; and the
+  batched evaluation, one fit per distinct plan, gives the figures of
+  fitting every design in its own program."""
+  w = wp.get('rm1')  # 4 GB of tables: 100x, so that small designs spill
+  tables = tuple(dataclasses.replace(t, rows=t.rows * 100) for t in w.tables)
+  w = dataclasses.replace(w, tables=tables)
+  space = ds.make_space(w, max_nodes=4, plan_mode='auto')
+  axes = ds.plan_axes(space, w, STACK)
+  assert [ds.HW_AXES[i] for i in axes] == [
+    'accelerator',
+    'nodes',
+    'accelerators_per_node',
+  ]
+  rng = np.random.default_rng(0)
+  sizes = np.asarray(space.sizes)
+  index = (rng.random((64, len(sizes))) * sizes).astype(np.int32)
+  moved = index.copy()
+  others = [i for i in range(len(sizes)) if i not in axes]
+  moved[:, others] = (index[:, others] + 1) % sizes[others]
+  no_plan = jnp.zeros(0)
+  fit = jax.jit(
+    jax.vmap(lambda i: ds.auto_fractions_index(space, w, STACK, i, no_plan))
+  )
+  np.testing.assert_array_equal(fit(index), fit(moved))
+  shifted = index.copy()
+  shifted[:, list(axes)] = (index[:, list(axes)] + 1) % sizes[list(axes)]
+  assert np.any(fit(index) != fit(shifted))
+  problem = gradient.Problem(space, w, STACK, budget_usd=1e6)
+  rows = np.concatenate([index, moved])
+  ev = gradient.evaluate_indices(problem, rows)
+  # The same blocked program with the fit inside it, per design.
+  alone = batching.run_blocked(
+    functools.partial(gradient.assess_index, problem),
+    256,
+    batching.make_mesh(),
+    rows,
+    np.zeros((len(rows), 0)),
+    np.tile(gradient.question_of(problem), (len(rows), 1)),
+  )
+  # Equal to rounding: with the fit in the same program XLA may fuse its
+  # last operations with the memory term's (g of HBM near 0 here moves by
+  # an ulp of 1).
+  for got, want in zip((ev['loss'], ev['g'], ev['value']), alone, strict=True):
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)

@@ -1,0 +1,34 @@
+"""Tests of codesign.search.batching's grouping of rows by key."""
+
+import numpy as np
+
+from codesign.search import batching
+
+
+def test_groups_hold_every_row_once_with_its_key():
+  rng = np.random.default_rng(0)
+  keys = rng.integers(0, 5, (200, 2)).astype(np.float64)
+  first, of_group, members, real = batching.groups(keys, 8)
+  assert sorted(members[real]) == list(range(200))
+  # Every member (padding included) has its group's key; padding is the
+  # key's first row, and the first row is the earliest of its key.
+  lead = keys[first[of_group]][:, None]
+  assert np.all(keys[members] == lead)
+  np.testing.assert_array_equal(
+    members[~real], first[of_group][np.where(~real)[0]]
+  )
+  for k, row in enumerate(first):
+    same = np.flatnonzero(np.all(keys == keys[row], axis=1))
+    assert row == same[0]
+    assert np.sum(of_group == k) == -(-len(same) // 8)
+  # Within a key, rows keep their order.
+  kept = members[real]
+  by_key = [kept[keys[kept, 0] * 5 + keys[kept, 1] == v] for v in range(25)]
+  assert all(np.all(np.diff(x) > 0) for x in by_key)
+
+
+def test_group_size_follows_the_rows_per_key():
+  keys = np.repeat(np.arange(10.0), 30)[:, None]  # 30 rows per key
+  assert batching.groups(keys)[2].shape == (10, 32)
+  assert batching.groups(np.zeros((3, 1)))[2].shape == (1, 8)
+  assert batching.groups(np.zeros((5000, 1)))[2].shape == (40, 128)
