@@ -83,7 +83,7 @@ def bucket_rows(n: int, block: int, mesh: Mesh, cap: int) -> int:
 
 def groups(keys: np.ndarray, size: int | None = None) -> tuple:
   """Rows with equal `keys` rows (N, K) gathered into groups of `size`
-  (default: the power of two at or above the mean rows per key, 8 to
+  (default: the power of two at or above the mean rows per key, at most
   128, so that a few group shapes serve every batch).
 
   Returns (first, of_group, members, real): first (D,), the first row of
@@ -97,7 +97,7 @@ def groups(keys: np.ndarray, size: int | None = None) -> tuple:
   inverse = inverse.reshape(-1)
   if size is None:
     mean = len(inverse) / len(first)
-    size = int(np.clip(2 ** math.ceil(math.log2(mean)), 8, 128))
+    size = min(2 ** math.ceil(math.log2(mean)), 128)
   order = np.argsort(inverse, kind='stable')  # rows by key, in row order
   counts = np.bincount(inverse, minlength=len(first))
   per_key = -(-counts // size)

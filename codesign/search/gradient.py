@@ -108,6 +108,11 @@ _MIN_OBJECTIVES = ('capex', 'power')
 # rack holds) within a rack's; the rack's W is part of the question.
 CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'rack') + buildability.TRACED
 FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
+# Relative violation of a buildable design that is rounding, not excess:
+# an auto plan fills the HBM to the capacity by construction (the fit's
+# bisection), and the cost model's requirement of it, computed in another
+# fusion, lands an ulp or two either side (1e-12 of 80 GB is 0.08 bytes).
+ROUNDING_TOL = 1e-12
 # Constraints a plan cannot change.
 HARDWARE_CONSTRAINTS = ('capex', 'power', 'rack') + buildability.TRACED
 HARDWARE_COLUMNS = tuple(CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS)
@@ -399,7 +404,8 @@ def evaluate_indices(
     out['g'].append(g)
     out['value'].append(value)
   res = {k: np.concatenate(v) for k, v in out.items()}
-  res['feasible'] = np.all(res['g'] <= 0.0, axis=1) & np.isfinite(res['loss'])
+  ok = np.all(res['g'] <= ROUNDING_TOL, axis=1)
+  res['feasible'] = ok & np.isfinite(res['loss'])
   return res
 
 
@@ -418,6 +424,13 @@ def _assess_rows(problem: Problem, index, plan_z, rows: int, mesh, block):
   return loss[:m], g[:m], value[:m]
 
 
+# Rows per vmapped block of the HBM fit of distinct plans, at most (the
+# costing's block if smaller): a few fits (a CMA-ES generation of 32
+# designs) pad to 2 blocks, not to 2 of the costing's 256-design blocks
+# (a fit is 50 bisection steps of the busiest rank's HBM need).
+FIT_BLOCK = 32
+
+
 def _assess_by_plan(problem: Problem, index, plan_z, mesh, block):
   """(loss, g, value) of designs in auto plan mode, grouped by their plan.
 
@@ -433,7 +446,8 @@ def _assess_by_plan(problem: Problem, index, plan_z, mesh, block):
   axes = ds.plan_axes(problem.space, problem.workload, problem.stack)
   key = np.concatenate([index[:, axes].astype(np.float64), plan_z], axis=1)
   first, of_group, members, real = batching.groups(key)
-  frac = _fit_rows(problem, index[first], plan_z[first], mesh, block)
+  fit_block = min(block, FIT_BLOCK)
+  frac = _fit_rows(problem, index[first], plan_z[first], mesh, fit_block)
   lead = first[of_group]
   per = max(1, block // members.shape[1])  # groups per vmapped block
   rows = batching.bucket_rows(len(of_group), per, mesh, len(index))
@@ -455,7 +469,8 @@ def _assess_by_plan(problem: Problem, index, plan_z, mesh, block):
 
 def _fit_rows(problem: Problem, index, plan_z, mesh, block):
   """The auto plan's HBM fractions (N, T) of designs, in one program
-  (`ds.auto_fractions_index`, padded to `batching.bucket_rows`)."""
+  (`ds.auto_fractions_index`) in blocks of `block` rows, padded to whole
+  blocks."""
   rows = batching.bucket_rows(len(index), block, mesh, len(index))
   frac = batching.run_blocked(
     _fit_index_cached(program_key(problem)),

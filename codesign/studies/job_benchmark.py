@@ -96,7 +96,11 @@ def relaxed_rate(settings: Settings) -> tuple[float, float]:
 def planned_rate(settings: Settings) -> tuple[float, float]:
   """(buildable designs with their auto plan per second, seconds of the
   first call, mostly compiling): as exhaustive enumeration evaluates
-  them."""
+  them, one HBM fit per distinct plan (`gradient.evaluate_indices`). The
+  designs are drawn at random, so they reach nearly every plan of the
+  space (the default space has 720: accelerator x nodes x accelerators
+  per node) and the rate pays a fit per about 23 designs, where an
+  enumeration in flat order pays one per several hundred."""
   problem = _problem(settings, plan_mode='auto')
   rng = np.random.default_rng(settings.seed)
   sizes = np.asarray(problem.space.sizes)

@@ -30,5 +30,6 @@ def test_groups_hold_every_row_once_with_its_key():
 def test_group_size_follows_the_rows_per_key():
   keys = np.repeat(np.arange(10.0), 30)[:, None]  # 30 rows per key
   assert batching.groups(keys)[2].shape == (10, 32)
-  assert batching.groups(np.zeros((3, 1)))[2].shape == (1, 8)
+  assert batching.groups(np.arange(3.0)[:, None])[2].shape == (3, 1)
+  assert batching.groups(np.zeros((3, 1)))[2].shape == (1, 4)
   assert batching.groups(np.zeros((5000, 1)))[2].shape == (40, 128)

@@ -239,6 +239,23 @@ def test_screened_enumeration_is_the_whole_enumeration():
   assert not exh.best_feasible
 
 
+def test_a_violation_of_rounding_size_is_feasible():
+  """A buildable design over a limit by 1e-13 of it is feasible (the
+  rounding of an auto plan's HBM fill, `gradient.ROUNDING_TOL`); by 1e-9,
+  it is not."""
+  w = wp.get('rm1')
+  problem = gradient.Problem(_space(w), w, STACK, 'throughput', budget_usd=1e9)
+  index = np.array([[1, 1, 0, 0, 0, 0, 0, 0]])
+  p, plan = gradient.buildable(problem, index[0], np.zeros(0))
+  capex = float(cost_model.evaluate(p, w, plan, STACK).capex)
+  for over, feasible in ((1e-13, True), (1e-9, False)):
+    budget = capex / (1.0 + over)
+    tight = dataclasses.replace(problem, budget_usd=budget)
+    ev = gradient.evaluate_indices(tight, index)
+    assert ev['g'][0, gradient.CONSTRAINTS.index('capex')] > 0.0
+    assert bool(ev['feasible'][0]) is feasible, over
+
+
 def _propose(tmp_path, name, *flags, devices=1):
   # The device count by JAX's own setting, not an XLA flag: XLA flags are
   # part of the compilation cache's key, so with the flag a 4-device run
