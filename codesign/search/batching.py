@@ -16,7 +16,6 @@ search on two processes (localhost, CPU) and gets the bits of one.
 """
 
 import functools
-import math
 
 import jax
 import numpy as np
@@ -68,23 +67,32 @@ def padded_rows(n: int, block: int, mesh: Mesh) -> int:
   return max(_round_up(n, per), 2 * per)
 
 
-def bucket_rows(n: int, block: int, mesh: Mesh, cap: int) -> int:
+def bucket_rows(
+  n: int, block: int, mesh: Mesh, cap: int, fine: bool = False
+) -> int:
   """Rows to lay out n items in one call of at most about `cap` rows: the
-  fewest of 2, 4, 8, ... blocks per device (and at most `cap` rounded up
-  to whole blocks), so that a program sees a few shapes, not one per n
-  (each shape is a compile)."""
+  fewest of 2, 4, 8, ... blocks per device (with `fine`, also 3, 6, 12,
+  ...: at most a third of padding), and at most `cap` rounded up to whole
+  blocks, so that a program sees a few shapes, not one per n (each shape
+  is a compile)."""
   per = block * mesh.size
   cap = padded_rows(cap, block, mesh)
-  rows = 2 * per
-  while rows < min(n, cap):
-    rows *= 2
-  return min(rows, cap)
+  blocks = 2  # per device: 2, (3,) 4, (6,) 8, (12,) ...
+  while blocks * per < min(n, cap):
+    if not fine:
+      blocks *= 2
+    elif blocks & (blocks - 1) == 0:  # a power of two: 1.5x
+      blocks = blocks * 3 // 2
+    else:  # 3 x 2^k: to 2^(k+2)
+      blocks = blocks * 4 // 3
+  return min(blocks * per, cap)
 
 
-def groups(keys: np.ndarray, size: int | None = None) -> tuple:
-  """Rows with equal `keys` rows (N, K) gathered into groups of `size`
-  (default: the power of two at or above the mean rows per key, at most
-  128, so that a few group shapes serve every batch).
+def groups(keys: np.ndarray, size: int) -> tuple:
+  """Rows with equal `keys` rows (N, K) gathered into groups of `size`,
+  or of one row where keys are mostly distinct (under 2 rows per key:
+  groups of `size` would be mostly padding). Two group shapes, so that
+  a program compiled for them serves every batch.
 
   Returns (first, of_group, members, real): first (D,), the first row of
   each distinct key (in sorted key order); of_group (G,), each group's
@@ -95,9 +103,8 @@ def groups(keys: np.ndarray, size: int | None = None) -> tuple:
     keys, axis=0, return_index=True, return_inverse=True
   )
   inverse = inverse.reshape(-1)
-  if size is None:
-    mean = len(inverse) / len(first)
-    size = min(2 ** math.ceil(math.log2(mean)), 128)
+  if len(inverse) < 2 * len(first):
+    size = 1
   order = np.argsort(inverse, kind='stable')  # rows by key, in row order
   counts = np.bincount(inverse, minlength=len(first))
   per_key = -(-counts // size)

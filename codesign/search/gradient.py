@@ -397,7 +397,7 @@ def evaluate_indices(
   for s in range(0, n, chunk):
     idx, pz = index[s : s + chunk], plan_z[s : s + chunk]
     if problem.space.plan_mode == 'auto':
-      loss, g, value = _assess_by_plan(problem, idx, pz, mesh, block)
+      loss, g, value = _assess_by_plan(problem, idx, pz, chunk, mesh, block)
     else:
       loss, g, value = _assess_rows(problem, idx, pz, chunk, mesh, block)
     out['loss'].append(loss)
@@ -429,9 +429,15 @@ def _assess_rows(problem: Problem, index, plan_z, rows: int, mesh, block):
 # designs) pad to 2 blocks, not to 2 of the costing's 256-design blocks
 # (a fit is 50 bisection steps of the busiest rank's HBM need).
 FIT_BLOCK = 32
+# Designs per group of one plan (`batching.groups`), in batches of at
+# least GROUPED_FROM designs (a smaller batch, a CMA-ES generation, costs
+# each design as its own group: one program shape per batch size, as
+# the per-design programs have, instead of one per count of plans).
+GROUP = 32
+GROUPED_FROM = 128
 
 
-def _assess_by_plan(problem: Problem, index, plan_z, mesh, block):
+def _assess_by_plan(problem: Problem, index, plan_z, rows, mesh, block):
   """(loss, g, value) of designs in auto plan mode, grouped by their plan.
 
   Designs equal on the axes the plan reads (`ds.plan_axes`) and in their
@@ -442,15 +448,17 @@ def _assess_by_plan(problem: Problem, index, plan_z, mesh, block):
   fractions and plan vector are one per group, so that every per-table
   term that depends on nothing else (hits, distinct rows, the packing
   bounds' order) is computed once per group, not per design (vmap leaves
-  it unbatched)."""
+  it unbatched). `rows`: the batch's rows when each design is its own
+  group (`batching.bucket_rows` of the whole call)."""
   axes = ds.plan_axes(problem.space, problem.workload, problem.stack)
   key = np.concatenate([index[:, axes].astype(np.float64), plan_z], axis=1)
-  first, of_group, members, real = batching.groups(key)
-  fit_block = min(block, FIT_BLOCK)
-  frac = _fit_rows(problem, index[first], plan_z[first], mesh, fit_block)
+  size = GROUP if len(index) >= GROUPED_FROM else 1
+  first, of_group, members, real = batching.groups(key, size)
+  frac = _fit_rows(problem, index[first], plan_z[first], mesh, block)
   lead = first[of_group]
   per = max(1, block // members.shape[1])  # groups per vmapped block
-  rows = batching.bucket_rows(len(of_group), per, mesh, len(index))
+  if members.shape[1] > 1:
+    rows = batching.bucket_rows(len(of_group), per, mesh, len(index))
   args = (index[members], index[lead], plan_z[lead], frac[of_group])
   got = batching.run_blocked(
     _assess_group_cached(program_key(problem)),
@@ -469,9 +477,10 @@ def _assess_by_plan(problem: Problem, index, plan_z, mesh, block):
 
 def _fit_rows(problem: Problem, index, plan_z, mesh, block):
   """The auto plan's HBM fractions (N, T) of designs, in one program
-  (`ds.auto_fractions_index`) in blocks of `block` rows, padded to whole
-  blocks."""
-  rows = batching.bucket_rows(len(index), block, mesh, len(index))
+  (`ds.auto_fractions_index`) in blocks of at most `FIT_BLOCK` rows
+  (`block` if fewer), padded to `batching.bucket_rows` (fine steps)."""
+  block = min(block, FIT_BLOCK)
+  rows = batching.bucket_rows(len(index), block, mesh, 1 << 30, fine=True)
   frac = batching.run_blocked(
     _fit_index_cached(program_key(problem)),
     block,

@@ -27,9 +27,10 @@ def test_groups_hold_every_row_once_with_its_key():
   assert all(np.all(np.diff(x) > 0) for x in by_key)
 
 
-def test_group_size_follows_the_rows_per_key():
+def test_distinct_keys_are_groups_of_one():
   keys = np.repeat(np.arange(10.0), 30)[:, None]  # 30 rows per key
-  assert batching.groups(keys)[2].shape == (10, 32)
-  assert batching.groups(np.arange(3.0)[:, None])[2].shape == (3, 1)
-  assert batching.groups(np.zeros((3, 1)))[2].shape == (1, 4)
-  assert batching.groups(np.zeros((5000, 1)))[2].shape == (40, 128)
+  assert batching.groups(keys, 32)[2].shape == (10, 32)
+  assert batching.groups(keys, 8)[2].shape == (40, 8)
+  distinct = np.arange(7.0)[:, None]
+  assert batching.groups(distinct, 32)[2].shape == (7, 1)
+  assert batching.groups(np.zeros((3, 1)), 32)[2].shape == (1, 32)
