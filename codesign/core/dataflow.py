@@ -6,7 +6,7 @@ jaxpr: an equation's outputs read every argument that any of its inputs
 reads (a loop or a nested program counts whole, so the answer may name
 an argument the outputs do not really need, never the reverse). A
 search uses it to find the axes of a design that its plan depends on
-(`codesign.search.plan_space.plan_axes`), so that designs differing only
+(`codesign.search.design_space.plan_axes`), so that designs differing only
 elsewhere share one plan.
 """
 

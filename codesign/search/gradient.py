@@ -480,6 +480,7 @@ def _fit_rows(problem: Problem, index, plan_z, mesh, block):
   (`ds.auto_fractions_index`) in blocks of at most `FIT_BLOCK` rows
   (`block` if fewer), padded to `batching.bucket_rows` (fine steps)."""
   block = min(block, FIT_BLOCK)
+  # No cap: the fine steps, not a round-up to len(index), make the shapes.
   rows = batching.bucket_rows(len(index), block, mesh, 1 << 30, fine=True)
   frac = batching.run_blocked(
     _fit_index_cached(program_key(problem)),
