@@ -44,7 +44,9 @@ def _free_port() -> int:
 
 def _start(tmp_path, name, process_id, processes, port, devices):
   # The suite's XLA flags (its fast compiles, all alike) and the device
-  # count by JAX's setting, which the compilation cache's key leaves out.
+  # count by JAX's setting. JAX's compilation cache keys on the process's
+  # devices (jax 0.10: the CPU topology's fingerprint counts them), so
+  # these workers share no compile with the suite's 1-device processes.
   env = dict(os.environ, JAX_NUM_CPU_DEVICES=str(devices))
   env['JAX_PLATFORMS'] = 'cpu'
   env['PYTHONPATH'] = str(ROOT)
