@@ -65,7 +65,12 @@ def auto_fractions(space, workload: wl.Workload, stack: Stack, p, plan_z):
   """The HBM fractions (T,) of the `auto` plan mode: the planner's rule
   (`planner.fit_hbm_traced`) for platform p and the sharding of its plan
   coordinates."""
-  weights = sharding_weights(space, plan_z)
+  return _fit(space, workload, stack, p, sharding_weights(space, plan_z))
+
+
+def _fit(space, workload: wl.Workload, stack: Stack, p, weights):
+  """`auto_fractions` from the sharding weights (None: the space's
+  sharding) already read from the plan coordinates."""
   rule = (space.sharding,) * space.num_tables if weights is None else weights
   return planner.fit_hbm_traced(workload, p, stack, rule)
 
@@ -81,7 +86,7 @@ def decode(space, workload: wl.Workload, stack: Stack, p, plan_z, frac=None):
   weights = sharding_weights(space, plan_z)
   if space.plan_mode == 'auto':
     if frac is None:
-      frac = auto_fractions(space, workload, stack, p, plan_z)
+      frac = _fit(space, workload, stack, p, weights)
     cpu_lookup = jnp.ones(())
     ov = jnp.asarray(space.overlap)
   else:
