@@ -182,7 +182,8 @@ class Config:
     chunk: steps per jitted call (progress is reported between calls).
     block: starts per vmapped block (fixed, so that results do not depend
       on the number of devices).
-    eval_chunk: designs per jitted batch evaluation.
+    eval_chunk: designs per jitted batch evaluation (default: the plan
+      mode's `CHUNK`).
     seed: random seed of the starts.
   """
 
@@ -198,7 +199,7 @@ class Config:
   polish: bool = True
   chunk: int = 50
   block: int = 8
-  eval_chunk: int = 4096
+  eval_chunk: int | None = None
   seed: int = 0
 
 
@@ -368,7 +369,7 @@ def evaluate_indices(
   problem: Problem,
   index: np.ndarray,
   plan_z: np.ndarray | None = None,
-  chunk: int = 4096,
+  chunk: int | None = None,
   mesh: Mesh | None = None,
   block: int = 256,
 ) -> dict[str, np.ndarray]:
@@ -379,7 +380,8 @@ def evaluate_indices(
     index: int array (N, H) of grid indices.
     plan_z: (N, P) plan coordinates (P = 0 in `auto` plan mode).
     chunk: designs per jitted call, at most (fewer designs are padded to
-      `batching.bucket_rows`, so that a few shapes serve every count).
+      `batching.bucket_rows`, so that a few shapes serve every count);
+      default `CHUNK` of the plan mode.
     mesh: the device mesh (default: all devices).
     block: designs per vmapped block.
 
@@ -392,7 +394,7 @@ def evaluate_indices(
   if plan_z is None:
     plan_z = np.zeros((n, problem.space.num_plan))
   plan_z = np.asarray(plan_z, dtype=np.float64)
-  chunk = batching.bucket_rows(n, block, mesh, chunk)
+  chunk = batching.bucket_rows(n, block, mesh, chunk or _chunk_of(problem))
   out = {'loss': [], 'g': [], 'value': []}
   for s in range(0, n, chunk):
     idx, pz = index[s : s + chunk], plan_z[s : s + chunk]
@@ -407,6 +409,19 @@ def evaluate_indices(
   ok = np.all(res['g'] <= ROUNDING_TOL, axis=1)
   res['feasible'] = ok & np.isfinite(res['loss'])
   return res
+
+
+# Designs per batch evaluation by plan mode. A design with its plan vector
+# is its own row, so that every batch in one shape of 512 rows (a few
+# calls for the snapping's thousands of roundings) is one compile per
+# problem, where batches padded to 512 and 4,096 rows were two (2.5-5 s
+# each on 2 cores). Auto plans are fitted and costed in groups by plan
+# (`_assess_by_plan`): a larger chunk shares more of them.
+CHUNK = {'optimize': 512, 'auto': 4096}
+
+
+def _chunk_of(problem: Problem) -> int:
+  return CHUNK[problem.space.plan_mode]
 
 
 def _assess_rows(problem: Problem, index, plan_z, rows: int, mesh, block):
@@ -543,16 +558,19 @@ def best_position(loss, g, feasible):
 
 def _chunk_fn(problem, config, length):
   """`length` steps of one start (a scan) answering its question
-  (QUESTION); metrics have shape (length,)."""
+  (QUESTION), then (loss, g, value) where they end: (state, metrics of
+  shape (length,), that assessment). The last chunk's assessment is the
+  phase's, so no program of its own is compiled for it."""
 
   def run(state, question):
     assess_z = lambda z: assess(problem, z, question)  # noqa: E731
-    return jax.lax.scan(
+    state, metrics = jax.lax.scan(
       lambda s, _: constrained.step(assess_z, config, s),
       state,
       None,
       length=length,
     )
+    return state, metrics, assess_z(state.z)
 
   return run
 
@@ -594,7 +612,7 @@ def continuous_phase(
   block = config.block
   question = _question_rows(problem, s)
   while done < config.steps:
-    state, m = batching.run_blocked(
+    state, m, (loss, g, value) = batching.run_blocked(
       run, block, mesh, state, question, at_least=config.starts
     )
     for k in range(min(length, config.steps - done)):
@@ -607,21 +625,8 @@ def continuous_phase(
     if progress is not None:
       progress(min(done, config.steps), history[-1])
   z = state.z
-  loss, g, value = batching.run_blocked(
-    _assess_cached(program_key(problem)),
-    block,
-    mesh,
-    z,
-    question,
-    at_least=config.starts,
-  )
   assert z.shape[0] == s
   return z, {'loss': loss, 'g': g, 'value': value}, history
-
-
-@functools.cache
-def _assess_cached(problem):
-  return _keyed(functools.partial(assess, problem), 'assess', problem)
 
 
 def _keyed(fn, *key):
