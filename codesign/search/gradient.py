@@ -411,12 +411,12 @@ def evaluate_indices(
   return res
 
 
-# Designs per batch evaluation by plan mode. A design with its plan vector
-# is its own row, so that every batch in one shape of 512 rows (a few
-# calls for the snapping's thousands of roundings) is one compile per
-# problem, where batches padded to 512 and 4,096 rows were two (2.5-5 s
-# each on 2 cores). Auto plans are fitted and costed in groups by plan
-# (`_assess_by_plan`): a larger chunk shares more of them.
+# Designs per batch evaluation by plan mode. A design whose plan is a
+# search variable is its own row, so every batch runs in one shape of 512
+# rows (the snapping's thousands of roundings in a few calls): one
+# compile per problem, where batches padded to 512 and to 4,096 rows were
+# two (2.5-5 s each on 2 cores). Auto plans are fitted and costed in
+# groups by plan (`_assess_by_plan`): a larger chunk shares more fits.
 CHUNK = {'optimize': 512, 'auto': 4096}
 
 
