@@ -394,7 +394,8 @@ def evaluate_indices(
   if plan_z is None:
     plan_z = np.zeros((n, problem.space.num_plan))
   plan_z = np.asarray(plan_z, dtype=np.float64)
-  chunk = batching.bucket_rows(n, block, mesh, chunk or _chunk_of(problem))
+  chunk = chunk or CHUNK[problem.space.plan_mode]
+  chunk = batching.bucket_rows(n, block, mesh, chunk)
   out = {'loss': [], 'g': [], 'value': []}
   for s in range(0, n, chunk):
     idx, pz = index[s : s + chunk], plan_z[s : s + chunk]
@@ -418,10 +419,6 @@ def evaluate_indices(
 # two (2.5-5 s each on 2 cores). Auto plans are fitted and costed in
 # groups by plan (`_assess_by_plan`): a larger chunk shares more fits.
 CHUNK = {'optimize': 512, 'auto': 4096}
-
-
-def _chunk_of(problem: Problem) -> int:
-  return CHUNK[problem.space.plan_mode]
 
 
 def _assess_rows(problem: Problem, index, plan_z, rows: int, mesh, block):
