@@ -28,6 +28,7 @@ search").
 
 import functools
 import hashlib
+import io
 import os
 import pathlib
 import pickle
@@ -60,13 +61,25 @@ def file_key(key, args) -> str:
   with the structure, shapes and dtypes of `args`, the device count,
   x64 and the package's `source_digest`."""
   h = hashlib.sha256(source_digest().encode())
-  h.update(pickle.dumps(key))
+  h.update(_key_bytes(key))
   shapes = [(x.shape, str(x.dtype), _weak(x)) for x in jax.tree.leaves(args)]
   tree = str(jax.tree.structure(args))
   h.update(
     repr((tree, shapes, jax.device_count(), jax.config.jax_enable_x64)).encode()
   )
   return h.hexdigest()
+
+
+def _key_bytes(key) -> bytes:
+  """`key` pickled without pickle's memo, so that equal keys give equal
+  bytes whichever of their parts are one object: a stack read back from
+  a run's config.json shares no strings with its workload, the preset
+  did, and memoized pickles of the two differed."""
+  buf = io.BytesIO()
+  pickler = pickle.Pickler(buf, protocol=5)
+  pickler.fast = True  # no memo (keys are trees, not cyclic graphs)
+  pickler.dump(key)
+  return buf.getvalue()
 
 
 def _folder() -> pathlib.Path | None:

@@ -35,13 +35,37 @@ def field(
 
 
 def dataclass(cls):
-  """Makes `cls` a frozen dataclass registered as a JAX pytree."""
+  """Makes `cls` a frozen dataclass registered as a JAX pytree. A field
+  called `sources` (field -> source pairs) is kept sorted by field name
+  (`canonical_sources`)."""
+  if 'sources' in cls.__annotations__:
+    assert not hasattr(cls, '__post_init__'), cls
+    cls.__post_init__ = _sort_sources
   cls = dataclasses.dataclass(frozen=True)(cls)
   data, meta = [], []
   for f in dataclasses.fields(cls):
     (meta if f.metadata.get('static') else data).append(f.name)
   jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
   return cls
+
+
+def canonical_sources(sources):
+  """field -> source pairs sorted by field, one per field (the last given
+  wins, as in a dict): the order a JSON file gives them back in (written
+  with sorted keys), so that an object read back from a run's config
+  equals the one the run built, and so do the keys of its compiled
+  programs (a stack from config.json had its sources in another order:
+  every search program compiled again)."""
+  if isinstance(sources, tuple) and all(
+    isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str)
+    for x in sources
+  ):
+    return tuple(sorted(dict(sources).items()))
+  return sources  # not pairs: the type checks name the problem
+
+
+def _sort_sources(self) -> None:
+  object.__setattr__(self, 'sources', canonical_sources(self.sources))
 
 
 def replace(obj: Any, **changes) -> Any:

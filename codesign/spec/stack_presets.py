@@ -229,8 +229,7 @@ def _stack(
   """The `Stack` called `name` from its tables by concept (field ->
   (value, source or None)): `runs_on` holds `trainers` and `vendors`,
   `extra` fields that keep their defaults in other presets. Its `sources`
-  list runs_on's and extra's first, then comm_overlap's, then each
-  table's in order."""
+  are sorted by field (`pytree.canonical_sources`)."""
   for table, fields in (
     (choices, CHOICE_FIELDS),
     (host, HOST_FIELDS),

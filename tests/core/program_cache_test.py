@@ -69,6 +69,20 @@ def test_the_key_follows_static_inputs_structure_shapes_and_sources(
   assert program_cache.file_key(('fn', 1), args) != base
 
 
+def test_equal_keys_are_one_file_whichever_parts_are_shared():
+  """pickle writes a repeated object once: a key whose equal strings are
+  one object (a preset's) and one whose are two (read back from JSON)
+  are one program."""
+  word = 'torchrec'
+  shared = ('fn', (word, word))
+  apart = ('fn', (word, ''.join(['torch', 'rec'])))
+  assert apart[1][1] is not word
+  args = _args()
+  assert program_cache.file_key(shared, args) == program_cache.file_key(
+    apart, args
+  )
+
+
 def test_a_damaged_file_is_exported_again(cache):
   args = _args()
   program_cache.exported(_fn, ('fn', 3))(*args)

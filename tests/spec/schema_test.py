@@ -265,6 +265,23 @@ def test_presets_round_trip_bit_for_bit():
       _round_trip(s, schema.stack_to_json, schema.stack_from_json)
 
 
+def test_objects_read_back_equal_the_presets_sources_included():
+  """A run's config.json writes sources with sorted keys; the preset's
+  sources are kept in that order too, so the stack and platform read
+  back are equal (and hash equal): the same compiled programs."""
+  s = stack_presets.get('torchrec')
+  assert [k for k, _ in s.sources] == sorted(k for k, _ in s.sources)
+  back = schema.stack_from_json(
+    json.loads(json.dumps(schema.stack_to_json(s), sort_keys=True))
+  )
+  assert back == s and hash(back) == hash(s)
+  p = platform_presets.get('dgx_h100')
+  back = schema.platform_from_json(
+    json.loads(json.dumps(schema.platform_to_json(p), sort_keys=True))
+  )
+  assert back == p
+
+
 @pytest.mark.parametrize(
   'workload, platform, stack',
   [
