@@ -8,6 +8,8 @@ term dominates. Inputs are rescaled by their (gradient-stopped) maximum so that
 small times do not underflow in float32.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -24,6 +26,11 @@ def smooth_max(*xs, p: float = DEFAULT_P, axis=None):
   """Smooth maximum of positive arrays (broadcast), or along `axis` of one."""
   if axis is None and len(xs) == 2:
     return _smooth_max2(*xs, p)
+  return _smooth_max_n(xs, p, axis)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _smooth_max_n(xs, p, axis):
   if axis is None:
     x = jnp.stack(jnp.broadcast_arrays(*xs))
     axis = 0
@@ -35,6 +42,7 @@ def smooth_max(*xs, p: float = DEFAULT_P, axis=None):
   return jnp.squeeze(_root(total, p) * scale, axis=axis)
 
 
+@functools.partial(jax.jit, static_argnums=2)
 def _smooth_max2(a, b, p):
   """(a^p + b^p)^(1/p) of two positive arrays, elementwise (no stacking,
   which batched evaluation pays for in memory traffic): both are divided
@@ -62,6 +70,11 @@ def _root(x, p):
 
 def smooth_min(*xs, p: float = DEFAULT_P, axis=None):
   """Smooth minimum of positive arrays: 1 / smooth_max(1 / x)."""
+  return _smooth_min(xs, p, axis)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _smooth_min(xs, p, axis):
   inv = [1.0 / jnp.maximum(x, TINY) for x in xs]
   return 1.0 / smooth_max(*inv, p=p, axis=axis)
 

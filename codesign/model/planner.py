@@ -267,10 +267,14 @@ def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   model does not fit. Returns fractions (T,)."""
   dp = _tables(w, sharding)['data_parallel']
   avail = p.accelerator.hbm_capacity * (1.0 - s.hbm_reserve)
+  named = isinstance(sharding, tuple) and all(
+    isinstance(x, str) for x in sharding
+  )
+  fn = _excess_jit(w, sharding if named else None)
+  weights = None if named else sharding
 
   def excess(u):
-    frac = fill_curve(w, dp, u)
-    return hbm_need(w, p, s, sharding, frac, row_scale) - avail
+    return fn(u, p, s, weights, row_scale, avail)
 
   # Implicit differentiation written out (`jax.lax.custom_root` does the
   # same but fails under shard_map's varying-axes check): the value is the
@@ -284,6 +288,25 @@ def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   nothing = excess(jnp.zeros(())) > 0.0
   frac = fill_curve(w, dp, u)
   return jnp.where(everything, 1.0, jnp.where(nothing, 0.0, frac))
+
+
+@functools.cache
+def _excess_jit(w: wl.Workload, names: tuple | None):
+  """`fit_hbm_traced`'s excess E(u) = `hbm_need` at fill level u minus
+  the HBM allowed, jitted: the fit asks it five times (the bisection's
+  first step and loop, the slope, both ends), and a jitted function is
+  traced once and its jaxpr reused (differentiated and batched once),
+  where the plain function was traced five times, the largest share of
+  the search's trace. The same operations, so the same bits. `names`:
+  the shardings by name, or None for relaxed weights (an argument)."""
+
+  def excess(u, p, s, weights, row_scale, avail):
+    sharding = names if weights is None else weights
+    dp = _tables(w, sharding)['data_parallel']
+    frac = fill_curve(w, dp, u)
+    return hbm_need(w, p, s, sharding, frac, row_scale) - avail
+
+  return jax.jit(excess)
 
 
 def make(

@@ -72,7 +72,12 @@ def domain_hosts(p: Platform):
   h = p.fabric.hosts_per_domain
   if p.trainer == 'cpu':
     return jnp.ones_like(h)
-  cap = jnp.maximum(p.nodes, 1.0)
+  return _clamped_hosts(h, p.nodes)
+
+
+@jax.jit
+def _clamped_hosts(h, nodes):
+  cap = jnp.maximum(nodes, 1.0)
   still = jax.lax.stop_gradient(h)
   half = 0.5 * h + 0.5 * still
   kink = jnp.where(cap <= 1.0, still, half)
