@@ -63,9 +63,17 @@ def _tables(w: wl.Workload, sharding, data_parallel=None) -> dict:
   or relaxed weights (T, len(terms.SEARCHED_SHARDINGS)) as the cost
   model's `sharding_weights` (with the static mask of data-parallel
   tables, `terms.table_arrays_mixed`)."""
-  if isinstance(sharding, tuple) and all(isinstance(x, str) for x in sharding):
+  if _named(sharding):
     return terms.table_arrays(w, (sharding, 4, 'fp32'))
   return terms.table_arrays_mixed(w, sharding, 4, data_parallel=data_parallel)
+
+
+def _named(sharding) -> bool:
+  """Whether `sharding` names each table's sharding (a tuple of names),
+  rather than giving relaxed weights (an array, maybe traced)."""
+  return isinstance(sharding, tuple) and all(
+    isinstance(x, str) for x in sharding
+  )
 
 
 def hbm_need(
@@ -267,9 +275,7 @@ def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   model does not fit. Returns fractions (T,)."""
   dp = _tables(w, sharding)['data_parallel']
   avail = p.accelerator.hbm_capacity * (1.0 - s.hbm_reserve)
-  named = isinstance(sharding, tuple) and all(
-    isinstance(x, str) for x in sharding
-  )
+  named = _named(sharding)
   fn = _excess_jit(w, sharding if named else None)
   weights = None if named else sharding
 
