@@ -98,39 +98,40 @@ def _index_decode(tasks, index):
 
 def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
   """The continuous phase for N (task, start) rows at once: the search's
-  own loop (`constrained.step`), with each row's weights and limit.
+  own loop (`constrained.step`), with each row's weights and limit, and
+  each row's assessment where its steps end (one step more whose move
+  is dropped: the step's value and gradient evaluate the model there, so
+  the program holds one copy of the forward model, as
+  `gradient._chunk_fn` does).
 
   Args:
     z0: (N, D) starts; weights (N, J); limit (N,); kind (N,) int.
 
   Returns:
-    (z (N, D), per-step metrics of shape (steps, N): loss, violation).
+    (z (N, D), per-step metrics of shape (steps, N): loss, violation;
+    the assessment at z: loss (N,), g (N, C), logs (N, J), capex (N,),
+    power (N,)).
   """
   constraints = 1 + (len(gradient.CONSTRAINTS) - 2) * len(tasks.workloads)
+  steps = config.steps
 
   def one(z, wt, lim, kd):
     def assess(z):
-      loss, g, *_ = _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
-      return loss, g, ()
+      loss, *rest = _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
+      return loss, rest[0], tuple(rest)
+
+    def body(s, i):
+      moved, m = constrained.step(assess, config, s)
+      keep = i < steps  # the extra step assesses, it does not move
+      return jax.tree.map(lambda a, b: jnp.where(keep, a, b), moved, s), m
 
     state = constrained.init(config, z, jnp.ones_like(z), constraints)
-    state, m = jax.lax.scan(
-      lambda s, _: constrained.step(assess, config, s),
-      state,
-      None,
-      length=config.steps,
-    )
-    return state.z, m['loss'], m['violation']
+    state, m = jax.lax.scan(body, state, jnp.arange(steps + 1))
+    end = (m['loss'][steps], *(x[steps] for x in m['aux']))
+    return state.z, m['loss'][:steps], m['violation'][:steps], end
 
-  z, loss, viol = jax.vmap(one)(z0, weights, limit, kind)
-  return z, {'loss': loss.T, 'violation': viol.T}
-
-
-def _assess_relaxed(tasks: Tasks, z, weights, limit, kind):
-  def one(z, wt, lim, kd):
-    return _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
-
-  return jax.vmap(one)(z, weights, limit, kind)
+  z, loss, viol, end = jax.vmap(one)(z0, weights, limit, kind)
+  return z, {'loss': loss.T, 'violation': viol.T}, end
 
 
 def _assess_buildable(tasks: Tasks, index, weights, limit, kind):
@@ -142,7 +143,6 @@ def _assess_buildable(tasks: Tasks, index, weights, limit, kind):
 
 _PROGRAMS = {
   'run': _run_tasks,
-  'relaxed': _assess_relaxed,
   'buildable': _assess_buildable,
 }
 
@@ -219,9 +219,9 @@ def search_tasks(
   )
   z0 = gradient.initial_starts(probe, k * starts, config.seed)
   rows = _per_start(np.repeat(np.arange(k), starts), weights, limits, kinds)
-  z, hist = _program('run', tasks, config)(z0, *rows)
+  z, hist, end = _program('run', tasks, config)(z0, *rows)
   z = np.asarray(z)
-  relaxed, cand, owner = _best_starts(tasks, z, rows, k, starts, snap_top)
+  relaxed, cand, owner = _best_starts(tasks, z, end, k, starts, snap_top)
   ev, ok, best = _best_buildable(tasks, cand, owner, weights, limits, kinds)
   return {
     'index': cand[best],
@@ -263,14 +263,12 @@ def _history(hist: dict, k: int, starts: int) -> dict:
   }
 
 
-def _best_starts(tasks: Tasks, z, rows, k: int, starts: int, snap_top: int):
+def _best_starts(tasks: Tasks, z, end, k: int, starts: int, snap_top: int):
   """(relaxed, cand, owner): per task its best relaxed start's logs,
-  capex, power, feasibility and loss (lists over tasks); the canonical
-  buildable neighbours of its `snap_top` best starts, and the task of
-  each."""
-  loss, g, logs, capex, power = (
-    np.asarray(x) for x in _program('relaxed', tasks)(z, *rows)
-  )
+  capex, power, feasibility and loss (lists over tasks), from `end`, the
+  starts' assessment at z; the canonical buildable neighbours of its
+  `snap_top` best starts, and the task of each."""
+  loss, g, logs, capex, power = (np.asarray(x) for x in end)
   ok = _feasible(g - gradient.FEASIBLE_TOL)
   viol = np.max(np.maximum(g, 0.0), axis=1)
   key = np.where(ok, loss, 1e200 + viol)
