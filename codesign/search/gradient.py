@@ -588,11 +588,29 @@ def _chunk_fn(problem, config, length):
   return run
 
 
+# The settings a step reads (`constrained`): a chunk's program depends on
+# these, not on the starts, seed, snapping or block (the arguments' shapes
+# and `batching` key those), so a run with another seed reuses it.
+STEP_SETTINGS = (
+  'steps',
+  'learning_rate',
+  'final_lr_fraction',
+  'al_every',
+  'mu_init',
+  'mu_growth',
+  'mu_max',
+)
+
+
+def step_settings(config: Config) -> tuple:
+  """(name, value) of the `STEP_SETTINGS` of `config`: a program key."""
+  return tuple((k, getattr(config, k)) for k in STEP_SETTINGS)
+
+
 @functools.cache
 def _chunk_cached(problem, config, length):
-  return _keyed(
-    _chunk_fn(problem, config, length), 'chunk', problem, config, length
-  )
+  key = ('chunk', problem, step_settings(config), length)
+  return _keyed(_chunk_fn(problem, config, length), *key)
 
 
 def continuous_phase(

@@ -154,7 +154,11 @@ def _program(name: str, tasks: Tasks, *static):
   (`codesign.core.program_cache`): traced once, read back by later
   runs."""
   fn = functools.partial(_PROGRAMS[name], tasks, *static)
-  return program_cache.exported(fn, ('multi_search', name, tasks, *static))
+  key = [
+    gradient.step_settings(x) if isinstance(x, gradient.Config) else x
+    for x in static
+  ]  # a search's seed and starts do not make another program
+  return program_cache.exported(fn, ('multi_search', name, tasks, *key))
 
 
 def _feasible(g) -> np.ndarray:

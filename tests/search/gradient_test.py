@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -171,6 +172,26 @@ def test_one_program_answers_every_question():
   assert gb[rack] == pytest.approx(node_w / 5e3 - 1.0, rel=1e-12)
   same = [i for i in range(2, len(ga)) if i != rack]
   np.testing.assert_array_equal(ga[same], gb[same])
+
+
+def test_a_chunk_program_is_keyed_by_the_settings_its_steps_read():
+  """Another seed, start count or snapping reuses the chunk's program;
+  another step setting does not. STEP_SETTINGS is every `config.<name>`
+  that `constrained` reads."""
+  src = (ROOT / 'codesign' / 'search' / 'constrained.py').read_text()
+  read = set(re.findall(r'config\.(\w+)', src))
+  assert read == set(gradient.STEP_SETTINGS)
+  w = wp.get('rm1')
+  key = gradient.program_key(
+    gradient.Problem(_space(w), w, STACK, 'throughput')
+  )
+  base = gradient.Config(steps=4)
+  other = dataclasses.replace(base, seed=7, starts=3, snap_top=2, polish=False)
+  keys = [
+    gradient._chunk_cached(key, c, 4).program_key
+    for c in (base, other, dataclasses.replace(base, learning_rate=0.1))
+  ]
+  assert keys[0] == keys[1] and keys[0] != keys[2]
 
 
 @pytest.mark.heavy
