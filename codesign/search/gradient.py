@@ -608,7 +608,7 @@ def step_settings(config: Config) -> tuple:
 
 
 @functools.cache
-def _chunk_cached(problem, config, length):
+def chunk_program(problem, config, length):
   key = ('chunk', problem, step_settings(config), length)
   return _keyed(_chunk_fn(problem, config, length), *key)
 
@@ -639,7 +639,7 @@ def continuous_phase(
   history = []
   done = 0
   length = min(config.chunk, config.steps)
-  run = _chunk_cached(program_key(problem), config, length)
+  run = chunk_program(program_key(problem), config, length)
   block = config.block
   question = _question_rows(problem, s)
   while done < config.steps:

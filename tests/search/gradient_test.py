@@ -188,7 +188,7 @@ def test_a_chunk_program_is_keyed_by_the_settings_its_steps_read():
   base = gradient.Config(steps=4)
   other = dataclasses.replace(base, seed=7, starts=3, snap_top=2, polish=False)
   keys = [
-    gradient._chunk_cached(key, c, 4).program_key
+    gradient.chunk_program(key, c, 4).program_key
     for c in (base, other, dataclasses.replace(base, learning_rate=0.1))
   ]
   assert keys[0] == keys[1] and keys[0] != keys[2]
