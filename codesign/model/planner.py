@@ -249,8 +249,16 @@ def fill_curve(w: wl.Workload, dp_mask, u):
 
 
 def _bisect_level(excess):
-  """The fill level in [0, 1] where `excess` (increasing) crosses zero,
-  from below: `TRACED_FIT_STEPS` bisection steps."""
+  """(level, nothing, everything): the fill level in [0, 1] where
+  `excess` (increasing) crosses zero, from below (`TRACED_FIT_STEPS`
+  bisection steps), whether nothing fits (E(0) > 0) and whether
+  everything does (E(1) <= 0).
+
+  E at 0, 1/2 and 1 is one batched call (the bisection's first step and
+  both ends): one copy of E in the program where there were three, and a
+  chunk of the search runs in about three quarters of the time (measured
+  in WORKSPACE, "One copy of the forward model"). The same values, bit
+  for bit."""
 
   def body(_, bracket):
     lo, hi = bracket
@@ -258,11 +266,13 @@ def _bisect_level(excess):
     over = excess(mid) > 0.0
     return jnp.where(over, lo, mid), jnp.where(over, mid, hi)
 
-  # The first step runs outside the loop so that the carry already has the
+  ends = jax.vmap(excess)(jnp.array([0.0, 0.5, 1.0]))
+  # The first step is outside the loop so that the carry already has the
   # type the body returns (inside shard_map the bracket becomes varying).
-  bracket = body(0, (jnp.zeros(()), jnp.ones(())))
+  over = ends[1] > 0.0
+  bracket = jnp.where(over, 0.0, 0.5), jnp.where(over, 0.5, 1.0)
   lo, _ = jax.lax.fori_loop(1, TRACED_FIT_STEPS, body, bracket)
-  return lo
+  return lo, ends[0] > 0.0, ends[2] <= 0.0
 
 
 def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
@@ -285,13 +295,11 @@ def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   # Implicit differentiation written out (`jax.lax.custom_root` does the
   # same but fails under shard_map's varying-axes check): the value is the
   # bisected level, the gradient -(dE/dx) / (dE/du) at that level.
-  level = jax.lax.stop_gradient(_bisect_level(excess))
+  level, nothing, everything = jax.lax.stop_gradient(_bisect_level(excess))
   e, slope = jax.jvp(excess, (level,), (jnp.ones_like(level),))
   u = level - safe_div(
     e - jax.lax.stop_gradient(e), jax.lax.stop_gradient(slope)
   )
-  everything = excess(jnp.ones(())) <= 0.0
-  nothing = excess(jnp.zeros(())) > 0.0
   frac = fill_curve(w, dp, u)
   return jnp.where(everything, 1.0, jnp.where(nothing, 0.0, frac))
 
@@ -299,12 +307,13 @@ def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
 @functools.cache
 def _excess_jit(w: wl.Workload, names: tuple | None):
   """`fit_hbm_traced`'s excess E(u) = `hbm_need` at fill level u minus
-  the HBM allowed, jitted: the fit asks it five times (the bisection's
-  first step and loop, the slope, both ends), and a jitted function is
-  traced once and its jaxpr reused (differentiated and batched once),
-  where the plain function was traced five times, the largest share of
-  the search's trace. The same operations, so the same bits. `names`:
-  the shardings by name, or None for relaxed weights (an argument)."""
+  the HBM allowed, jitted: the fit asks it three times (the ends and the
+  bisection's first step batched, its loop, the slope), and a jitted
+  function is traced once and its jaxpr reused (differentiated and
+  batched once), where the plain function was traced at every call, the
+  largest share of the search's trace. The same operations, so the same
+  bits. `names`: the shardings by name, or None for relaxed weights (an
+  argument)."""
 
   def excess(u, p, s, weights, row_scale, avail):
     sharding = names if weights is None else weights
