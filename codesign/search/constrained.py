@@ -117,3 +117,22 @@ def step(assess: Callable, config, state: State):
   )
   viol = jnp.max(jnp.maximum(g, 0.0))
   return new, {'loss': loss, 'aux': aux, 'violation': viol}
+
+
+def steps_then_assess(assess: Callable, config, state: State, length: int):
+  """`length` steps (a scan) and one more that assesses where they end
+  without moving: its value and gradient already evaluate the model
+  there, so a program that wants the assessment holds one copy of the
+  forward model, not two.
+
+  Returns:
+    (the state after `length` steps, metrics of shape (length + 1,): the
+    steps' and, last, the assessment at the final z).
+  """
+
+  def body(s, i):
+    moved, m = step(assess, config, s)
+    keep = i < length  # the extra step assesses, it does not move
+    return jax.tree.map(lambda a, b: jnp.where(keep, a, b), moved, s), m
+
+  return jax.lax.scan(body, state, jnp.arange(length + 1))

@@ -560,23 +560,18 @@ def _chunk_fn(problem, config, length):
   phase's, so no program of its own is compiled for it.
 
   The assessment where the steps end is the metrics of one step more
-  whose move is dropped: the step's value and gradient already evaluate
-  the model there, so the program holds one copy of the forward model,
-  not two (a quarter of its compile). Loss, value and the trajectory are
-  bit for bit those of a separate assessment; g may differ in the last
-  bits where a constraint is near zero (measured: 4e-17)."""
+  whose move is dropped (`constrained.steps_then_assess`: one copy of the
+  forward model in the program, not two; a fifth of its compile). Loss,
+  value and the trajectory are bit for bit those of a separate
+  assessment; g may differ in the last bits where a constraint is near
+  zero (measured: 4e-17)."""
 
   def run(state, question):
     def with_g(z):  # the step's metrics carry g beside the value
       loss, g, value = assess(problem, z, question)
       return loss, g, (value, g)
 
-    def body(s, i):
-      moved, m = constrained.step(with_g, config, s)
-      keep = i < length  # the extra step assesses, it does not move
-      return jax.tree.map(lambda a, b: jnp.where(keep, a, b), moved, s), m
-
-    state, m = jax.lax.scan(body, state, jnp.arange(length + 1))
+    state, m = constrained.steps_then_assess(with_g, config, state, length)
     value, g = m['aux']
     metrics = {
       'loss': m['loss'][:length],

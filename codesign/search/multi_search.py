@@ -99,10 +99,8 @@ def _index_decode(tasks, index):
 def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
   """The continuous phase for N (task, start) rows at once: the search's
   own loop (`constrained.step`), with each row's weights and limit, and
-  each row's assessment where its steps end (one step more whose move
-  is dropped: the step's value and gradient evaluate the model there, so
-  the program holds one copy of the forward model, as
-  `gradient._chunk_fn` does).
+  each row's assessment where its steps end
+  (`constrained.steps_then_assess`: one copy of the forward model).
 
   Args:
     z0: (N, D) starts; weights (N, J); limit (N,); kind (N,) int.
@@ -120,13 +118,8 @@ def _run_tasks(tasks: Tasks, config, z0, weights, limit, kind):
       loss, *rest = _assess_tasks(tasks, _relaxed_decode(tasks, z), wt, lim, kd)
       return loss, rest[0], tuple(rest)
 
-    def body(s, i):
-      moved, m = constrained.step(assess, config, s)
-      keep = i < steps  # the extra step assesses, it does not move
-      return jax.tree.map(lambda a, b: jnp.where(keep, a, b), moved, s), m
-
     state = constrained.init(config, z, jnp.ones_like(z), constraints)
-    state, m = jax.lax.scan(body, state, jnp.arange(steps + 1))
+    state, m = constrained.steps_then_assess(assess, config, state, steps)
     end = (m['loss'][steps], *(x[steps] for x in m['aux']))
     return state.z, m['loss'][:steps], m['violation'][:steps], end
 
