@@ -561,7 +561,7 @@ def _chunk_fn(problem, config, length):
 
   The assessment where the steps end is the metrics of one step more
   whose move is dropped (`constrained.steps_then_assess`: one copy of the
-  forward model in the program, not two; a fifth of its compile). Loss,
+  forward model in the program, not two; a sixth of its compile). Loss,
   value and the trajectory are bit for bit those of a separate
   assessment; g may differ in the last bits where a constraint is near
   zero (measured: 4e-17)."""
