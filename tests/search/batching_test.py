@@ -34,3 +34,20 @@ def test_distinct_keys_are_groups_of_one():
   distinct = np.arange(7.0)[:, None]
   assert batching.groups(distinct, 32)[2].shape == (7, 1)
   assert batching.groups(np.zeros((3, 1)), 32)[2].shape == (1, 32)
+
+
+def test_unique_rows_is_numpys_unique_along_rows():
+  rng = np.random.default_rng(1)
+  ints = rng.integers(-3, 4, (500, 3)).astype(np.float64)
+  fracs = rng.choice([0.0, 0.25, 0.5, 1.0], (500, 2))
+  for keys in (ints, np.concatenate([ints, fracs], axis=1), ints[:, :1]):
+    _, first, inverse = np.unique(
+      keys, axis=0, return_index=True, return_inverse=True
+    )
+    got_first, got_inverse = batching.unique_rows(keys)
+    np.testing.assert_array_equal(got_first, first)
+    np.testing.assert_array_equal(got_inverse, inverse.reshape(-1))
+  # No columns: one key shared by every row.
+  first, inverse = batching.unique_rows(np.zeros((4, 0)))
+  np.testing.assert_array_equal(first, [0])
+  np.testing.assert_array_equal(inverse, [0, 0, 0, 0])
