@@ -77,7 +77,14 @@ def _named(sharding) -> bool:
 
 
 def hbm_need(
-  w, p: Platform, s: Stack, sharding, frac, row_scale=1.0, data_parallel=None
+  w,
+  p: Platform,
+  s: Stack,
+  sharding,
+  frac,
+  row_scale=1.0,
+  data_parallel=None,
+  order=None,
 ):
   """HBM bytes the busiest accelerator needs: its share of the tables at
   per-table HBM fractions `frac` (T,), the data-parallel replicas, the
@@ -87,15 +94,16 @@ def hbm_need(
   (`hardware.as_arrays`) and `frac` may be traced, and then the packing
   bound sorts the loads (as the cost model does for traced fractions);
   concrete fractions use the cost model's static order. `data_parallel`:
-  with weights, the static mask of replicated tables."""
+  with weights, the static mask of replicated tables. `order`: the
+  whole tables' order along the fill curve at this level, traced
+  (`fill_orders`), for traced fractions of named shardings."""
   t = _tables(w, sharding, data_parallel)
   st = terms.setup(p, w, s)
   dp = t['data_parallel']
   tb = t['table_bytes'] * row_scale
   in_hbm = dp + (1.0 - dp) * frac
   on = in_hbm * tb * (1.0 - dp)
-  order = None
-  if not isinstance(frac, jax.core.Tracer):
+  if order is None and not isinstance(frac, jax.core.Tracer):
     order = np.argsort(-(np.asarray(in_hbm) * t['table_bytes']), kind='stable')
   tables = terms.per_rank(on, t, st, order)
   reserved = terms.stack_hbm_reserved(w, s, t, st, in_hbm, row_scale)
@@ -217,7 +225,7 @@ def fit_hbm(w, p: Platform, s: Stack, sharding, row_scale=1.0) -> np.ndarray:
   return water_fill(w, lo, dp)
 
 
-def fill_curve(w: wl.Workload, dp_mask, u):
+def fill_curve(w: wl.Workload, dp_mask, u, xp=jnp):
   """The water-filling fractions (T,) at fill level u in [0, 1] (0: no
   rows in HBM, 1: every row), increasing in u, in jnp (u may be traced).
 
@@ -227,7 +235,8 @@ def fill_curve(w: wl.Workload, dp_mask, u):
   fraction within e^-40 of 1). With k = 1 it is the capacity, u times the
   bytes of the tables that are not data-parallel, filled densest first.
   Fractions do not depend on the tables' absolute size, so one curve
-  serves every `row_scale`.
+  serves every `row_scale`. `xp`: jnp, or numpy for float64 levels known
+  when tracing.
   """
   tb = table_bytes(w)
   pool = np.array([tb.pooling for tb in w.tables], np.float64)
@@ -240,12 +249,89 @@ def fill_curve(w: wl.Workload, dp_mask, u):
     before = np.empty_like(tb)
     before[order] = np.cumsum(sizes) - sizes
     capacity = u * float(np.sum(tb * free))
-    return jnp.clip((capacity - before) / tb, 0.0, 1.0) * free
+    return xp.clip((capacity - before) / tb, 0.0, 1.0) * free
   top = math.log(k * float(density.max()))
   bottom = math.log(k * float(density.min())) - 40.0 * max(k - 1.0, 1.0)
   log_level = top - u * (top - bottom)
-  f = 1.0 - jnp.exp((log_level - np.log(k * density)) / (k - 1.0))
-  return jnp.clip(f, 0.0, 1.0) * free
+  f = 1.0 - xp.exp((log_level - np.log(k * density)) / (k - 1.0))
+  return xp.clip(f, 0.0, 1.0) * free
+
+
+# Most candidate crossings `fill_orders` tabulates (about T^2 / 2 for T
+# tables): beyond, the fit ranks the traced loads instead.
+MAX_ORDER_BREAKS = 1 << 15
+
+
+@functools.cache
+def fill_orders(w: wl.Workload, names: tuple):
+  """(breaks (B,), orders (B + 1, W)): the order, largest first (ties by
+  index), of the W whole tables' HBM bytes along `fill_curve`, for fill
+  levels u in [breaks[i - 1], breaks[i]) (`jnp.searchsorted(breaks, u)`),
+  or None (no whole tables, or more candidate breaks than
+  MAX_ORDER_BREAKS).
+
+  Each table's bytes along the curve are tb (1 - a z)^+ with z =
+  exp(level / (k - 1)) monotone in u (skew k > 1), or (u C - before)
+  clipped to [0, tb] (k = 1), so two tables swap only where their lines
+  cross or one bends: those u are the candidate breaks, and the order
+  between two of them is the order at their midpoint. A traced fit then
+  reads the loads in this order (`embedding.busiest_rank`'s near-sorted
+  reader) instead of ranking them by T^2 comparisons at each of the
+  bisection's 49 steps."""
+  t = _tables(w, names)
+  whole = np.flatnonzero(np.asarray(t['table_wise']) > 0.5)
+  if len(whole) == 0:
+    return None
+  cand = _order_breaks(w, t['data_parallel'], whole)
+  if cand is None:
+    return None
+  cand = np.unique(cand[(cand > 0.0) & (cand < 1.0)])
+  edges = np.concatenate([[0.0], cand, [1.0]])
+  mids = 0.5 * (edges[:-1] + edges[1:])
+  tb = table_bytes(w)[whole]
+  fill = fill_curve(w, t['data_parallel'], mids[:, None], xp=np)
+  loads = fill[:, whole] * tb
+  orders = np.argsort(-loads, axis=-1, kind='stable').astype(np.int32)
+  keep = np.ones(len(orders), bool)  # drop breaks where nothing swaps
+  keep[1:] = np.any(orders[1:] != orders[:-1], axis=1)
+  return cand[keep[1:]], orders[keep]
+
+
+def _order_breaks(w: wl.Workload, dp_mask, whole) -> np.ndarray | None:
+  """Fill levels u where two whole tables' bytes along `fill_curve` may
+  swap (`fill_orders`), or None when there are too many."""
+  n = len(whole)
+  if n * (n + 1) > 2 * MAX_ORDER_BREAKS:
+    return None
+  tb_all = table_bytes(w)
+  tb = tb_all[whole]
+  k = float(w.popularity_skew)
+  free = np.asarray(dp_mask) < 0.5
+  i, j = np.triu_indices(n, 1)
+  if k <= 1.0 + 1e-9:
+    pool = np.array([x.pooling for x in w.tables], np.float64)
+    order = np.argsort(-(pool / tb_all), kind='stable')
+    sizes = (tb_all * free)[order]
+    before_all = np.empty_like(tb_all)
+    before_all[order] = np.cumsum(sizes) - sizes
+    before = before_all[whole]
+    capacity = float(np.sum(tb_all * free))
+    # Bends at before and before + tb; a rising line meets a flat one
+    # at before_s + tb_t.
+    caps = np.concatenate(
+      [before, before + tb, before[i] + tb[j], before[j] + tb[i]]
+    )
+    return caps / capacity
+  pool = np.array([x.pooling for x in w.tables], np.float64)
+  density = pool / tb_all
+  top = math.log(k * float(density.max()))
+  bottom = math.log(k * float(density.min())) - 40.0 * max(k - 1.0, 1.0)
+  a = np.exp(-np.log(k * density[whole]) / (k - 1.0))
+  with np.errstate(divide='ignore', invalid='ignore'):
+    cross = (tb[i] - tb[j]) / (tb[i] * a[i] - tb[j] * a[j])
+  z = np.concatenate([cross[np.isfinite(cross) & (cross > 0)], 1.0 / a])
+  level = (k - 1.0) * np.log(z)
+  return (top - level) / (top - bottom)
 
 
 def _bisect_level(excess):
@@ -315,11 +401,17 @@ def _excess_jit(w: wl.Workload, names: tuple | None):
   bits. `names`: the shardings by name, or None for relaxed weights (an
   argument)."""
 
+  orders = None if names is None else fill_orders(w, names)
+
   def excess(u, p, s, weights, row_scale, avail):
     sharding = names if weights is None else weights
     dp = _tables(w, sharding)['data_parallel']
     frac = fill_curve(w, dp, u)
-    return hbm_need(w, p, s, sharding, frac, row_scale) - avail
+    order = None
+    if orders is not None:
+      breaks, table = orders
+      order = jnp.asarray(table)[jnp.searchsorted(breaks, u)]
+    return hbm_need(w, p, s, sharding, frac, row_scale, order=order) - avail
 
   return jax.jit(excess)
 

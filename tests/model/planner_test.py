@@ -164,6 +164,58 @@ def test_traced_hbm_fit_agrees_with_the_concrete_fit_on_every_preset(
   assert spilled >= 5  # the agreement is tested where it matters
 
 
+@pytest.mark.parametrize('skew', [None, 1.0])
+def test_fill_orders_are_the_order_of_the_bytes_along_the_fill_curve(skew):
+  # The whole tables' order at every fill level between two breaks is
+  # the order of their bytes there (ties by index), for skewed traffic
+  # (preset) and uniform (skew 1: filled densest first); levels a hair
+  # either side of each break read the sorted bytes within rounding.
+  w = presets.get('zion_scale')
+  if skew is not None:
+    w = dataclasses.replace(w, popularity_skew=skew)
+  names = ('table_wise',) * w.num_tables
+  breaks, orders = planner.fill_orders(w, names)
+  assert len(breaks) > 10  # the order does change along the curve
+  tb = planner.table_bytes(w)
+  dp = np.zeros(w.num_tables)
+  edges = np.concatenate([[0.0], breaks, [1.0]])
+  u = np.concatenate(
+    [np.random.default_rng(0).random(400), 0.5 * (edges[:-1] + edges[1:])]
+  )
+  loads = planner.fill_curve(w, dp, u[:, None], xp=np) * tb
+  got = orders[np.searchsorted(breaks, u)]
+  want = np.argsort(-loads, axis=-1, kind='stable')
+  np.testing.assert_array_equal(got, want)
+  near = np.concatenate([breaks * (1 - 1e-12), breaks * (1 + 1e-12)])
+  loads = planner.fill_curve(w, dp, near[:, None], xp=np) * tb
+  read = np.take_along_axis(loads, orders[np.searchsorted(breaks, near)], -1)
+  sort = -np.sort(-loads, axis=-1)
+  np.testing.assert_allclose(read, sort, rtol=1e-9, atol=0.0)
+
+
+def test_traced_hbm_fit_in_fill_order_is_the_ranked_fit_bit_for_bit():
+  # The excess E(u) of the traced fit (loads read in `fill_orders`)
+  # against the same excess with the loads ranked at each level (T^2
+  # comparisons), at random levels and at the breaks: equal bits.
+  w = presets.get('zion_scale')
+  names = ('table_wise',) * w.num_tables
+  p = hardware.unlabelled(hardware.as_arrays(platform_presets.get('zionex')))
+  breaks, orders = planner.fill_orders(w, names)
+  u = np.concatenate([np.random.default_rng(1).random(200), breaks])
+  dp = np.zeros(w.num_tables)
+
+  @jax.jit
+  def both(u):
+    frac = planner.fill_curve(w, dp, u)
+    order = jnp.asarray(orders)[jnp.searchsorted(breaks, u)]
+    need = planner.hbm_need(w, p, STACK, names, frac, order=order)
+    ranked = planner.hbm_need(w, p, STACK, names, frac)
+    return need, ranked
+
+  need, ranked = jax.vmap(both)(jnp.asarray(u))
+  np.testing.assert_array_equal(np.asarray(need), np.asarray(ranked))
+
+
 def test_traced_hbm_fit_gradient_matches_finite_differences():
   # d(bytes in HBM)/d(HBM capacity, nodes) by the implicit gradient of
   # the traced fit against central differences, on a spilling design.

@@ -273,6 +273,10 @@ def busiest_rank(load, whole, ranks, order):
   j = np.arange(1, min(n_tables, _MAX_PACKING_BOUNDS), dtype=np.float64)
   if len(j) and order is None:
     read = _reader_by_rank(x)  # traced loads: no sort
+  elif len(j) and isinstance(order, jax.Array):
+    # A traced order of the whole tables (the HBM fit's `fill_orders`):
+    # right but near crossings, where rounding may swap neighbours.
+    read = _reader_padded(_settled(jnp.take(x, order, axis=-1)))
   elif len(j):
     # The order of the whole tables alone, as positions within `idx`.
     where = np.full(len(whole), -1)
@@ -280,13 +284,7 @@ def busiest_rank(load, whole, ranks, order):
     order = np.broadcast_to(np.asarray(order), jnp.shape(load))
     kept = where[order]
     kept = kept[kept >= 0].reshape(order.shape[:-1] + (n_tables,))
-    ordered = jnp.take_along_axis(x, kept, axis=-1)
-    zeros = jnp.zeros(x.shape[:-1] + (3,), x.dtype)
-    # Padded: the largest once before position 0, zeros after the last.
-    padded = jnp.concatenate([ordered[..., :1], ordered, zeros], axis=-1)
-
-    def read(k):
-      return padded[..., k]
+    read = _reader_padded(jnp.take_along_axis(x, kept, axis=-1))
 
   if len(j):
     gap = count - j * ranks
@@ -305,6 +303,39 @@ def busiest_rank(load, whole, ranks, order):
     )
     bounds.append((j + 1.0) * jnp.maximum(at, 0.0))
   return smooth_max(jnp.concatenate(bounds, axis=-1), axis=-1)
+
+
+def _reader_padded(ordered):
+  """`read(k)` of loads already in decreasing order (..., T), padded: the
+  largest once before position 0, zeros after the last."""
+  zeros = jnp.zeros(ordered.shape[:-1] + (3,), ordered.dtype)
+  padded = jnp.concatenate([ordered[..., :1], ordered, zeros], axis=-1)
+
+  def read(k):
+    return padded[..., k]
+
+  return read
+
+
+def _settled(v, passes: int = 2):
+  """`v` (..., T) nearly in decreasing order (neighbours swapped by
+  rounding) put in order by `passes` odd-even transposition passes: a
+  neighbour pair out of order is swapped, the values themselves kept."""
+  n = v.shape[-1]
+  for p in range(min(passes, n - 1)):
+    pair = np.arange(n - 1) % 2 == p % 2  # pairs (i, i + 1) of this pass
+    a, b = v[..., :-1], v[..., 1:]
+    swap = pair & (a < b)
+    first = jnp.where(swap, b, a)  # new value at i
+    second = jnp.where(swap, a, b)  # new value at i + 1
+    at_first = np.append(pair, False)
+    at_second = np.insert(pair, 0, False)
+    v = jnp.where(
+      at_first,
+      jnp.concatenate([first, v[..., -1:]], axis=-1),
+      jnp.where(at_second, jnp.concatenate([v[..., :1], second], axis=-1), v),
+    )
+  return v
 
 
 def _reader_by_rank(x):

@@ -386,3 +386,20 @@ def test_block_penalty_and_embedding_rate(dim, shards, penalty):
   bd2 = run(tiny_platform(), w, make_plan((1.0,), sharding), s)['breakdown']
   for k in ('embedding_gather_hbm', 'embedding_update_hbm'):
     close(bd2[k], bd[k] / (0.4 * 0.5))
+
+
+def test_busiest_rank_in_a_traced_order_settles_swapped_neighbours():
+  """A traced order (the HBM fit's `fill_orders`) with neighbours swapped,
+  as rounding swaps them near a crossing, reads what the sorted loads
+  read, bit for bit."""
+  rng = np.random.default_rng(0)
+  x = rng.random(26) * 10.0
+  x[3] = x[7]  # a tie
+  order = np.argsort(-x, kind='stable')
+  swapped = order.copy()
+  swapped[[4, 5]] = swapped[[5, 4]]
+  swapped[[10, 11]] = swapped[[11, 10]]
+  want = ct.busiest_rank(x, np.ones(26), 3.0, None)  # ranked, no order
+  for o in (order, swapped):
+    got = ct.busiest_rank(x, np.ones(26), 3.0, jax.numpy.asarray(o))
+    assert float(got) == float(want)
