@@ -266,9 +266,9 @@ MAX_ORDER_BREAKS = 1 << 15
 def fill_orders(w: wl.Workload, names: tuple):
   """(breaks (B,), orders (B + 1, W)): the order, largest first (ties by
   index), of the W whole tables' HBM bytes along `fill_curve`, for fill
-  levels u in [breaks[i - 1], breaks[i]) (`jnp.searchsorted(breaks, u)`),
-  or None (no whole tables, or more candidate breaks than
-  MAX_ORDER_BREAKS).
+  levels u in (breaks[i - 1], breaks[i]] (`jnp.searchsorted(breaks, u)`),
+  or None (no whole tables, more candidate breaks than MAX_ORDER_BREAKS,
+  or orders that a grid of 4,097 levels does not confirm).
 
   Each table's bytes along the curve are tb (1 - a z)^+ with z =
   exp(level / (k - 1)) monotone in u (skew k > 1), or (u C - before)
@@ -288,13 +288,30 @@ def fill_orders(w: wl.Workload, names: tuple):
   cand = np.unique(cand[(cand > 0.0) & (cand < 1.0)])
   edges = np.concatenate([[0.0], cand, [1.0]])
   mids = 0.5 * (edges[:-1] + edges[1:])
-  tb = table_bytes(w)[whole]
-  fill = fill_curve(w, t['data_parallel'], mids[:, None], xp=np)
-  loads = fill[:, whole] * tb
-  orders = np.argsort(-loads, axis=-1, kind='stable').astype(np.int32)
+  orders = _orders_at(w, t, whole, mids)
   keep = np.ones(len(orders), bool)  # drop breaks where nothing swaps
   keep[1:] = np.any(orders[1:] != orders[:-1], axis=1)
-  return cand[keep[1:]], orders[keep]
+  breaks, orders = cand[keep[1:]], orders[keep]
+  # A check on a grid of levels (a break lost to rounding would show):
+  # else the ranking.
+  grid = np.linspace(0.0, 1.0, 4097)
+  loads = _whole_loads(w, t, whole, grid)
+  read = np.take_along_axis(loads, orders[np.searchsorted(breaks, grid)], -1)
+  if not np.allclose(read, -np.sort(-loads, axis=-1), rtol=1e-9, atol=0.0):
+    return None
+  return breaks, orders
+
+
+def _whole_loads(w: wl.Workload, t: dict, whole, u) -> np.ndarray:
+  """The whole tables' HBM bytes (U, W) at fill levels u (U,), float64."""
+  fill = fill_curve(w, t['data_parallel'], np.asarray(u)[:, None], xp=np)
+  return fill[:, whole] * np.asarray(t['table_bytes'])[whole]
+
+
+def _orders_at(w: wl.Workload, t: dict, whole, u) -> np.ndarray:
+  """The whole tables' order (U, W), largest first, ties by index."""
+  loads = _whole_loads(w, t, whole, u)
+  return np.argsort(-loads, axis=-1, kind='stable').astype(np.int32)
 
 
 def _order_breaks(w: wl.Workload, dp_mask, whole) -> np.ndarray | None:
@@ -326,11 +343,15 @@ def _order_breaks(w: wl.Workload, dp_mask, whole) -> np.ndarray | None:
   density = pool / tb_all
   top = math.log(k * float(density.max()))
   bottom = math.log(k * float(density.min())) - 40.0 * max(k - 1.0, 1.0)
-  a = np.exp(-np.log(k * density[whole]) / (k - 1.0))
-  with np.errstate(divide='ignore', invalid='ignore'):
+  # a = exp(e) scaled by exp(-max e) (a skew near 1 would overflow it);
+  # z scales the other way, so log z = log z' - max e.
+  e = -np.log(k * density[whole]) / (k - 1.0)
+  a = np.exp(e - e.max())
+  with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
     cross = (tb[i] - tb[j]) / (tb[i] * a[i] - tb[j] * a[j])
-  z = np.concatenate([cross[np.isfinite(cross) & (cross > 0)], 1.0 / a])
-  level = (k - 1.0) * np.log(z)
+    z = np.concatenate([cross, 1.0 / a])
+  z = z[np.isfinite(z) & (z > 0)]
+  level = (k - 1.0) * (np.log(z) - e.max())
   return (top - level) / (top - bottom)
 
 

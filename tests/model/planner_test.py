@@ -164,7 +164,7 @@ def test_traced_hbm_fit_agrees_with_the_concrete_fit_on_every_preset(
   assert spilled >= 5  # the agreement is tested where it matters
 
 
-@pytest.mark.parametrize('skew', [None, 1.0])
+@pytest.mark.parametrize('skew', [None, 1.0, 1.01, 1.5])
 def test_fill_orders_are_the_order_of_the_bytes_along_the_fill_curve(skew):
   # The whole tables' order at every fill level between two breaks is
   # the order of their bytes there (ties by index), for skewed traffic
@@ -193,11 +193,13 @@ def test_fill_orders_are_the_order_of_the_bytes_along_the_fill_curve(skew):
   np.testing.assert_allclose(read, sort, rtol=1e-9, atol=0.0)
 
 
-def test_traced_hbm_fit_in_fill_order_is_the_ranked_fit_bit_for_bit():
+@pytest.mark.parametrize('workload', ['zion_scale', 'criteo_kaggle'])
+def test_traced_hbm_fit_in_fill_order_is_the_ranked_fit_bit_for_bit(workload):
   # The excess E(u) of the traced fit (loads read in `fill_orders`)
   # against the same excess with the loads ranked at each level (T^2
-  # comparisons), at random levels and at the breaks: equal bits.
-  w = presets.get('zion_scale')
+  # comparisons), at random levels and at the breaks, skewed traffic and
+  # uniform: equal bits.
+  w = presets.get(workload)
   names = ('table_wise',) * w.num_tables
   p = hardware.unlabelled(hardware.as_arrays(platform_presets.get('zionex')))
   breaks, orders = planner.fill_orders(w, names)
