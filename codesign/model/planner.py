@@ -31,6 +31,7 @@ from concrete numbers. Two rules decide it:
 
 import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -238,6 +239,37 @@ def fill_curve(w: wl.Workload, dp_mask, u, xp=jnp):
   serves every `row_scale`. `xp`: jnp, or numpy for float64 levels known
   when tracing.
   """
+  c = _curve(w, dp_mask)
+  if c.uniform:
+    capacity = u * c.capacity
+    return xp.clip((capacity - c.before) / c.tb, 0.0, 1.0) * c.free
+  log_level = c.top - u * (c.top - c.bottom)
+  k = c.skew
+  f = 1.0 - xp.exp((log_level - np.log(k * c.density)) / (k - 1.0))
+  return xp.clip(f, 0.0, 1.0) * c.free
+
+
+class _Curve(NamedTuple):
+  """The constants of `fill_curve` for a workload and data-parallel mask
+  (numpy, static): `fill_curve` and the breaks of `fill_orders` read the
+  same ones. Per table (T,): tb (bytes), free (1: not data-parallel),
+  density (lookups per byte); with uniform traffic (skew 1) `before`
+  (the bytes filled before the table, densest first) and `capacity` (the
+  bytes of the free tables); with skew k > 1 the levels `top` (nothing
+  held) and `bottom` (everything within e^-40)."""
+
+  skew: float
+  uniform: bool
+  tb: np.ndarray
+  free: np.ndarray
+  density: np.ndarray
+  before: np.ndarray | None
+  capacity: float | None
+  top: float | None
+  bottom: float | None
+
+
+def _curve(w: wl.Workload, dp_mask) -> _Curve:
   tb = table_bytes(w)
   pool = np.array([tb.pooling for tb in w.tables], np.float64)
   k = float(w.popularity_skew)
@@ -248,13 +280,11 @@ def fill_curve(w: wl.Workload, dp_mask, u, xp=jnp):
     sizes = (tb * free)[order]
     before = np.empty_like(tb)
     before[order] = np.cumsum(sizes) - sizes
-    capacity = u * float(np.sum(tb * free))
-    return xp.clip((capacity - before) / tb, 0.0, 1.0) * free
+    capacity = float(np.sum(tb * free))
+    return _Curve(k, True, tb, free, density, before, capacity, None, None)
   top = math.log(k * float(density.max()))
   bottom = math.log(k * float(density.min())) - 40.0 * max(k - 1.0, 1.0)
-  log_level = top - u * (top - bottom)
-  f = 1.0 - xp.exp((log_level - np.log(k * density)) / (k - 1.0))
-  return xp.clip(f, 0.0, 1.0) * free
+  return _Curve(k, False, tb, free, density, None, None, top, bottom)
 
 
 # Most candidate crossings `fill_orders` tabulates (about T^2 / 2 for T
@@ -288,7 +318,8 @@ def fill_orders(w: wl.Workload, names: tuple):
   cand = np.unique(cand[(cand > 0.0) & (cand < 1.0)])
   edges = np.concatenate([[0.0], cand, [1.0]])
   mids = 0.5 * (edges[:-1] + edges[1:])
-  orders = _orders_at(w, t, whole, mids)
+  loads = _whole_loads(w, t, whole, mids)
+  orders = np.argsort(-loads, axis=-1, kind='stable').astype(np.int32)
   keep = np.ones(len(orders), bool)  # drop breaks where nothing swaps
   keep[1:] = np.any(orders[1:] != orders[:-1], axis=1)
   breaks, orders = cand[keep[1:]], orders[keep]
@@ -308,51 +339,34 @@ def _whole_loads(w: wl.Workload, t: dict, whole, u) -> np.ndarray:
   return fill[:, whole] * np.asarray(t['table_bytes'])[whole]
 
 
-def _orders_at(w: wl.Workload, t: dict, whole, u) -> np.ndarray:
-  """The whole tables' order (U, W), largest first, ties by index."""
-  loads = _whole_loads(w, t, whole, u)
-  return np.argsort(-loads, axis=-1, kind='stable').astype(np.int32)
-
-
 def _order_breaks(w: wl.Workload, dp_mask, whole) -> np.ndarray | None:
   """Fill levels u where two whole tables' bytes along `fill_curve` may
   swap (`fill_orders`), or None when there are too many."""
   n = len(whole)
   if n * (n + 1) > 2 * MAX_ORDER_BREAKS:
     return None
-  tb_all = table_bytes(w)
-  tb = tb_all[whole]
-  k = float(w.popularity_skew)
-  free = np.asarray(dp_mask) < 0.5
+  c = _curve(w, dp_mask)
+  tb = c.tb[whole]
   i, j = np.triu_indices(n, 1)
-  if k <= 1.0 + 1e-9:
-    pool = np.array([x.pooling for x in w.tables], np.float64)
-    order = np.argsort(-(pool / tb_all), kind='stable')
-    sizes = (tb_all * free)[order]
-    before_all = np.empty_like(tb_all)
-    before_all[order] = np.cumsum(sizes) - sizes
-    before = before_all[whole]
-    capacity = float(np.sum(tb_all * free))
+  if c.uniform:
     # Bends at before and before + tb; a rising line meets a flat one
     # at before_s + tb_t.
+    before = c.before[whole]
     caps = np.concatenate(
       [before, before + tb, before[i] + tb[j], before[j] + tb[i]]
     )
-    return caps / capacity
-  pool = np.array([x.pooling for x in w.tables], np.float64)
-  density = pool / tb_all
-  top = math.log(k * float(density.max()))
-  bottom = math.log(k * float(density.min())) - 40.0 * max(k - 1.0, 1.0)
+    return caps / c.capacity
+  k = c.skew
   # a = exp(e) scaled by exp(-max e) (a skew near 1 would overflow it);
   # z scales the other way, so log z = log z' - max e.
-  e = -np.log(k * density[whole]) / (k - 1.0)
+  e = -np.log(k * c.density[whole]) / (k - 1.0)
   a = np.exp(e - e.max())
   with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
     cross = (tb[i] - tb[j]) / (tb[i] * a[i] - tb[j] * a[j])
     z = np.concatenate([cross, 1.0 / a])
   z = z[np.isfinite(z) & (z > 0)]
   level = (k - 1.0) * (np.log(z) - e.max())
-  return (top - level) / (top - bottom)
+  return (c.top - level) / (c.top - c.bottom)
 
 
 def _bisect_level(excess):
