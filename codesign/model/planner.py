@@ -379,21 +379,37 @@ def _bisect_level(excess):
   both ends): one copy of E in the program where there were three (the
   default chunk's compile about 5% shorter; its run time and the relaxed
   rate unchanged, measured in WORKSPACE, "One copy of the forward
-  model"). The same values, bit for bit."""
+  model"). The same values, bit for bit.
 
-  def body(_, bracket):
-    lo, hi = bracket
-    mid = 0.5 * (lo + hi)
-    over = excess(mid) > 0.0
-    return jnp.where(over, lo, mid), jnp.where(over, mid, hi)
+  The loop stops early once no step can move the level: the bracket's
+  midpoint rounds onto one of its ends (float32 reaches that after
+  about 25 steps where the level is near 1, float64 not within the 50),
+  or nothing fits (the level is then 0 however long it runs, and the
+  caller discards it). Past that point a step leaves `lo` as it is (a
+  midpoint equal to `lo` or `hi` is a point already judged), so the
+  level is the full loop's, bit for bit; under `vmap` the loop runs
+  until every design of the batch is done."""
 
   ends = jax.vmap(excess)(jnp.array([0.0, 0.5, 1.0]))
+  nothing = ends[0] > 0.0
+
+  def moving(state):
+    step, lo, hi = state
+    mid = 0.5 * (lo + hi)
+    return (step < TRACED_FIT_STEPS) & (mid > lo) & (mid < hi)
+
+  def body(state):
+    step, lo, hi = state
+    mid = 0.5 * (lo + hi)
+    over = excess(mid) > 0.0
+    return step + 1, jnp.where(over, lo, mid), jnp.where(over, mid, hi)
+
   # The first step is outside the loop so that the carry already has the
   # type the body returns (inside shard_map the bracket becomes varying).
   over = ends[1] > 0.0
   bracket = jnp.where(over, 0.0, 0.5), jnp.where(over, 0.5, 1.0)
-  lo, _ = jax.lax.fori_loop(1, TRACED_FIT_STEPS, body, bracket)
-  return lo, ends[0] > 0.0, ends[2] <= 0.0
+  _, lo, _ = jax.lax.while_loop(moving, body, (jnp.int32(1), *bracket))
+  return lo, nothing, ends[2] <= 0.0
 
 
 def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
