@@ -387,8 +387,11 @@ def _bisect_level(excess):
   or nothing fits (the level is then 0 however long it runs, and the
   caller discards it). Past that point a step leaves `lo` as it is (a
   midpoint equal to `lo` or `hi` is a point already judged), so the
-  level is the full loop's, bit for bit; under `vmap` the loop runs
-  until every design of the batch is done."""
+  level is the full loop's, bit for bit (a test), but where everything
+  fits: there the full loop's last step lands on 1 (never judged) and
+  this one stays an ulp below, and the caller returns every row either
+  way. Under `vmap` the loop runs until every design of the batch is
+  done."""
 
   ends = jax.vmap(excess)(jnp.array([0.0, 0.5, 1.0]))
   nothing = ends[0] > 0.0

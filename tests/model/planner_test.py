@@ -218,6 +218,55 @@ def test_traced_hbm_fit_in_fill_order_is_the_ranked_fit_bit_for_bit(workload):
   np.testing.assert_array_equal(np.asarray(need), np.asarray(ranked))
 
 
+def _full_bisection(excess):
+  """The fit's bisection as it was before it stopped early: every one of
+  the `TRACED_FIT_STEPS` steps run."""
+
+  def body(_, bracket):
+    lo, hi = bracket
+    mid = 0.5 * (lo + hi)
+    over = excess(mid) > 0.0
+    return jnp.where(over, lo, mid), jnp.where(over, mid, hi)
+
+  over = excess(jnp.float32(0.5)) > 0.0
+  bracket = jnp.where(over, 0.0, 0.5), jnp.where(over, 0.5, 1.0)
+  return jax.lax.fori_loop(1, planner.TRACED_FIT_STEPS, body, bracket)[0]
+
+
+@pytest.mark.parametrize('noise', [0.0, 1e-6])
+def test_bisection_stopped_early_is_the_full_bisection_bit_for_bit(noise):
+  # float32 levels: roots spread over [0, 1] (tiny ones, where float32
+  # resolves all 50 steps, and ones near 1), nothing fits (root below 0),
+  # everything fits (root above 1), and an excess whose rounding-scale
+  # wiggle makes it non-monotone near the root (`noise`).
+  rng = np.random.default_rng(0)
+  roots = np.concatenate(
+    [rng.random(300), 10.0 ** -rng.uniform(3, 12, 100), [-0.1, 1.5, 0.5]]
+  ).astype(np.float32)
+
+  def level(root, fn):
+    def excess(u):
+      return (u - root) + noise * jnp.sin(1e7 * u)
+
+    return fn(excess)
+
+  with jax.enable_x64(False):  # as the search runs
+    stopped = jax.jit(
+      jax.vmap(lambda r: level(r, lambda e: planner._bisect_level(e)[0]))
+    )(jnp.asarray(roots))
+    full = jax.jit(jax.vmap(lambda r: level(r, _full_bisection)))(
+      jnp.asarray(roots)
+    )
+  assert stopped.dtype == jnp.float32
+  # Where everything fits (root above 1) the full loop's last step moves
+  # the level onto 1 and the stopped one leaves it an ulp below; the fit
+  # returns every row there (and none where nothing fits) either way.
+  used = (roots > 0.0) & (roots < 1.0)
+  stopped, full = np.asarray(stopped), np.asarray(full)
+  np.testing.assert_array_equal(stopped[used], full[used])
+  assert stopped[roots < 0.0] == 0.0 and full[roots < 0.0] == 0.0
+
+
 def test_traced_hbm_fit_gradient_matches_finite_differences():
   # d(bytes in HBM)/d(HBM capacity, nodes) by the implicit gradient of
   # the traced fit against central differences, on a spilling design.
