@@ -40,6 +40,7 @@ import numpy as np
 from codesign.core.errors import InputError
 from codesign.core.smooth import safe_div
 from codesign.model import cost_model, terms
+from codesign.model.terms import embedding
 from codesign.spec import hardware
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
@@ -97,7 +98,8 @@ def hbm_need(
   concrete fractions use the cost model's static order. `data_parallel`:
   with weights, the static mask of replicated tables. `order`: the
   whole tables' order along the fill curve at this level, traced
-  (`fill_orders`), for traced fractions of named shardings."""
+  (`fill_orders`), for traced fractions of named shardings, or
+  `embedding.SORTED_VALUES` (traced loads sorted for their value only)."""
   t = _tables(w, sharding, data_parallel)
   st = terms.setup(p, w, s)
   dp = t['data_parallel']
@@ -426,16 +428,18 @@ def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   dp = _tables(w, sharding)['data_parallel']
   avail = p.accelerator.hbm_capacity * (1.0 - s.hbm_reserve)
   named = _named(sharding)
-  fn = _excess_jit(w, sharding if named else None)
   weights = None if named else sharding
+  args = (p, s, weights, row_scale, avail)
 
-  def excess(u):
-    return fn(u, p, s, weights, row_scale, avail)
+  def excess(u, values_only=False):
+    return _excess_jit(w, sharding if named else None, values_only)(u, *args)
 
   # Implicit differentiation written out (`jax.lax.custom_root` does the
   # same but fails under shard_map's varying-axes check): the value is the
   # bisected level, the gradient -(dE/dx) / (dE/du) at that level.
-  level, nothing, everything = jax.lax.stop_gradient(_bisect_level(excess))
+  level, nothing, everything = jax.lax.stop_gradient(
+    _bisect_level(functools.partial(excess, values_only=True))
+  )
   e, slope = jax.jvp(excess, (level,), (jnp.ones_like(level),))
   u = level - safe_div(
     e - jax.lax.stop_gradient(e), jax.lax.stop_gradient(slope)
@@ -445,7 +449,7 @@ def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
 
 
 @functools.cache
-def _excess_jit(w: wl.Workload, names: tuple | None):
+def _excess_jit(w: wl.Workload, names: tuple | None, values_only: bool):
   """`fit_hbm_traced`'s excess E(u) = `hbm_need` at fill level u minus
   the HBM allowed, jitted: the fit asks it three times (the ends and the
   bisection's first step batched, its loop, the slope), and a jitted
@@ -453,7 +457,10 @@ def _excess_jit(w: wl.Workload, names: tuple | None):
   batched once), where the plain function was traced at every call, the
   largest share of the search's trace. The same operations, so the same
   bits. `names`: the shardings by name, or None for relaxed weights (an
-  argument)."""
+  argument). `values_only`: E's value alone is asked (the bisection,
+  under stop_gradient), so loads without a static order are sorted by
+  `embedding.SORTED_VALUES`'s network: the same values as their ranks,
+  cheaper, without the ranks' gradient at ties."""
 
   orders = None if names is None else fill_orders(w, names)
 
@@ -461,7 +468,7 @@ def _excess_jit(w: wl.Workload, names: tuple | None):
     sharding = names if weights is None else weights
     dp = _tables(w, sharding)['data_parallel']
     frac = fill_curve(w, dp, u)
-    order = None
+    order = embedding.SORTED_VALUES if values_only else None
     if orders is not None:
       breaks, table = orders
       order = jnp.asarray(table)[jnp.searchsorted(breaks, u)]

@@ -24,6 +24,11 @@ _QUAD_NODES = 16
 # a factor (1 + R/T) <= 1 + 1/J of the packing (each bound costs a
 # batched gather, and the model must stay fast).
 _MAX_PACKING_BOUNDS = 4
+# `busiest_rank`'s `order` for traced loads whose value alone is asked
+# (the HBM fit's bisection, under stop_gradient): the loads sorted by a
+# network of min/max, where the ranks' T^2 comparisons keep the sorted
+# values' gradient.
+SORTED_VALUES = 'sorted_values'
 # Radix-sort traffic per sorted id: about 4 passes (8-bit digits over the
 # ~25 bits of a table's row range), each reading and writing the key.
 SORT_PASSES = 4
@@ -253,8 +258,14 @@ def busiest_rank(load, whole, ranks, order):
   speed): `load_orders` derives it from the plan's HBM fractions when
   they are concrete and from the tables' static sizes otherwise. `order`
   None sorts the loads instead (the traced HBM fit of
-  `codesign.model.planner`, whose fractions move the order).
+  `codesign.model.planner`, whose fractions move the order), by their
+  ranks; `SORTED_VALUES` sorts them by a min/max network, the same
+  values but not the ranks' gradient at ties (for a value under
+  stop_gradient).
   """
+  values_only = isinstance(order, str) and order == SORTED_VALUES
+  if values_only:
+    order = None
   if isinstance(whole, np.ndarray):
     whole = whole > 0.5
     idx = np.flatnonzero(whole)
@@ -271,7 +282,9 @@ def busiest_rank(load, whole, ranks, order):
   total = jnp.sum(x, axis=-1) / ranks
   bounds = [total[..., None], jnp.max(x, axis=-1)[..., None]]
   j = np.arange(1, min(n_tables, _MAX_PACKING_BOUNDS), dtype=np.float64)
-  if len(j) and order is None:
+  if len(j) and order is None and values_only:
+    read = _reader_padded(_sorted_values(x))
+  elif len(j) and order is None:
     read = _reader_by_rank(x)  # traced loads: no sort
   elif len(j) and isinstance(order, jax.Array):
     # A traced order of the whole tables (the HBM fit's `fill_orders`):
@@ -315,6 +328,34 @@ def _reader_padded(ordered):
     return padded[..., k]
 
   return read
+
+
+def _sorted_values(x):
+  """The loads x (..., T) in decreasing order by a bitonic network of
+  min/max (T padded to a power of two with -inf, which sorts last): the
+  values of the sort, exactly, at a fraction of the cost of the T^2
+  comparisons of `_reader_by_rank` (measured in WORKSPACE); the gradient
+  at equal loads splits between them, so only for values (the HBM fit's
+  bisection)."""
+  t = x.shape[-1]
+  n = 1 << max(t - 1, 0).bit_length()
+  lead = x.shape[:-1]
+  x = jnp.concatenate([x, jnp.full(lead + (n - t,), -jnp.inf, x.dtype)], -1)
+  size = 2
+  while size <= n:  # merge bitonic runs of `size` (descending, ascending)
+    half = size // 2
+    while half >= 1:  # compare elements `half` apart within each run
+      runs = n // (2 * half)
+      down = ((np.arange(runs) * 2 * half) & size == 0)[:, None]
+      pairs = x.reshape(lead + (runs, 2, half))
+      a, b = pairs[..., 0, :], pairs[..., 1, :]
+      big, small = jnp.maximum(a, b), jnp.minimum(a, b)
+      first = jnp.where(down, big, small)
+      second = jnp.where(down, small, big)
+      x = jnp.stack([first, second], axis=-2).reshape(lead + (n,))
+      half //= 2
+    size *= 2
+  return x[..., :t]
 
 
 def _settled(v, passes: int = 2):

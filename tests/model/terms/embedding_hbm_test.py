@@ -165,6 +165,26 @@ def test_reading_by_rank_is_the_sort_bit_for_bit():
   np.testing.assert_array_equal(*grads)
 
 
+@pytest.mark.parametrize('tables', [1, 5, 12, 64, 100])
+def test_sorted_values_network_is_the_sort(tables):
+  """The min/max network of the HBM fit's bisection
+  (`embedding.SORTED_VALUES`) returns the sorted loads exactly, ties and
+  zeros included, for table counts that are and are not powers of two;
+  `busiest_rank` reads the same bound from it as from the ranks."""
+  rng = np.random.default_rng(tables)
+  x = rng.choice([0.0, 0.5, 1.0, 2.0], size=(3, tables))  # many ties
+  x[1] = rng.random(tables)
+  x[2] = rng.lognormal(0.0, 3.0, tables)
+  got = np.asarray(jax.jit(ct.embedding._sorted_values)(x))
+  np.testing.assert_array_equal(got, -np.sort(-x, axis=-1))
+  weights = jax.numpy.asarray(rng.random(tables))  # relaxed: traced mask
+
+  def bound(order):
+    return jax.jit(lambda x, w: ct.busiest_rank(x, w, 8.0, order))(x, weights)
+
+  np.testing.assert_array_equal(bound(ct.embedding.SORTED_VALUES), bound(None))
+
+
 @pytest.mark.parametrize('r', [2.0, 3.0, 8.0])
 def test_busiest_rank_is_smooth_in_the_rank_count(r):
   # 9 equal tables and smaller ones: on 8 ranks one rank holds 2 of the 9
