@@ -340,7 +340,11 @@ def _job_lines(result: dict) -> list[str]:
     lines.append(
       f'the job ({result["job_workload"]}): '
       f'{result["relaxed_evals_per_s"]:,.0f} relaxed designs/s (value and '
-      f'gradient; compile {result["relaxed_compile_s"]:.1f} s), '
+      f'gradient, as propose searches; compile '
+      f'{result["relaxed_compile_s"]:.1f} s), '
+      f'{result["relaxed_auto_evals_per_s"]:,.0f}/s in the auto-plan space '
+      f'(the HBM fit in each; compile '
+      f'{result["relaxed_auto_compile_s"]:.1f} s), '
       f'{result["planned_designs_per_s"]:,.0f} buildable designs with their '
       f'auto plan/s (first call {result["planned_first_call_s"]:.1f} s)'
     )

@@ -6,15 +6,19 @@ gradient of the augmented Lagrangian of its objective and constraints,
 as `constrained.step` computes them) and whose exhaustive checks
 evaluate buildable designs with their auto plan (the planner's HBM fit
 and sharding choice, traced). `run(settings)` measures both rates on
-the default job's design space (propose's: the workload, 16 nodes, the
-sharding searched per table for the relaxed rate; plan mode auto, one
-sharding for every table, for the planned rate), with the compile
-seconds of each; and the exhaustive enumeration of that auto-plan space
-at the job's $1M budget (`baselines.exhaustive`, as `search_quality`
-runs it): every design is judged, most without the cost model
-(`baselines.screened`), so its designs per second are the job's, not
-the costing rate of `planned_designs_per_s`. The wall time of
-`propose` itself, cold and warm, is the launcher's
+the default job's design space (the workload, 16 nodes), with the
+compile seconds of each:
+- relaxed: the sharding searched per table, in the search's blocks of
+  starts; in propose's plan mode (optimize: the HBM fractions are
+  variables) and in the auto-plan space that `search_quality` searches
+  (the HBM fit's bisection in every evaluation);
+- planned: plan mode auto, one sharding for every table;
+- the exhaustive enumeration of the planned space at the job's $1M
+  budget (`baselines.exhaustive`, as `search_quality` runs it): every
+  design is judged, most without the cost model (`baselines.screened`),
+  so its designs per second are the job's, not the costing rate of
+  `planned_designs_per_s`.
+The wall time of `propose` itself, cold and warm, is the launcher's
 (`experiments.benchmark --propose_runs`): it runs the script.
 
 Times are wall-clock seconds, rates per second; they vary with load,
@@ -76,19 +80,28 @@ def _timed(fn, *args, min_time_s: float) -> tuple[float, float]:
   )
 
 
-def relaxed_rate(settings: Settings) -> tuple[float, float]:
+def relaxed_rate(
+  settings: Settings, plan_mode: str = 'optimize'
+) -> tuple[float, float]:
   """(relaxed designs/s, compile s): value and gradient of the augmented
-  Lagrangian at random starts of propose's space."""
-  problem = _problem(settings, plan_mode='auto', sharding='search')
+  Lagrangian at random starts of propose's space, in the search's blocks
+  (`gradient.Config.block` starts vmapped, the blocks mapped), as
+  `constrained.step` computes them. `plan_mode` 'optimize' is propose's
+  search (the plan's HBM fractions are variables); 'auto' is the
+  auto-plan space that `search_quality` searches, where every evaluation
+  runs the HBM fit's bisection (`planner.fit_hbm_traced`)."""
+  problem = _problem(settings, plan_mode=plan_mode, sharding='search')
   z = gradient.initial_starts(problem, settings.relaxed_designs, settings.seed)
   n_constraints = len(gradient.CONSTRAINTS)
+  block = gradient.Config().block
 
   def lagrangian(z):
     loss, g, _ = gradient.assess(problem, z)
     lam = jax.numpy.zeros(n_constraints, z.dtype)
     return constrained.lagrangian(loss, g, lam, 10.0)
 
-  fn = jax.jit(jax.vmap(jax.value_and_grad(lagrangian)))
+  value_and_grad = jax.value_and_grad(lagrangian)
+  fn = jax.jit(lambda z: jax.lax.map(value_and_grad, z, batch_size=block))
   compile_s, sec = _timed(fn, z, min_time_s=settings.min_time_s)
   return settings.relaxed_designs / sec, compile_s
 
@@ -146,8 +159,9 @@ def run(
   settings: Settings, progress: Callable[[str], None] | None = None
 ) -> dict:
   """The job's rates (see the module docstring): relaxed_evals_per_s,
-  relaxed_compile_s, planned_designs_per_s, planned_first_call_s and
-  the keys of `exhaustive_rate`."""
+  relaxed_compile_s (propose's search), relaxed_auto_evals_per_s,
+  relaxed_auto_compile_s (the auto-plan space), planned_designs_per_s,
+  planned_first_call_s and the keys of `exhaustive_rate`."""
   progress = progress or (lambda line: None)
   if min(settings.relaxed_designs, settings.planned_designs) < 1:
     raise InputError('design counts must be positive integers')
@@ -156,6 +170,8 @@ def run(
     f'of propose ({settings.workload}) ...'
   )
   relaxed, relaxed_compile = relaxed_rate(settings)
+  progress('... and of the auto-plan space (the HBM fit in each) ...')
+  relaxed_auto, relaxed_auto_compile = relaxed_rate(settings, 'auto')
   progress(
     f'{settings.planned_designs} buildable designs with their auto plan ...'
   )
@@ -166,6 +182,8 @@ def run(
     'job_workload': settings.workload,
     'relaxed_evals_per_s': relaxed,
     'relaxed_compile_s': relaxed_compile,
+    'relaxed_auto_evals_per_s': relaxed_auto,
+    'relaxed_auto_compile_s': relaxed_auto_compile,
     'planned_designs_per_s': planned,
     'planned_first_call_s': planned_first,
     **exhaustive,

@@ -91,11 +91,14 @@ def test_job_benchmark_smallest_run():
   )
   lines = []
   r = job_benchmark.run(settings, lines.append)
-  assert len(lines) == 3
+  assert len(lines) == 4
   assert r['job_workload'] == 'dlrm_benchmark'
-  for key in ('relaxed_evals_per_s', 'planned_designs_per_s'):
+  rates = ('relaxed_evals_per_s', 'relaxed_auto_evals_per_s')
+  for key in (*rates, 'planned_designs_per_s'):
     assert 0 < r[key] < float('inf')
-  for key in ('relaxed_compile_s', 'planned_first_call_s'):
+  for key in ('relaxed_compile_s', 'relaxed_auto_compile_s'):
+    assert r[key] > 0
+  for key in ('planned_first_call_s',):
     assert r[key] > 0
   # The enumeration judges every design of the auto-plan space.
   w = workload_presets.get(settings.workload)
