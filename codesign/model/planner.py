@@ -371,7 +371,7 @@ def _order_breaks(w: wl.Workload, dp_mask, whole) -> np.ndarray | None:
   return (c.top - level) / (c.top - c.bottom)
 
 
-def _bisect_level(excess):
+def bisect_level(excess):
   """(level, nothing, everything): the fill level in [0, 1] where
   `excess` (increasing) crosses zero, from below (`TRACED_FIT_STEPS`
   bisection steps), whether nothing fits (E(0) > 0) and whether
@@ -438,7 +438,7 @@ def fit_hbm_traced(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   # same but fails under shard_map's varying-axes check): the value is the
   # bisected level, the gradient -(dE/dx) / (dE/du) at that level.
   level, nothing, everything = jax.lax.stop_gradient(
-    _bisect_level(functools.partial(excess, values_only=True))
+    bisect_level(functools.partial(excess, values_only=True))
   )
   e, slope = jax.jvp(excess, (level,), (jnp.ones_like(level),))
   u = level - safe_div(

@@ -252,7 +252,7 @@ def test_bisection_stopped_early_is_the_full_bisection_bit_for_bit(noise):
 
   with jax.enable_x64(False):  # as the search runs
     stopped = jax.jit(
-      jax.vmap(lambda r: level(r, lambda e: planner._bisect_level(e)[0]))
+      jax.vmap(lambda r: level(r, lambda e: planner.bisect_level(e)[0]))
     )(jnp.asarray(roots))
     full = jax.jit(jax.vmap(lambda r: level(r, _full_bisection)))(
       jnp.asarray(roots)

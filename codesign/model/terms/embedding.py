@@ -283,7 +283,7 @@ def busiest_rank(load, whole, ranks, order):
   bounds = [total[..., None], jnp.max(x, axis=-1)[..., None]]
   j = np.arange(1, min(n_tables, _MAX_PACKING_BOUNDS), dtype=np.float64)
   if len(j) and order is None and values_only:
-    read = _reader_padded(_sorted_values(x))
+    read = _reader_padded(sorted_values(x))
   elif len(j) and order is None:
     read = _reader_by_rank(x)  # traced loads: no sort
   elif len(j) and isinstance(order, jax.Array):
@@ -330,7 +330,7 @@ def _reader_padded(ordered):
   return read
 
 
-def _sorted_values(x):
+def sorted_values(x):
   """The loads x (..., T) in decreasing order by a bitonic network of
   min/max (T padded to a power of two with -inf, which sorts last): the
   values of the sort, exactly, at a fraction of the cost of the T^2

@@ -175,7 +175,7 @@ def test_sorted_values_network_is_the_sort(tables):
   x = rng.choice([0.0, 0.5, 1.0, 2.0], size=(3, tables))  # many ties
   x[1] = rng.random(tables)
   x[2] = rng.lognormal(0.0, 3.0, tables)
-  got = np.asarray(jax.jit(ct.embedding._sorted_values)(x))
+  got = np.asarray(jax.jit(ct.embedding.sorted_values)(x))
   np.testing.assert_array_equal(got, -np.sort(-x, axis=-1))
   weights = jax.numpy.asarray(rng.random(tables))  # relaxed: traced mask
 
