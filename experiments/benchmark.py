@@ -59,8 +59,9 @@ flags.DEFINE_bool(
   'job',
   True,
   "Also time the search's work on propose's design space "
-  '(codesign.studies.job_benchmark): relaxed designs (value and gradient, '
-  "in propose's plan mode and in the auto-plan space) and buildable "
+  '(codesign.studies.job_benchmark): relaxed designs (steps of the '
+  "search's continuous phase, in propose's plan mode and in the "
+  'auto-plan space) and buildable '
   'designs with their auto plan per second, and the exhaustive '
   'enumeration of the auto-plan space at $1M.',
 )

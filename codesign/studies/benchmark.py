@@ -339,12 +339,12 @@ def _job_lines(result: dict) -> list[str]:
   if 'relaxed_evals_per_s' in result:
     lines.append(
       f'the job ({result["job_workload"]}): '
-      f'{result["relaxed_evals_per_s"]:,.0f} relaxed designs/s (value and '
-      f'gradient, as propose searches; compile '
-      f'{result["relaxed_compile_s"]:.1f} s), '
+      f'{result["relaxed_evals_per_s"]:,.0f} relaxed designs/s (steps of '
+      f'the search, each start one value and gradient; first call '
+      f'{result["relaxed_first_call_s"]:.1f} s), '
       f'{result["relaxed_auto_evals_per_s"]:,.0f}/s in the auto-plan space '
-      f'(the HBM fit in each; compile '
-      f'{result["relaxed_auto_compile_s"]:.1f} s), '
+      f'(the HBM fit in each; first call '
+      f'{result["relaxed_auto_first_call_s"]:.1f} s), '
       f'{result["planned_designs_per_s"]:,.0f} buildable designs with their '
       f'auto plan/s (first call {result["planned_first_call_s"]:.1f} s)'
     )
