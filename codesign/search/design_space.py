@@ -485,13 +485,16 @@ def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
   acc_t, cpu_t = pt.tables(space.accelerators, space.cpus, space.prices)
   template = _template(space)
   a, c = len(space.accelerators), len(space.cpus)
-  acc = pt.mix(acc_t, z[:a])
-  cpu = pt.mix(cpu_t, z[a : a + c])
-  numbers = [_interp_number(g, z[a + c + i]) for i, g in enumerate(space.grids)]
-  p, aux = _assemble(space, template, acc, cpu, numbers)
-  plan, weights = plan_space.decode(
-    space, workload, stack, p, z[space.num_hw_coords :]
+  n = len(space.grids)
+  plan_size = z.shape[-1] - space.num_hw_coords
+  acc_z, cpu_z, *number_z, plan_z = plan_space.split(
+    z, (a, c, *(1,) * n, plan_size)
   )
+  acc = pt.mix(acc_t, acc_z)
+  cpu = pt.mix(cpu_t, cpu_z)
+  numbers = [_interp_number(g, x[0]) for g, x in zip(space.grids, number_z)]
+  p, aux = _assemble(space, template, acc, cpu, numbers)
+  plan, weights = plan_space.decode(space, workload, stack, p, plan_z)
   return p, plan, {**aux, 'sharding_weights': weights}
 
 

@@ -20,6 +20,7 @@ Plan vector layout: [HBM fractions (T), CPU lookup share (1), overlap
 weights (T x K) when the sharding is searched.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -56,9 +57,36 @@ def sharding_weights(space, plan_z):
   space's sharding is fixed."""
   if space.sharding != SEARCH:
     return None
-  k = len(CHOICES)
-  z = plan_z[leaf_count(space) :].reshape(space.num_tables, k)
-  return pt.weights(z)
+  return _weights(space, _pieces(space, plan_z)['sharding'])
+
+
+def _weights(space, z):
+  if space.sharding != SEARCH:
+    return None
+  return pt.weights(z.reshape(space.num_tables, len(CHOICES)))
+
+
+def _pieces(space, plan_z) -> dict:
+  """The plan vector cut into its parts by one `split` (`frac`,
+  `cpu_lookup`, `overlap`, `sharding`; the absent ones empty): its
+  gradient is then one concatenation of the parts' gradients, where
+  slices make a pad and an add per part."""
+  t, lead = space.num_tables, leaf_count(space)
+  sizes = {
+    'frac': t if lead else 0,
+    'cpu_lookup': 1 if lead else 0,
+    'overlap': lead - t - 1 if lead else 0,
+    'sharding': sharding_count(space),
+  }
+  parts = split(plan_z, tuple(sizes.values()))
+  return dict(zip(sizes, parts, strict=True))
+
+
+def split(z, sizes: tuple) -> list:
+  """`z` (..., D) cut along its last axis into parts of `sizes` (they
+  sum to D) by one `lax.split`: the same values as slices, and a
+  gradient assembled by one concatenation."""
+  return jax.lax.split(jnp.asarray(z), sizes, axis=-1)
 
 
 def auto_fractions(space, workload: wl.Workload, stack: Stack, p, plan_z):
@@ -83,16 +111,18 @@ def decode(space, workload: wl.Workload, stack: Stack, p, plan_z, frac=None):
   `auto_fractions` of the same platform and coordinates when the caller
   has it already (designs that share their plan share one fit)."""
   t = space.num_tables
-  weights = sharding_weights(space, plan_z)
+  part = _pieces(space, plan_z)
+  weights = _weights(space, part['sharding'])
   if space.plan_mode == 'auto':
     if frac is None:
       frac = _fit(space, workload, stack, p, weights)
     cpu_lookup = jnp.ones(())
     ov = jnp.asarray(space.overlap)
   else:
-    frac = plan_z[:t]
-    cpu_lookup = plan_z[t]
-    ov = plan_z[t + 1] if space.optimize_overlap else jnp.asarray(space.overlap)
+    frac = part['frac']
+    cpu_lookup = part['cpu_lookup'][0]
+    ov = part['overlap'][0] if space.optimize_overlap else space.overlap
+    ov = jnp.asarray(ov)
   plan = plan_lib.Plan(
     hbm_fraction=frac,
     cpu_lookup_fraction=cpu_lookup,
