@@ -409,15 +409,15 @@ def bisect_level(excess):
 
   The loop stops early once no step can move the level: the bracket's
   midpoint rounds onto one of its ends (float32 reaches that after
-  about 25 steps where the level is near 1, float64 not within the 50),
-  or nothing fits (the level is then 0 however long it runs, and the
-  caller discards it). Past that point a step leaves `lo` as it is (a
-  midpoint equal to `lo` or `hi` is a point already judged), so the
-  level is the full loop's, bit for bit (a test), but where everything
-  fits: there the full loop's last step lands on 1 (never judged) and
-  this one stays an ulp below, and the caller returns every row either
-  way. Under `vmap` the loop runs until every design of the batch is
-  done."""
+  about 25 steps where the level is near 1, float64 not within the 50).
+  Where nothing fits the bracket keeps shrinking towards 0 and runs all
+  the steps (the caller discards that level). Past the stop a step
+  leaves `lo` as it is (a midpoint equal to `lo` or `hi` is a point
+  already judged), so the level is the full loop's, bit for bit (a
+  test), but where everything fits: there the full loop's last step
+  lands on 1 (never judged) and this one stays an ulp below, and the
+  caller returns every row either way. Under `vmap` the loop runs until
+  every design of the batch is done."""
 
   ends = jax.vmap(excess)(jnp.array([0.0, 0.5, 1.0]))
   nothing = ends[0] > 0.0
