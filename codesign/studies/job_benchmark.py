@@ -72,6 +72,15 @@ def _problem(settings: Settings, **space_args) -> gradient.Problem:
   )
 
 
+def _first_then_timed(run: Callable, min_time_s: float) -> tuple:
+  """(seconds of the first call of `run()`, mostly compiling; seconds per
+  call after it, `benchmark.seconds_per_call`)."""
+  start = time.perf_counter()
+  run()
+  first_s = time.perf_counter() - start
+  return first_s, benchmark.seconds_per_call(run, min_time_s=min_time_s)
+
+
 def relaxed_rate(
   settings: Settings, plan_mode: str = 'optimize'
 ) -> tuple[float, float]:
@@ -98,10 +107,7 @@ def relaxed_rate(
   def run():
     return gradient.continuous_phase(problem, config, z0, mask, mesh)
 
-  start = time.perf_counter()
-  run()
-  first_s = time.perf_counter() - start
-  sec = benchmark.seconds_per_call(run, min_time_s=settings.min_time_s)
+  first_s, sec = _first_then_timed(run, settings.min_time_s)
   return config.starts * config.steps / sec, first_s
 
 
@@ -118,12 +124,9 @@ def planned_rate(settings: Settings) -> tuple[float, float]:
   sizes = np.asarray(problem.space.sizes)
   n = settings.planned_designs
   index = (rng.random((n, len(sizes))) * sizes).astype(np.int32)
-  start = time.perf_counter()
-  gradient.evaluate_indices(problem, index, None, chunk=n)
-  first_s = time.perf_counter() - start
-  sec = benchmark.seconds_per_call(
+  first_s, sec = _first_then_timed(
     lambda: gradient.evaluate_indices(problem, index, None, chunk=n),
-    min_time_s=settings.min_time_s,
+    settings.min_time_s,
   )
   return n / sec, first_s
 
