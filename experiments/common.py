@@ -338,7 +338,29 @@ def run(main_fn, xla_flags: bool = True) -> None:
   the environment says, for a script that measures the local device)."""
   from absl import app
 
-  app.run(run_main(main_fn, xla_flags), flags_parser=parse_flags)
+  try:
+    app.run(run_main(main_fn, xla_flags), flags_parser=parse_flags)
+  except SystemExit as e:
+    if e.code not in (None, 0):
+      raise
+  _exit_finished()
+
+
+def _exit_finished() -> None:
+  """Ends a script that finished: its runs are renamed into place and
+  JAX's persistent cache written (at each compile), so only the output is
+  flushed. The teardown is skipped: JAX's `clean_up` frees every compiled
+  program (0.5 s after propose's 700) and the interpreter its objects
+  (0.3 s more), at the end of every run, on a 2-core machine."""
+  if 'jax' in sys.modules:
+    sys.modules['jax'].effects_barrier()  # callbacks' output printed
+  logging.shutdown()
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      stream.flush()
+    except (OSError, ValueError):
+      pass
+  os._exit(0)
 
 
 class SafeStream:

@@ -276,6 +276,60 @@ def test_doc_numbers_bad_flag_is_one_sentence(tmp_path):
   assert list(tmp_path.iterdir()) == []
 
 
+# A script that ends without JAX's teardown (`common._exit_finished`):
+# what it printed after its last flush and during it still arrives, its
+# run is in place, and a failure keeps its status.
+FAST_EXIT = """
+import sys
+from absl import flags
+from experiments import common
+from codesign.core import results
+from codesign.core.errors import InputError
+flags.DEFINE_string('workdir', None, '')
+flags.DEFINE_bool('overwrite', False, '')
+flags.DEFINE_bool('fail', False, '')
+
+def main():
+  import jax.numpy as jnp
+  run = results.make_workdir('fast_exit', flags.FLAGS.workdir)
+  results.write_run(run, {}, {'sum': float(jnp.sum(jnp.arange(4.0)))}, [])
+  if flags.FLAGS.fail:
+    raise InputError('asked to fail')
+  sys.stdout.write('x' * 100000)  # more than a pipe's buffer, unflushed
+  sys.stderr.write('last words')
+
+common.run(main)
+"""
+
+
+def _buffered(env: dict) -> dict:
+  return {k: v for k, v in env.items() if k != 'PYTHONUNBUFFERED'}
+
+
+@pytest.mark.parametrize('fail', [False, True])
+def test_a_finished_script_exits_with_its_output(fail, tmp_path):
+  proc = subprocess.run(
+    [sys.executable, '-c', FAST_EXIT, f'--workdir={tmp_path / "run"}']
+    + (['--fail'] if fail else []),
+    # Buffered output, as a user's pipe has it.
+    env={**_buffered(ENV), 'PYTHONPATH': ROOT},
+    capture_output=True,
+    text=True,
+    timeout=60,
+  )
+  if fail:
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == 'error: asked to fail'
+    assert not (tmp_path / 'run').exists()
+    return
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout.startswith('x' * 100000)
+  assert f'wrote {tmp_path / "run"}' in proc.stdout
+  assert proc.stderr.endswith('last words')
+  result = json.loads((tmp_path / 'run' / 'result.json').read_text())
+  assert result['sum'] == 6.0
+
+
 # ---- the pure pieces -------------------------------------------------------
 
 
