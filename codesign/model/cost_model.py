@@ -39,6 +39,7 @@ per step.
 """
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -143,6 +144,8 @@ class Step:
     device: the device that runs the dense layers (`terms.dense_device`).
     payload: bytes per element of the pooled payloads.
     row_scale: multiplies every table's rows.
+    skew: the popularity skew the lookups follow (the workload's, or a
+      traced one: `evaluate`'s `skew`).
   """
 
   platform: Platform
@@ -154,6 +157,7 @@ class Step:
   device: object
   payload: int
   row_scale: object
+  skew: object
 
 
 class Dense(NamedTuple):
@@ -206,6 +210,7 @@ def evaluate(
   stack: Stack,
   row_scale=1.0,
   sharding_weights=None,
+  skew=None,
 ) -> CostReport:
   """Cost of one training step. Pure; jit/vmap/grad are the caller's.
 
@@ -224,11 +229,18 @@ def evaluate(
       be traced) that replace `plan.sharding`: a search's relaxed
       sharding (`terms.table_arrays_mixed`; a one-hot row is exactly its
       sharding).
+    skew: None, or the popularity skew (scalar, may be traced) in place of
+      the workload's: it enters the step only through the lookups
+      (`terms.lookups`), so that one program serves every skew of a
+      workload (`evaluate_design`). Not 1 (uniform traffic is the
+      workload's own closed form).
 
   Returns:
     A `CostReport` of scalars (SI units).
   """
-  c = step_context(platform, workload, plan, stack, row_scale, sharding_weights)
+  c = step_context(
+    platform, workload, plan, stack, row_scale, sharding_weights, skew
+  )
   dense, emb, comms = _dense(c), _embedding(c), _collectives(c)
   host = _host(c)
   step, breakdown = _step_time(c, dense, emb, comms, host)
@@ -236,7 +248,11 @@ def evaluate(
 
 
 def evaluate_design(
-  platform: Platform, workload: wl.Workload, plan: Plan, stack: Stack
+  platform: Platform,
+  workload: wl.Workload,
+  plan: Plan,
+  stack: Stack,
+  row_scale=1.0,
 ) -> CostReport:
   """`evaluate` of one concrete design, compiled as one program.
 
@@ -244,18 +260,71 @@ def evaluate_design(
   small programs, each lowered and compiled (or read from the compile
   cache) on first use in a process: 3.7 s from an empty cache and 1.6 s
   from a warm one for criteo_kaggle on dgx_a100_80gb, against 1.0 s and
-  0.27 s for this one program (2-core machine). The program is kept per
-  workload and per the static parts of the platform, plan and stack; the
-  platform's labels (names, sources) are dropped first, so that designs
-  differing only in numbers share it."""
-  return _evaluate_jit(hardware.unlabelled(platform), workload, plan, stack)
+  0.27 s for this one program (2-core machine). Designs differing only in
+  numbers share it: the platform's labels (names, sources) are dropped;
+  the named shardings are passed as one-hot weights
+  (`terms.table_arrays_mixed`, the same numbers), so that the planner's
+  candidates share it (`planner.feasible_and_step_time`); and the
+  popularity skew is an argument (`evaluate`'s `skew`), so that another
+  skew of the workload (`studies.robustness`) is no new program. One
+  program per workload (up to its skew), column shards, communication
+  precision, data-parallel tables and uniform traffic or not."""
+  w = workload
+  uniform = float(w.popularity_skew) == 1.0
+  fn = _design_jit(
+    w if uniform else dataclasses.replace(w, popularity_skew=_SHARED_SKEW),
+    plan.column_shards,
+    plan.comm_precision,
+    ct.data_parallel_mask(plan.sharding),
+    uniform,
+  )
+  return fn(
+    hardware.unlabelled(platform),
+    stack,
+    ct.one_hot_sharding(plan.sharding),
+    (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap),
+    row_scale,
+    w.popularity_skew,
+  )
 
 
-_evaluate_jit = jax.jit(evaluate, static_argnums=(1,))
+# The skew the key of `_design_jit` carries for every non-uniform skew
+# (the program reads the real one from its argument; tests check that
+# nothing reads this one).
+_SHARED_SKEW = 2.0
+
+
+@functools.cache
+def _design_jit(w, column_shards, comm_precision, data_parallel, uniform):
+  # The weights carry the sharding; the names only the replicated tables.
+  names = tuple(
+    'data_parallel' if d else ct.SEARCHED_SHARDINGS[0] for d in data_parallel
+  )
+
+  def run(p, s, weights, leaves, row_scale, skew):
+    frac, cpu_lookup, overlap_ = leaves
+    plan = Plan(
+      hbm_fraction=frac,
+      cpu_lookup_fraction=cpu_lookup,
+      overlap=overlap_,
+      sharding=names,
+      column_shards=column_shards,
+      comm_precision=comm_precision,
+    )
+    skew = None if uniform else skew
+    return evaluate(p, w, plan, s, row_scale, weights, skew)
+
+  return jax.jit(run)
 
 
 def step_context(
-  platform, workload, plan, stack, row_scale=1.0, sharding_weights=None
+  platform,
+  workload,
+  plan,
+  stack,
+  row_scale=1.0,
+  sharding_weights=None,
+  skew=None,
 ) -> Step:
   """The `Step` of `evaluate`'s arguments: setup, tables and payload."""
   p, w, s = platform, workload, stack
@@ -285,7 +354,8 @@ def step_context(
     stack_lib.payload_bytes(s, w.dense_precision),
     wl.PRECISION_BYTES[plan.comm_precision],
   )
-  return Step(p, w, plan, s, st, t, dev, payload, row_scale)
+  skew = w.popularity_skew if skew is None else skew
+  return Step(p, w, plan, s, st, t, dev, payload, row_scale, skew)
 
 
 def _dense(c: Step) -> Dense:
@@ -320,7 +390,7 @@ def _embedding(c: Step) -> Embedding:
     c.tables,
     c.setup,
   )
-  lk = ct.lookups(w, plan, t, st, c.row_scale)
+  lk = ct.lookups(w, plan, t, st, c.row_scale, c.skew)
   busiest = ct.busiest_loads(ct.hbm_loads(s, t, lk, st, c.payload), t, st)
   gather_hbm, update_hbm = ct.embedding_hbm(p, t, st, busiest)
   ddr = ct.embedding_ddr(p, w, plan, s, t, lk, st, c.row_scale)

@@ -29,6 +29,7 @@ from concrete numbers. Two rules decide it:
   rest sharded as `auto` shards them (`frequent_share`).
 """
 
+import dataclasses
 import functools
 import math
 from typing import NamedTuple
@@ -116,12 +117,13 @@ def hbm_need(
 def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
   """`hbm_need` of a concrete platform and plan, in bytes (float).
 
-  Jitted, once per workload and kind of platform (the row scale is an
-  argument): the platform's labels are dropped (`hardware.unlabelled`)
-  and named shardings are passed as one-hot weights
-  (`terms.table_arrays_mixed`, the same bytes), so that every preset,
-  size and candidate sharding shares one compile (one more per set of
-  data-parallel tables, a static mask)."""
+  Jitted, once per workload (up to its popularity skew, which no term of
+  the need reads) and kind of platform (the row scale is an argument):
+  the platform's labels are dropped (`hardware.unlabelled`) and named
+  shardings are passed as one-hot weights (`terms.table_arrays_mixed`,
+  the same bytes), so that every preset, size, skew and candidate
+  sharding shares one compile (one more per set of data-parallel
+  tables, a static mask)."""
   return _hbm_required_fn(w, p, s, sharding, row_scale)(frac)
 
 
@@ -130,6 +132,9 @@ def _hbm_required_fn(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   platform's arrays made once (a bisection asks it many times)."""
   weights = terms.one_hot_sharding(sharding)
   hw = hardware.unlabelled(hardware.as_arrays(p))
+  # No term of the need reads the skew: one program serves every skew
+  # (a test checks that the programs are the same).
+  w = dataclasses.replace(w, popularity_skew=1.0)
   fn = _hbm_need_jit(w, terms.data_parallel_mask(sharding))
   return lambda frac: float(
     fn(hw, s, weights, np.asarray(frac, np.float64), float(row_scale))
@@ -582,39 +587,13 @@ def auto_candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:
 
 
 def feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale=1.0):
-  """(feasible, step time in s) of a concrete plan, as
-  `cost_model.evaluate` gives them; jitted as `hbm_required` is (labels
-  dropped, shardings as one-hot weights), so that ranking the candidates
-  of every preset shares one compile per workload and stack."""
-  weights = terms.one_hot_sharding(plan.sharding)
-  dp = terms.data_parallel_mask(plan.sharding)
-  fn = _rank_jit(w, plan.column_shards, plan.comm_precision, dp)
-  leaves = (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap)
-  hw = hardware.unlabelled(hardware.as_arrays(p))
-  feasible, step_time = fn(hw, s, weights, *leaves, float(row_scale))
-  return bool(feasible), float(step_time)
-
-
-@functools.cache
-def _rank_jit(w, column_shards, comm_precision, data_parallel):
-  # The weights carry the sharding; the names only the replicated tables.
-  names = tuple(
-    'data_parallel' if d else terms.SEARCHED_SHARDINGS[0] for d in data_parallel
-  )
-
-  def run(p, s, weights, frac, cpu_lookup, overlap, row_scale):
-    plan = Plan(
-      hbm_fraction=frac,
-      cpu_lookup_fraction=cpu_lookup,
-      overlap=overlap,
-      sharding=names,
-      column_shards=column_shards,
-      comm_precision=comm_precision,
-    )
-    r = cost_model.evaluate(p, w, plan, s, row_scale, weights)
-    return r.feasible, r.step_time
-
-  return jax.jit(run)
+  """(feasible, step time in s) of a concrete plan, from the program of
+  `cost_model.evaluate_design` (labels dropped, shardings as one-hot
+  weights): ranking the candidates of every preset shares one compile
+  per workload and stack, and the report of the plan chosen shares it
+  too."""
+  r = cost_model.evaluate_design(hardware.as_arrays(p), w, plan, s, row_scale)
+  return bool(r.feasible), float(r.step_time)
 
 
 def frequent_share(w: wl.Workload, ranks: float) -> np.ndarray:

@@ -92,9 +92,10 @@ def design_figures(p: Platform, w, plan, stack) -> dict:
   """`to_result` of a concrete design's evaluation (as experiments.evaluate)
   and what one rack must hold whole at the wall, `rack_unit_w`: a node
   with its NICs, or a scale-up domain's hosts (`terms.rack_unit_power`,
-  the rack rule's)."""
+  the rack rule's). One compiled program (`cost_model.evaluate_design`)
+  serves the designs of a workload, at every skew."""
   p = hardware.as_arrays(p)
-  fig = to_result(cost_model.evaluate(p, w, plan, stack))
+  fig = to_result(cost_model.evaluate_design(p, w, plan, stack))
   fig['rack_unit_w'] = _f(terms.rack_unit_power(p))
   return fig
 

@@ -25,13 +25,14 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 
 from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.model import planner, report, terms
 from codesign.search import (
+  batching,
   buildability,
   design_space,
   gradient,
@@ -496,11 +497,15 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
     plj = schema.plan_to_json(auto_plan)
     fig = report.design_figures(p_back, w, schema.plan_from_json(plj, w), stack)
     plan_z = plan_space.vector_of(problem.space, auto_plan)
-  # Recomputed op by op here, so the result does not depend on the devices
-  # the batched search ran on.
-  _, g_best, _ = gradient.assess_index(
-    problem, jnp.asarray(res.best_index), jnp.asarray(plan_z)
-  )
+  # Recomputed on one device, so that the result does not depend on the
+  # devices the batched search ran on; in the search's own program (its
+  # rows padded), compiled already where the search ran on one device.
+  g_best = gradient.evaluate_indices(
+    problem,
+    np.asarray(res.best_index)[None],
+    np.asarray(plan_z)[None],
+    mesh=batching.make_mesh(jax.local_devices()[:1]),
+  )['g'][0]
   return _Proposal(
     limits,
     p_back,

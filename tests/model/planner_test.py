@@ -378,3 +378,30 @@ def test_data_parallel_tables_rank_and_fit_jitted_as_op_by_op():
     need = planner.hbm_need(w, hw, s, plan.sharding, np.asarray(frac))
     got = planner.hbm_required(w, p, s, plan.sharding, frac)
     assert got == pytest.approx(float(need), rel=1e-12)
+
+
+def test_no_term_of_the_hbm_need_reads_the_skew():
+  """`hbm_required` keeps one program per workload up to its skew: the
+  need's program is the same at every skew, and so are its bytes."""
+  w = presets.get('zion_scale')
+  p = platform_presets.get('big_basin')
+  pl = planner.make(w, p, STACK, sharding='table_wise')
+  hw = hardware.as_arrays(p)
+  frac = np.asarray(pl.hbm_fraction)
+
+  def program(skew):
+    w_k = dataclasses.replace(w, popularity_skew=skew)
+    return str(
+      jax.make_jaxpr(
+        lambda f: planner.hbm_need(w_k, hw, STACK, pl.sharding, f)
+      )(frac)
+    )
+
+  assert program(1.0) == program(w.popularity_skew) == program(37.0)
+  needs = {
+    planner.hbm_required(
+      dataclasses.replace(w, popularity_skew=k), p, STACK, pl.sharding, frac
+    )
+    for k in (1.0, w.popularity_skew, 37.0)
+  }
+  assert len(needs) == 1

@@ -196,10 +196,12 @@ def present(mask) -> bool:
   return True
 
 
-def hbm_hits(w: wl.Workload, frac):
+def hbm_hits(w: wl.Workload, frac, skew=None):
   """Share of lookups served by the hottest `frac` of each table's rows:
-  hit(f) = 1 - (1 - f)^k, k = `popularity_skew`."""
-  return 1.0 - (1.0 - frac) ** w.popularity_skew
+  hit(f) = 1 - (1 - f)^k, k = `popularity_skew` (or `skew`, which may be
+  traced)."""
+  k = w.popularity_skew if skew is None else skew
+  return 1.0 - (1.0 - frac) ** k
 
 
 @functools.cache
@@ -218,10 +220,11 @@ def distinct_rows(rows, lookups, skew: float, lo, hi):
     distinct = rows * integral_lo^hi [1 - exp(-lookups k (1 - x)^(k-1)
     / rows)] dx,
   by Gauss-Legendre quadrature. Uniform traffic (k = 1) gives the
-  classical rows (1 - exp(-lookups / rows)) over the whole table. Shapes
-  broadcast (per table).
+  classical rows (1 - exp(-lookups / rows)) over the whole table; a
+  traced skew takes the quadrature (exact for k = 1 too, up to
+  rounding). Shapes broadcast (per table).
   """
-  if skew == 1.0:  # uniform: the integrand is constant
+  if isinstance(skew, int | float) and skew == 1.0:  # uniform: constant
     rate = safe_div(jnp.asarray(lookups), jnp.asarray(rows))
     return rows * -jnp.expm1(-rate) * (jnp.asarray(hi) - jnp.asarray(lo))
   nodes, wt = _gauss_legendre(_QUAD_NODES)
@@ -496,16 +499,20 @@ class Lookups(NamedTuple):
   distinct_ddr: jax.Array
 
 
-def lookups(w: wl.Workload, plan: Plan, t: dict, st: Setup, row_scale):
+def lookups(
+  w: wl.Workload, plan: Plan, t: dict, st: Setup, row_scale, skew=None
+):
+  """The step's `Lookups` under the workload's popularity skew, or under
+  `skew` (may be traced; not 1: uniform traffic is the workload's)."""
   dp = t['data_parallel']
   if st.cpu_trainer:
     frac = jnp.zeros_like(plan.hbm_fraction)
   else:
     frac = dp + (1.0 - dp) * plan.hbm_fraction
-  hit = hbm_hits(w, frac)
+  k = w.popularity_skew if skew is None else skew
+  hit = hbm_hits(w, frac, k)
   n = st.batch * t['pool']
   rows = t['rows'] * row_scale
-  k = w.popularity_skew
   d_hbm = distinct_rows(rows, n, k, 0.0, frac)
   d_ddr = distinct_rows(rows, n, k, frac, 1.0)
   # On a CPU trainer every table, data-parallel ones included, is in DDR.
