@@ -338,7 +338,7 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
   path = str(tmp_path / 'one' / 'proposal.json')
   w, p, plan, s = inputs.resolve(path, path, path, stack=path)
   back = report.to_result(
-    cost_model.evaluate(hardware.as_arrays(p), w, plan, s)
+    cost_model.evaluate_design(hardware.as_arrays(p), w, plan, s)
   )
   for key in ('throughput_samples_per_s', 'capex_usd', 'power_w'):
     assert back[key] == prop[key], key
