@@ -232,8 +232,9 @@ def evaluate(
     skew: None, or the popularity skew (scalar, may be traced) in place of
       the workload's: it enters the step only through the lookups
       (`terms.lookups`), so that one program serves every skew of a
-      workload (`evaluate_design`). Not 1 (uniform traffic is the
-      workload's own closed form).
+      workload (`evaluate_design`). A traced skew takes the quadrature
+      of `terms.distinct_rows` even at 1 (a workload's skew of 1 takes
+      the closed form; the two agree to rounding).
 
   Returns:
     A `CostReport` of scalars (SI units).

@@ -503,7 +503,7 @@ def lookups(
   w: wl.Workload, plan: Plan, t: dict, st: Setup, row_scale, skew=None
 ):
   """The step's `Lookups` under the workload's popularity skew, or under
-  `skew` (may be traced; not 1: uniform traffic is the workload's)."""
+  `skew` (may be traced: `cost_model.evaluate`'s)."""
   dp = t['data_parallel']
   if st.cpu_trainer:
     frac = jnp.zeros_like(plan.hbm_fraction)
