@@ -144,8 +144,8 @@ class Step:
     device: the device that runs the dense layers (`terms.dense_device`).
     payload: bytes per element of the pooled payloads.
     row_scale: multiplies every table's rows.
-    skew: the popularity skew the lookups follow (the workload's, or a
-      traced one: `evaluate`'s `skew`).
+    skew: `evaluate`'s `skew`: None (the lookups follow the workload's
+      popularity skew) or a traced one (`terms.lookups` reads it).
   """
 
   platform: Platform
@@ -355,7 +355,6 @@ def step_context(
     stack_lib.payload_bytes(s, w.dense_precision),
     wl.PRECISION_BYTES[plan.comm_precision],
   )
-  skew = w.popularity_skew if skew is None else skew
   return Step(p, w, plan, s, st, t, dev, payload, row_scale, skew)
 
 
