@@ -72,8 +72,12 @@ def test_designs_differing_in_numbers_and_labels_share_one_trace():
   )
   assert float(r.throughput) > 0
   assert TRACE not in events
-  # A change of structure (here the workload) is a new trace.
-  w2 = presets.get('rm1')
+  # A change of structure (here one more dense feature) is a new trace.
+  # The workload is made here, so no other test in this worker (pytest-
+  # xdist shares the process) has traced it before.
+  w2 = dataclasses.replace(
+    w, name='one_more_dense_feature', num_dense=w.num_dense + 1
+  )
   plan2 = planner.make(w2, p, s, sharding='table_wise')  # ranks no plans
   _, events = _events(
     lambda: cost_model.evaluate_design(hardware.as_arrays(p), w2, plan2, s)
