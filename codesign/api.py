@@ -269,23 +269,37 @@ def propose(
   x64: bool = True,
   trainers: tuple[str, ...] = ('accelerator', 'cpu'),
   price: tuple[str, ...] = (),
+  *,
+  exclude_parts: tuple[str, ...] = (),
+  only_parts: tuple[str, ...] = (),
+  available_by: int | None = None,
+  tolerance: float = 0.02,
+  rack_kw: float | None = 40.8,
+  life_years: float = 5.0,
+  usd_per_kwh: float = 0.08,
+  pue: float = 1.58,
+  override: tuple[str, ...] = (),
 ) -> dict:
   """Proposes the platform to build for a workload, under limits.
 
   What `python3 -m experiments.propose` computes
-  (`codesign.studies.proposal.run`),
-  without writing files: a gradient search over buildable platforms
-  (catalog parts and counts) and their plans, the best buildable design
-  evaluated, beside the continuous optimum and the platform presets.
-  About a minute on 2 CPU cores with the default starts and steps.
+  (`codesign.studies.proposal.run`), with the same arguments as its flags
+  and the same proposal as its result.json, without writing files: a
+  gradient search over buildable platforms (catalog parts and counts)
+  and their plans, the best buildable design evaluated, beside the
+  continuous optimum and the platform presets. The precision is set
+  here, for this call only (`x64`), whatever the caller's JAX settings.
+  About 40 s on 2 CPU cores with the default starts and steps.
 
   Args:
     workload: a `Workload`, a preset name or a workload JSON file.
     objective: `throughput` (samples/s), `throughput_per_usd` (samples/s
-      per USD of capex), `throughput_per_watt` (samples/s per W at the wall) or
-      `time_to_train` (seconds to train `samples`; minimized).
-    budget_usd: capex limit of the whole cluster in USD (None: none).
-    power_w: power limit of the whole cluster at the wall in W (None: none).
+      per USD of capex), `throughput_per_watt` (samples/s per W at the
+      wall), `time_to_train` (seconds to train `samples`; minimized) or
+      `throughput_per_tco` (samples/s per USD of capex plus energy).
+    budget_usd: capex limit of the whole cluster in USD (None or 0: none).
+    power_w: power limit of the whole cluster at the wall in W (None or
+      0: none).
     max_nodes: largest number of nodes.
     stack: a `Stack`, a stack preset name or a stack JSON file: the
       accelerator trainer's.
@@ -300,13 +314,24 @@ def propose(
       the proposal keeps the auto plan where it does better), or one of
       `plan.SHARDINGS` for every table.
     presets: platform preset names evaluated beside the proposal (None:
-      `codesign.studies.proposal.PRESETS`, from Zion and ZionEX to DGX and CPU
-      nodes).
+      `codesign.studies.proposal.PRESETS`).
     x64: search in float64 (as the script does by default).
     trainers: kinds of platform searched, each in its own design space
       (`accelerator`, `cpu`); the best is proposed.
     price: 'PART=USD' strings, a catalog part's price in place of the
       catalog's (as `--price`).
+    exclude_parts: catalog parts the search may not use (names or their
+      beginnings, as `--exclude_parts`).
+    only_parts: catalog parts the search may use, per part axis it names
+      parts of (as `--only_parts`).
+    available_by: only parts the catalog dates no later than this year
+      (None: every part).
+    tolerance: throughput objectives: the proposal is the cheapest design
+      within this share of the best found, in [0, 1).
+    rack_kw: power of one rack in kW (None or 0: no rack rule).
+    life_years, usd_per_kwh, pue: the TCO printed beside the proposal.
+    override: 'section.key=value' strings for the `workload.` and
+      `stack.` sections, as `--override` (the stack's apply to `stack`).
 
   Returns:
     A dict: `proposal` (`platform` and `plan` JSON, `objective_value`,
@@ -317,36 +342,23 @@ def propose(
     figures per preset), `objective`, `objective_unit`, `limits`,
     `search` (settings and evaluations used), `timing` (wall seconds) and
     `history` (per Adam step: best feasible objective and violations).
+    Every key but `proposal_json`, `timing` and `history` is the
+    command line's result.json.
 
   Raises:
     InputError: bad inputs, or no buildable platform meets the limits (the
       sentence names the constraint and by how much).
   """
+  kw = dict(locals())  # the arguments, as the study's settings
+  del kw['progress'], kw['x64']
+  if progress is not None and not callable(progress):
+    raise InputError(f'progress must be callable or None, got {progress!r}')
   # Imported here: the search (and Optax) load only when a proposal is
   # asked for, so `import codesign` stays quick.
   from codesign.studies import proposal
 
-  settings = _proposal_settings(
-    proposal,
-    workload=workload,
-    objective=objective,
-    budget_usd=budget_usd,
-    power_w=power_w,
-    max_nodes=max_nodes,
-    samples=samples,
-    starts=starts,
-    steps=steps,
-    seed=seed,
-    sharding=sharding,
-    presets=proposal.PRESETS if presets is None else presets,
-    stack=stack,
-    cpu_stack=cpu_stack,
-    trainers=trainers,
-    price=price,
-  )
-  if progress is not None and not callable(progress):
-    raise InputError(f'progress must be callable or None, got {progress!r}')
   with jax.enable_x64(typecheck.flag('x64', x64)):
+    settings = _proposal_settings(proposal, **kw)
     result, history = proposal.run(settings, on_step=progress)
   result['history'] = history
   return result
@@ -370,14 +382,38 @@ def _input(value, cls, what: str):
   return value
 
 
+def _overridden(value, section: str, overrides: tuple[str, ...], load):
+  """A propose input with its `section.` overrides applied (loaded by
+  `load` from its name or path; a hand-built object takes none)."""
+  if not inputs.split_overrides(list(overrides))[section]:
+    return value
+  if not isinstance(value, str):
+    raise InputError(
+      f'override of {section}. needs {section} as a preset name or a JSON '
+      'file path, not a built object'
+    )
+  return load(value, list(overrides))
+
+
 def _proposal_settings(proposal, **kw):
   """`proposal.Settings` of `propose`'s arguments, each checked as the
   command line checks its flag (one-sentence `InputError`)."""
   from codesign.search import gradient, plan_space
 
   t = typecheck
+  override = t.names('override', kw['override'])
+  for item in override:
+    if item.split('=', 1)[0].split('.', 1)[0] not in ('workload', 'stack'):
+      raise InputError(
+        f'override takes workload. and stack. keys only, got {item!r}'
+      )
+  available_by = kw['available_by']
+  if available_by is not None:
+    available_by = t.count('available_by', available_by, lo=1900)
+  workload = _input(kw['workload'], wl.Workload, 'workload')
+  stack = _input(kw['stack'], stack_lib.Stack, 'stack')
   return proposal.Settings(
-    workload=_input(kw['workload'], wl.Workload, 'workload'),
+    workload=_overridden(workload, 'workload', override, inputs.load_workload),
     objective=t.choice('objective', kw['objective'], gradient.OBJECTIVES),
     budget_usd=t.real('budget_usd', kw['budget_usd'], none=True),
     power_w=t.real('power_w', kw['power_w'], none=True),
@@ -389,9 +425,19 @@ def _proposal_settings(proposal, **kw):
     sharding=t.choice(
       'sharding', kw['sharding'], (plan_space.SEARCH, *plan_lib.SHARDINGS)
     ),
-    presets=t.names('presets', kw['presets']),
-    stack=_input(kw['stack'], stack_lib.Stack, 'stack'),
+    presets=t.names(
+      'presets', proposal.PRESETS if kw['presets'] is None else kw['presets']
+    ),
+    stack=_overridden(stack, 'stack', override, inputs.load_stack),
     cpu_stack=_input(kw['cpu_stack'], stack_lib.Stack, 'cpu_stack'),
     trainers=t.names('trainers', kw['trainers']),
     price=t.names('price', kw['price']),
+    exclude_parts=t.names('exclude_parts', kw['exclude_parts']),
+    only_parts=t.names('only_parts', kw['only_parts']),
+    available_by=available_by,
+    tolerance=t.real('tolerance', kw['tolerance']),
+    rack_kw=t.real('rack_kw', kw['rack_kw'], none=True),
+    life_years=t.real('life_years', kw['life_years']),
+    usd_per_kwh=t.real('usd_per_kwh', kw['usd_per_kwh']),
+    pue=t.real('pue', kw['pue']),
   )

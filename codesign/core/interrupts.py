@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent import futures
 
+import jax
+
 STOP = threading.Event()
 
 
@@ -27,10 +29,21 @@ def thread_map(fn: Callable, items: Iterable, workers: int) -> list:
   """`list(map(fn, items))` on `workers` threads. When the caller is
   interrupted (or one call fails), the other calls are asked to stop at
   their next `check` and those not started are cancelled, so it returns
-  within one chunk of work instead of after all of it."""
+  within one chunk of work instead of after all of it.
+
+  Each call runs under the caller's precision: `jax.enable_x64(...)` is
+  thread-local, so a caller inside it (`codesign.propose`) would
+  otherwise trace float64 programs in its own thread and float32 ones in
+  the pool's, and mix the two."""
+  x64 = bool(jax.config.jax_enable_x64)
+
+  def call(item):
+    with jax.enable_x64(x64):
+      return fn(item)
+
   pool = futures.ThreadPoolExecutor(max_workers=workers)
   try:
-    return list(pool.map(fn, items))
+    return list(pool.map(call, items))
   except BaseException:
     ours = not STOP.is_set()
     STOP.set()

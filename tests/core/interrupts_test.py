@@ -82,3 +82,17 @@ def test_ctrl_c_in_a_script_ends_it_with_one_line_and_no_run(tmp_path):
   assert proc.returncode == 130
   assert err.strip().splitlines() == ['interrupted: stopped; no run written']
   assert list(tmp_path.iterdir()) == []
+
+
+def test_thread_map_runs_each_call_under_the_callers_precision():
+  """`jax.enable_x64` is thread-local: the pool's threads get the
+  caller's setting, not the process's, in both directions."""
+  import jax
+  import jax.numpy as jnp
+
+  def dtype(_):
+    return str(jnp.asarray(1.0).dtype)
+
+  for on, want in ((True, 'float64'), (False, 'float32')):
+    with jax.enable_x64(on):
+      assert interrupts.thread_map(dtype, range(3), workers=2) == [want] * 3
