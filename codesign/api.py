@@ -245,10 +245,25 @@ def evaluate(
     r = cost_model.evaluate_design(hardware.as_arrays(p), w, pl, s)
     result = report.to_result(r)
     result['capex_breakdown'] = report.capex_breakdown(p)
+  result['buildability_violations'] = buildability_violations(p)
   result['workload'] = w.name
   result['platform'] = p.name
   result['stack'] = s.name
   return result
+
+
+def buildability_violations(platform) -> list[dict]:
+  """The buildability rules a platform breaks
+  (`codesign.search.buildability.violations`: boards that are not sold,
+  PCIe lanes, slots and generations, DIMM populations, fabric domains),
+  each as {'rule', 'sentence'}; [] for a platform that can be built."""
+  from codesign.search import buildability
+
+  p = _platform(platform)
+  return [
+    {'rule': rule, 'sentence': sentence}
+    for rule, sentence in buildability.violations(p)
+  ]
 
 
 def propose(
@@ -256,7 +271,7 @@ def propose(
   objective: str = 'throughput_per_usd',
   budget_usd: float | None = 1e6,
   power_w: float | None = None,
-  max_nodes: int = 16,
+  max_nodes: int = 36,
   stack: stack_lib.Stack | str = 'torchrec',
   cpu_stack: stack_lib.Stack | str = 'ipex_cpu',
   starts: int = 64,
@@ -273,8 +288,9 @@ def propose(
   exclude_parts: tuple[str, ...] = (),
   only_parts: tuple[str, ...] = (),
   available_by: int | None = None,
+  systems: tuple[str, ...] = ('board', 'superchip', 'pcie'),
   tolerance: float = 0.02,
-  rack_kw: float | None = 40.8,
+  rack_kw: float | None = 142.0,
   life_years: float = 5.0,
   usd_per_kwh: float = 0.08,
   pue: float = 1.58,
@@ -326,6 +342,8 @@ def propose(
       parts of (as `--only_parts`).
     available_by: only parts the catalog dates no later than this year
       (None: every part).
+    systems: the accelerator trainer's system classes, each a design space
+      of its own (`board`, `superchip`, `pcie`; as `--systems`).
     tolerance: throughput objectives: the proposal is the cheapest design
       within this share of the best found, in [0, 1).
     rack_kw: power of one rack in kW (None or 0: no rack rule).
@@ -431,6 +449,7 @@ def _proposal_settings(proposal, **kw):
     stack=_overridden(stack, 'stack', override, inputs.load_stack),
     cpu_stack=_input(kw['cpu_stack'], stack_lib.Stack, 'cpu_stack'),
     trainers=t.names('trainers', kw['trainers']),
+    systems=t.names('systems', kw['systems']),
     price=t.names('price', kw['price']),
     exclude_parts=t.names('exclude_parts', kw['exclude_parts']),
     only_parts=t.names('only_parts', kw['only_parts']),

@@ -18,6 +18,7 @@ prints every key of the JSON inputs with its type, unit, default and doc.
 
 from absl import flags
 
+from codesign.core.errors import InputError
 from experiments import common
 
 common.define_input_flags(
@@ -35,6 +36,14 @@ flags.DEFINE_bool(
   'per key: type, unit, default, doc, valid values) and exit; writes '
   'nothing.',
 )
+flags.DEFINE_bool(
+  'strict',
+  False,
+  'Refuse a platform that breaks a buildability rule (a board that is not '
+  'sold, PCIe lanes, slots, DIMM populations, fabric domains): one '
+  'sentence, exit status 2, nothing written. Without it the violations '
+  'are printed and recorded in result.json (buildability_violations).',
+)
 flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
@@ -51,6 +60,12 @@ def main():
   from codesign.model import rank_stats, report
 
   w, p, plan, s = common.resolve_inputs()
+  broken = api.buildability_violations(p)
+  if broken and FLAGS.strict:
+    raise InputError(
+      f'platform {p.name!r} cannot be built (--strict): '
+      + '; '.join(f'{v["rule"]}: {v["sentence"]}' for v in broken)
+    )
   workdir = results.make_workdir('evaluate', FLAGS.workdir)
   result = api.evaluate(w, p, s, plan, x64=FLAGS.x64)
   ranks = rank_stats.compute(w, p, plan, s, result['breakdown_s'])
@@ -59,6 +74,8 @@ def main():
   results.write_csv(workdir / 'breakdown.csv', *report.csv_table(result))
   results.write_csv(workdir / 'ranks.csv', *rank_stats.csv_table(ranks))
   print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
+  for v in broken:
+    print(f'NOT BUILDABLE ({v["rule"]}): {v["sentence"]}')
   print(rank_stats.table(ranks))
 
 

@@ -60,7 +60,13 @@ flags.DEFINE_float(
   0.0,
   'Power limit of the cluster at the wall in W (0: no limit).',
 )
-flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.', lower_bound=1)
+flags.DEFINE_integer(
+  'max_nodes',
+  36,
+  'Largest number of nodes (a GB200 tray is a node: 36 is two NVL72 racks, '
+  'or 36 eight-GPU servers).',
+  lower_bound=1,
+)
 flags.DEFINE_float(
   'samples', 1e9, 'Samples to train, for --objective=time_to_train.'
 )
@@ -71,10 +77,15 @@ flags.DEFINE_list(
   'presets',
   # codesign.studies.proposal.PRESETS (spelled out: flags load first)
   [
+    'gb200_nvl72',
+    'gh200',
+    'dgx_b200',
+    'mi300x_8',
+    'dgx_h200',
+    'dgx_h100',
+    'h100_pcie_8',
     'zion',
     'zionex',
-    'dgx_h100',
-    'dgx_h200',
     'dgx_a100_80gb',
     'dgx_a100_40gb',
     'p4d',
@@ -112,6 +123,17 @@ flags.DEFINE_list(
   '(catalog accelerators with CPU hosts), cpu (CPU sockets that train '
   "alone, as the Zion paper's CPU-only baseline); the best is proposed.",
 )
+flags.DEFINE_list(
+  'systems',
+  # codesign.search.design_space.SYSTEMS (spelled out: flags load first)
+  ['board', 'superchip', 'pcie'],
+  'System classes of the accelerator trainer, each searched in a design '
+  'space of its own: board (SXM and OAM modules on an NVSwitch or '
+  'full-mesh baseboard, DIMM hosts), superchip (GH200 and GB200 on their '
+  'Grace over NVLink-C2C, soldered LPDDR5X, NVLink domains of 1, 9 or 18 '
+  'hosts: NVL36, NVL72), pcie (PCIe cards in PCIe servers, NVLink bridges '
+  'on pairs).',
+)
 flags.DEFINE_float(
   'tolerance',
   0.02,
@@ -120,11 +142,14 @@ flags.DEFINE_float(
 )
 flags.DEFINE_float(
   'rack_kw',
-  40.8,
-  'Power of one rack in kW (default: four DGX H100 at 10.2 kW, NVIDIA '
-  "DGX SuperPOD's design): the search refuses a node that draws more at "
-  "the wall, and the proposal's bill counts the racks its nodes need (0: "
-  'no rack rule, no racks counted).',
+  142.0,
+  'The most one rack may draw, in kW (default: a liquid-cooled rack, '
+  'GB300 NVL72 class): the search refuses a node (or a scale-up domain, '
+  'whose hosts share a rack) that draws more at the wall; a rack unit '
+  'above 40.8 kW (air-cooled: four DGX H100) is liquid-cooled and its '
+  "cooling priced per kW; the proposal's bill counts the racks (air: "
+  '--rack_kw=40.8 refuses liquid-cooled designs; 0: no rack rule, no '
+  'racks counted).',
 )
 flags.DEFINE_float(
   'life_years',

@@ -182,6 +182,7 @@ def capex_breakdown(p: Platform, rack_w: float | None = None) -> dict:
     'w': _f(net['w']),
   }
   fab_usd, fab_w = terms.fabric_capex_and_power(p)
+  cooling = _f(terms.cooling_capex(p))
   out = {
     'nodes_usd': _f(nodes_usd),
     'nodes_w': _f(nodes_w),
@@ -190,7 +191,11 @@ def capex_breakdown(p: Platform, rack_w: float | None = None) -> dict:
     'fabric_usd': _f(p.nodes * fab_usd),
     'fabric_w': _f(terms.wall_power(p.nodes * fab_w)),
     'network': network,
-    'total_usd': _f(nodes_usd) + network['usd'],
+    # Liquid cooling beyond air, where a rack unit draws more than an
+    # air-cooled rack holds (`terms.cooling_capex`).
+    'cooling': 'liquid' if cooling > 0.0 else 'air',
+    'cooling_usd': cooling,
+    'total_usd': _f(nodes_usd) + network['usd'] + cooling,
     'total_w': _f(nodes_w) + network['w'],
   }
   if rack_w:
@@ -215,11 +220,18 @@ def capex_line(b: dict) -> str:
   fabric = ''
   if b['fabric_usd'] > 0:
     fabric = f' (their accelerator fabric ${b["fabric_usd"]:,.0f})'
+  cooling = ''
+  if b.get('cooling_usd'):
+    cooling = (
+      f'; liquid cooling ${b["cooling_usd"]:,.0f} (racks above '
+      f'{terms.AIR_RACK_W / 1e3:g} kW: ${terms.LIQUID_USD_PER_W * 1e3:,.0f} '
+      'per kW beyond air)'
+    )
   return (
     f'capex ${b["total_usd"]:,.0f}: nodes ${b["nodes_usd"]:,.0f}{fabric}; '
     f'network ${n["usd"]:,.0f} = NICs ${n["nic_usd"]:,.0f} '
     f'({n["nic_count"]:,.0f} x {n["nic_bandwidth_gbit_per_s"]:.0f} Gb/s); '
-    f'{switches}'
+    f'{switches}{cooling}'
   )
 
 
@@ -237,8 +249,11 @@ def racks_line(r: dict) -> str:
       f'racks: OVER RACK POWER: {_unit(r)} draws {r["unit_kw"]:.1f} kW at '
       f'the wall, above the {r["rack_kw"]:g} kW of a rack (--rack_kw)'
     )
+  cooling = r.get('cooling', 'air')
+  limit = ' (--rack_kw)' if cooling == 'liquid' else ''
   return (
-    f'racks: {r["racks"]} of {r["rack_kw"]:g} kW (--rack_kw), '
+    f'racks: {r["racks"]} {cooling}-cooled of {r["rack_kw"]:g} kW{limit}, '
     f'{r["nodes_per_rack"]} node{"s" if r["nodes_per_rack"] > 1 else ""} '
     f'of {r["node_kw"]:.1f} kW at the wall per rack'
+    + (f' ({_unit(r)} per rack unit)' if r['unit_hosts'] > 1 else '')
   )

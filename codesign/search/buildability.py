@@ -210,10 +210,12 @@ _BRIDGED = {'pcie_only': 8, 'bridged_pairs': 8}
 _V100 = {'hybrid_cube_mesh': 8, 'switch': 16}
 # GH200: the GPUs of a node joined directly by NVLink4 (NVL2: all 18
 # links to the one peer; the quad node: 6 to each of 3), at most 4 a node
-# (the NVLink switch systems, DGX GH200, span hosts: not modelled).
+# (the NVLink switch systems, DGX GH200, span hosts: not modelled); the
+# superchip space models that mesh as a switch, as the OAM parts' (every
+# peer one hop at the part's links).
 # GB200: 72 on the NVL72's NVLink switch trays, a domain across 18 hosts
 # (issue 22); a node here is one tray (BOARDS: 4).
-_GH200 = {'fully_connected': 4}
+_GH200 = {'fully_connected': 4, 'switch': 4}
 _GB200 = {'switch': 72}
 _OAM = {'fully_connected': 8, 'switch': 8}
 FABRICS = {
@@ -236,6 +238,19 @@ FABRICS = {
 }
 # The topology the design space gives every part (see FABRICS).
 DESIGN_TOPOLOGY = 'switch'
+# The accelerator trainer's system classes, each searched in a design
+# space of its own (`design_space.SYSTEMS`), and the one topology each
+# gives its parts: `board`, SXM and OAM modules on a switch or full-mesh
+# baseboard with DIMM hosts; `superchip`, GH200 and GB200 modules on
+# their Grace (NVLink-C2C, soldered LPDDR5X), their NVLink domains
+# spanning hosts (NVL36, NVL72); `pcie`, PCIe cards in PCIe servers,
+# NVLink bridges on pairs (the cards with a bridge: the L40S, PCIe only,
+# has no fabric the space can relax, `FABRICS`).
+SYSTEM_TOPOLOGY = {
+  'board': DESIGN_TOPOLOGY,
+  'superchip': DESIGN_TOPOLOGY,
+  'pcie': 'bridged_pairs',
+}
 # A hybrid cube mesh is 8 accelerators (DGX-1, Big Basin).
 CUBE_MESH_MAX = 8
 
@@ -307,11 +322,22 @@ def catalog_facts() -> dict:
 
 
 def in_design_space(name: str) -> bool:
-  """Whether the design space can wire the catalog accelerator `name`:
-  its fabric forms DESIGN_TOPOLOGY (PCIe cards do not: `FABRICS`), and
-  its host is one of the space's DIMM sockets (not a superchip GPU, whose
-  host is its Grace: `is_superchip`)."""
-  return DESIGN_TOPOLOGY in FABRICS.get(name, {}) and not is_superchip(name)
+  """Whether the board space can wire the catalog accelerator `name`
+  (`in_system`)."""
+  return in_system(name, 'board')
+
+
+def in_system(name: str, system: str) -> bool:
+  """Whether the design space of `system` (`SYSTEM_TOPOLOGY`) can wire
+  the catalog accelerator `name`: its fabric forms the system's topology
+  (`FABRICS`: a PCIe card no switch, an SXM module no bridged pair), and
+  its host is the system's (a superchip GPU's is its Grace,
+  `is_superchip`; the other systems' are DIMM sockets)."""
+  forms = FABRICS.get(name, {})
+  superchip = is_superchip(name)
+  return SYSTEM_TOPOLOGY[system] in forms and superchip == (
+    system == 'superchip'
+  )
 
 
 def is_superchip(name: str) -> bool:
@@ -329,10 +355,17 @@ def in_cpu_space(name: str) -> bool:
   return catalog.soldered_gb(name) is None
 
 
-def design_domain(name: str) -> float:
-  """Accelerators per node the design space allows the part (its domain
-  on DESIGN_TOPOLOGY)."""
-  return float(FABRICS[name][DESIGN_TOPOLOGY])
+def in_system_cpus(name: str, system: str) -> bool:
+  """Whether the design space of `system` offers catalog CPU `name`: the
+  superchips' Grace (soldered memory) there, the DIMM sockets
+  (`in_cpu_space`) elsewhere."""
+  return in_cpu_space(name) != (system == 'superchip')
+
+
+def design_domain(name: str, system: str = 'board') -> float:
+  """Accelerators per scale-up domain the design space of `system`
+  allows the part (its domain on the system's topology)."""
+  return float(FABRICS[name][SYSTEM_TOPOLOGY[system]])
 
 
 def lowest_nic_bandwidth() -> float:
@@ -365,12 +398,14 @@ def root_ports(sockets, lanes, lanes_multi):
 def wiring(nodes, sockets, accels, nics, nic_bw, lanes, lanes_multi):
   """The node's PCIe wiring and its NICs (traced or concrete numbers).
 
-  NICs only where there is more than one node: at one node the design has
-  one NIC at the lowest rate (`nics` rule); from two nodes the chosen
-  ones; between them (the relaxation) a blend.
+  NICs only where there is more than one node (or scale-up domain): at one
+  the design has one NIC at the lowest rate (`nics` rule); from two the
+  chosen ones; between them (the relaxation) a blend.
 
   Args:
-    nodes, sockets, accels: counts of the design.
+    nodes: nodes of the design, or its scale-up domains where a domain
+      spans several hosts (one domain has no scale-out network).
+    sockets, accels: counts of the design.
     nics, nic_bw: NICs per node and line rate (B/s) chosen.
     lanes, lanes_multi: PCIe lanes per socket alone and with more sockets.
 
@@ -452,14 +487,21 @@ def relative_violations(p: hardware.Platform, aux: dict):
 
 
 def canonical_index(space, index):
-  """Grid indices (..., H) of `design_space` (axes in its HW_AXES order:
-  nodes 2, NICs 6 and 7) with the NIC axes at their first step where the
-  design has one node (it has one lowest-rate NIC whatever they say), so
-  that equal platforms have equal indices."""
+  """Grid indices (..., H) of `design_space` (axes in its `axes` order:
+  nodes 2, NICs 6 and 7, hosts per domain 8 where the space has it) with
+  the NIC axes (and the hosts per domain) at their first step where the
+  design has one node (it has one lowest-rate NIC whatever they say, and
+  its domain is its one host), so that equal platforms have equal
+  indices."""
   index = np.array(index, dtype=np.int64, copy=True)
-  one = np.asarray(space.grids[0])[index[..., 2]] == 1.0
-  index[..., 6] = np.where(one, 0, index[..., 6])
-  index[..., 7] = np.where(one, 0, index[..., 7])
+  nodes = np.asarray(space.grids[0])[index[..., 2]]
+  one = nodes == 1.0
+  if index.shape[-1] > 8:  # hosts per domain: one domain has no network
+    domain = nodes == np.asarray(space.grids[6])[index[..., 8]]
+    for axis in (6, 7):
+      index[..., axis] = np.where(domain, 0, index[..., axis])
+  for axis in range(6, index.shape[-1]):
+    index[..., axis] = np.where(one, 0, index[..., axis])
   return index
 
 
@@ -741,12 +783,20 @@ def _fabric_rules(p, acc):
         f'{n:g} {name} {where} exceed the {domain:g} its {topo} fabric holds',
       )
     )
-  if hosts != round(hosts) or hosts > float(p.nodes):
+  nodes = float(p.nodes)
+  if hosts != round(hosts) or hosts > nodes:
     out.append(
       (
         'fabric_domain',
         f'a scale-up domain of {hosts:g} hosts is not whole hosts of the '
-        f'{float(p.nodes):g} nodes',
+        f'{nodes:g} nodes',
+      )
+    )
+  elif nodes % hosts:
+    out.append(
+      (
+        'fabric_domain',
+        f'{nodes:g} nodes are not whole scale-up domains of {hosts:g} hosts',
       )
     )
   return out
@@ -797,11 +847,14 @@ def _board_rule(p):
 def _nic_rule(p):
   low = lowest_nic_bandwidth()
   count, bw = float(p.nic.count), float(p.nic.bandwidth)
-  if float(p.nodes) == 1.0 and (count > 1.0 or bw > low * (1.0 + 1e-9)):
+  hosts = float(p.fabric.hosts_per_domain) if p.trainer != 'cpu' else 1.0
+  one = float(p.nodes) == 1.0 or float(p.nodes) == hosts
+  if one and (count > 1.0 or bw > low * (1.0 + 1e-9)):
+    what = 'a single node' if float(p.nodes) == 1.0 else 'one scale-up domain'
     return [
       (
         'nics',
-        f'a single node buys {count:g} NICs of {bw * 8 / 1e9:g} Gb/s where '
+        f'{what} buys {count:g} NICs of {bw * 8 / 1e9:g} Gb/s a node where '
         f'one front-end NIC of {low * 8 / 1e9:g} Gb/s serves it',
       )
     ]

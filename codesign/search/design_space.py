@@ -104,7 +104,27 @@ HW_AXES = (
   'nic_count',
   'nic_bandwidth',
 )
+# The superchip space's further axis: hosts per scale-up domain.
+DOMAIN_AXIS = 'hosts_per_domain'
 PLAN_MODES = ('optimize', 'auto')
+# The system classes of the accelerator trainer, each a space of its own
+# (`buildability.SYSTEM_TOPOLOGY`); a CPU trainer's space is `cpu`.
+SYSTEMS = tuple(bd.SYSTEM_TOPOLOGY)
+# Hosts per NVLink domain the superchip space offers: one host (a GH200
+# node, a GB200 tray or NVL4 board on its own), 9 and 18 GB200 trays
+# (NVL36 and NVL72: 36 and 72 GPUs on 9 NVLink switch trays; NVIDIA DGX
+# GB200 user guide, hardware.html; two NVL36 racks cabled as one
+# 72-GPU domain, NVL36x2, are an NVL72 domain in two racks, not
+# modelled apart). M: the sizes NVIDIA and the OEMs sell.
+DOMAIN_HOSTS = (1, 9, 18)
+# Accelerators and sockets per node of each system's grids (a board's
+# sold counts are the `board` rule's: `buildability.BOARDS`).
+SYSTEM_ACCELERATORS = {
+  'board': ACCELERATORS_PER_NODE,
+  'pcie': (1, 2, 4, 8),
+  'superchip': (1, 2, 4),
+}
+SYSTEM_SOCKETS = {'superchip': (1, 2, 4)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +152,12 @@ class DesignSpace:
       accelerators: the accelerator axes are degenerate and cost nothing,
       the fabric is PCIe only and the NICs hang off the sockets, as the
       CPU presets).
+    system: the accelerator trainer's system class (`SYSTEMS`): `board`
+      (SXM and OAM modules on a switch or full-mesh baseboard, DIMM
+      hosts), `superchip` (GH200 and GB200 on their Grace: NVLink-C2C
+      host link, soldered LPDDR5X, and hosts per NVLink domain a
+      further axis, `DOMAIN_HOSTS`) or `pcie` (PCIe cards, NVLink
+      bridges on pairs); `cpu` for a CPU trainer.
   """
 
   accelerators: tuple[str, ...]
@@ -145,6 +171,13 @@ class DesignSpace:
   optimize_overlap: bool = False
   prices: pt.Prices = ()
   trainer: str = 'accelerator'
+  system: str = 'board'
+
+  @property
+  def axes(self) -> tuple[str, ...]:
+    """The hardware axes: HW_AXES, and DOMAIN_AXIS in the superchip
+    space."""
+    return HW_AXES + ((DOMAIN_AXIS,) if self.system == 'superchip' else ())
 
   @property
   def sizes(self) -> tuple[int, ...]:
@@ -155,7 +188,7 @@ class DesignSpace:
 
   @property
   def num_hw(self) -> int:
-    return len(HW_AXES)
+    return len(self.axes)
 
   @property
   def num_hw_coords(self) -> int:
@@ -191,6 +224,7 @@ def make_space(
   prices: pt.Prices = (),
   trainer: str = 'accelerator',
   nic_rates: tuple[int, ...] | None = None,
+  system: str = 'board',
 ) -> DesignSpace:
   """The default design space for `workload`.
 
@@ -210,27 +244,36 @@ def make_space(
       choice kept as a placeholder, none per node).
     nic_rates: NIC line rates in Gb/s (default: every catalog rate,
       `part_tables.nic_rates`).
+    system: the accelerator trainer's system class (`SYSTEMS`); a CPU
+      trainer's is `cpu` whatever is given.
   """
   _check_settings(max_nodes, plan_mode, sharding)
-  accelerators, cpus = _parts(accelerators, cpus)
   if trainer not in hardware.TRAINERS:
     raise InputError(
       f'unknown trainer {trainer!r}; valid choices: '
       + ', '.join(hardware.TRAINERS)
     )
-  per_node = ACCELERATORS_PER_NODE
+  system = 'cpu' if trainer == 'cpu' else system
+  if system not in SYSTEMS + ('cpu',):
+    raise InputError(
+      f'unknown system class {system!r}; valid choices: ' + ', '.join(SYSTEMS)
+    )
+  parts_of = 'board' if system == 'cpu' else system
+  accelerators, cpus = _parts(accelerators, cpus, parts_of)
+  per_node = SYSTEM_ACCELERATORS.get(system, ACCELERATORS_PER_NODE)
   if trainer == 'cpu':
     accelerators, per_node = (accelerators[0],) * 2, (1, 1)
   return DesignSpace(
     accelerators=tuple(accelerators),
     cpus=tuple(cpus),
-    grids=_grids(max_nodes, node_grid, per_node, nic_rates),
+    grids=_grids(max_nodes, node_grid, per_node, nic_rates, system, cpus),
     num_tables=workload.num_tables,
     plan_mode=plan_mode,
     sharding=sharding,
     optimize_overlap=optimize_overlap,
     prices=tuple(prices),
     trainer=trainer,
+    system=system,
   )
 
 
@@ -256,11 +299,13 @@ def _check_settings(max_nodes: int, plan_mode: str, sharding: str) -> None:
     )
 
 
-def _parts(accelerators, cpus) -> tuple:
+def _parts(accelerators, cpus, system: str = 'board') -> tuple:
   """(accelerators, cpus): the given catalog parts, or every modelled one
-  where None; raises `InputError` for an unknown part or fewer than two
-  on an axis."""
-  default_acc, default_cpu = pt.default_parts()
+  of `system` where None; raises `InputError` for an unknown part or
+  fewer than two on an axis."""
+  default_acc, default_cpu = pt.default_parts(system)
+  if len(default_cpu) == 1:  # the superchips' one host, Grace
+    default_cpu = default_cpu * 2
   accelerators = default_acc if accelerators is None else accelerators
   cpus = default_cpu if cpus is None else cpus
   for a in accelerators:
@@ -272,26 +317,44 @@ def _parts(accelerators, cpus) -> tuple:
   return accelerators, cpus
 
 
-def _grids(max_nodes: int, node_grid, per_node, nic_rates=None) -> tuple:
-  """The number axes' buildable values in SI (HW_AXES[2:]): nodes
-  (`node_grid`, or every count up to max_nodes; one choice kept as a
-  degenerate axis), sockets, accelerators per node `per_node`, DDR per
-  channel, NICs per node and NIC line rates (`nic_rates` in Gb/s, or
-  every catalog rate; one kept as a degenerate axis)."""
+def _grids(
+  max_nodes: int,
+  node_grid,
+  per_node,
+  nic_rates=None,
+  system: str = 'board',
+  cpus=(),
+) -> tuple:
+  """The number axes' buildable values in SI (the space's axes[2:]):
+  nodes (`node_grid`, or every count up to max_nodes; one choice kept as
+  a degenerate axis), sockets, accelerators per node `per_node`, DDR per
+  channel (the DIMM populations; in the superchip space the one soldered
+  capacity of its host `cpus`, per channel), NICs per node and NIC line
+  rates (`nic_rates` in Gb/s, or every catalog rate; one kept as a
+  degenerate axis); in the superchip space, hosts per NVLink domain
+  (`DOMAIN_HOSTS` up to max_nodes)."""
   nodes = node_grid or tuple(range(1, int(max_nodes) + 1))
   if len(nodes) < 2:
     nodes = (1, 1)  # one choice: a degenerate axis that stays at 1 node
   rates = tuple(nic_rates or pt.nic_rates())
   if len(rates) < 2:
     rates = rates * 2
-  return (
+  ddr = tuple(g * GB for g in bd.DDR_PER_CHANNEL_GB)
+  if system == 'superchip':
+    f = bd.catalog_facts()[cpus[0]]
+    ddr = (f['soldered_gb'] * GB / f['ddr_channels'],)
+  grids = (
     tuple(float(n) for n in nodes),
-    tuple(float(s) for s in SOCKETS),
+    tuple(float(s) for s in SYSTEM_SOCKETS.get(system, SOCKETS)),
     tuple(float(a) for a in per_node),
-    tuple(g * GB for g in bd.DDR_PER_CHANNEL_GB),
+    ddr,
     tuple(float(n) for n in NICS_PER_NODE),
     tuple(float(catalog.nic_bandwidth(r)) for r in rates),
   )
+  if system != 'superchip':
+    return grids
+  hosts = tuple(float(h) for h in DOMAIN_HOSTS if h <= max(nodes))
+  return grids + (hosts,)
 
 
 def _template(space: DesignSpace) -> hardware.Platform:
@@ -304,10 +367,11 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   made from catalog parts with their per-field sources."""
   index = [int(i) for i in index]
   acc_name, cpu_name = space.accelerators[index[0]], space.cpus[index[1]]
-  nodes, sockets, accels, ddr_ch, nics, nic_bw = (
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
   cpu_trainer = space.trainer == 'cpu'
+  c2c = space.system == 'superchip'
   accels = 0.0 if cpu_trainer else accels
   raw = catalog.raw()
   d = raw['accelerators'][acc_name]
@@ -316,8 +380,18 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   # sit on the sockets: the CPU's; `buildability.nic_slot_generation`).
   gen = cpu_gen if cpu_trainer else min(d['pcie_gen'], cpu_gen)
   f = bd.catalog_facts()[cpu_name]
+  # A superchip's GPU reaches its Grace over NVLink-C2C: no root port.
+  on_pcie = 0.0 if c2c else accels
+  # Whole domains (a design whose nodes are not whole domains breaks the
+  # `fabric_domain` rule; its NICs are those of the whole ones).
   w = bd.wiring(
-    nodes, sockets, accels, nics, nic_bw, f['pcie_lanes'], f['pcie_lanes_multi']
+    nodes // (hosts[0] if hosts else 1.0),
+    sockets,
+    on_pcie,
+    nics,
+    nic_bw,
+    f['pcie_lanes'],
+    f['pcie_lanes_multi'],
   )
   nic = platform_presets.nic(
     round(float(w['nic_count'])),
@@ -326,12 +400,18 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     gen,
     catalog.host_vendor(cpu_name),
   )
-  topology = 'pcie_only' if cpu_trainer else bd.DESIGN_TOPOLOGY
-  fab = platform_presets.accel_fabric(acc_name, topology)
+  topology = 'pcie_only' if cpu_trainer else bd.SYSTEM_TOPOLOGY[space.system]
+  fab = replace(
+    platform_presets.accel_fabric(acc_name, topology),
+    hosts_per_domain=float(hosts[0]) if hosts else 1.0,
+  )
   ddr = float(f['ddr_channels']) * ddr_ch
   cpu = replace(catalog.cpu(cpu_name, ddr / GB), ddr_capacity=ddr)
-  link = platform_presets.host_link(gen)
-  link = replace(link, bandwidth=link.bandwidth * float(w['host_share']))
+  if c2c:
+    link = platform_presets.c2c_host_link(acc_name)
+  else:
+    link = platform_presets.host_link(gen)
+    link = replace(link, bandwidth=link.bandwidth * float(w['host_share']))
   switches = float(w['switches'])
   chassis = 'assumption: design_space NODE_*, buildability.SWITCH_* per switch'
   platform = hardware.Platform(
@@ -350,7 +430,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     sources=(
       ('node_price', chassis),
       ('node_power', chassis),
-      ('notes', CPU_TRAINER_NOTE if cpu_trainer else ACCELERATOR_NOTE),
+      ('notes', NOTES[space.system]),
     ),
   )
   return pt.priced(platform, space.prices)
@@ -367,6 +447,19 @@ CPU_TRAINER_NOTE = (
   'the tables in DDR, no accelerators (their fields are unused); NICs on '
   'the sockets'
 )
+# The platform's `notes` per system class.
+NOTES = {
+  'board': ACCELERATOR_NOTE,
+  'superchip': 'proposed by codesign.search; superchips: each GPU reaches '
+  "its Grace's soldered LPDDR5X over NVLink-C2C (no PCIe), the NVLink "
+  'domain spans fabric.hosts_per_domain hosts (NVLink switch trays in the '
+  "fabric's price per B/s); NICs on the Graces' PCIe Gen5",
+  'pcie': 'proposed by codesign.search; PCIe cards in a PCIe server: NVLink '
+  'bridges on pairs, the other peers and the host over PCIe at the lower '
+  'generation of its two ends, uplinks shared where switches fan devices '
+  'out (buildability)',
+  'cpu': CPU_TRAINER_NOTE,
+}
 
 
 def _node_price(accels, sockets, switches):
@@ -392,31 +485,41 @@ def _node_power(accels, sockets, switches):
 
 def _assemble(space, template, acc, cpu, numbers):
   """A platform from part rows (acc, cpu) and the number-axis values."""
-  nodes, sockets, accels, ddr_ch, nics, nic_bw = numbers
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = numbers
   if space.trainer == 'cpu':
     accels = 0.0 * accels
+  c2c = space.system == 'superchip'
   na = len(pt.ACC_FIELDS)
   nc = len(pt.CPU_FIELDS)
-  links, link_bw, acc_pcie, domain = (acc[na + i] for i in range(4))
+  links, link_bw, acc_pcie, domain, c2c_bw = (acc[na + i] for i in range(5))
   cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = (
     cpu[nc + i] for i in range(7)
   )
   post = cpu[nc + 7]  # the host's NIC post overhead (its maker's)
-  # DIMMs per channel, their size and the channel speed they allow
-  # (`dimms.population`; the row's DDR bandwidth and price are at 1DPC).
-  _, _, ddr_speed, ddr_usd = dimms.population(ddr_ch, cpu[nc + 8])
+  cpu_fields = {f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)}
+  if not c2c:  # soldered memory: no DIMMs, the row's speed and price
+    # DIMMs per channel, their size and the channel speed they allow
+    # (`dimms.population`; the row's DDR bandwidth and price are at 1DPC).
+    _, _, ddr_speed, ddr_usd = dimms.population(ddr_ch, cpu[nc + 8])
+    cpu_fields['ddr_bandwidth'] = cpu_fields['ddr_bandwidth'] * ddr_speed
+    cpu_fields['ddr_price'] = ddr_usd
   cpu_trainer = space.trainer == 'cpu'
   slot = cpu_pcie if cpu_trainer else jnp.minimum(acc_pcie, cpu_pcie)
-  w = bd.wiring(nodes, sockets, accels, nics, nic_bw, lanes, multi)
+  on_pcie = 0.0 * accels if c2c else accels  # C2C takes no root port
+  domains = nodes / hosts[0] if hosts else nodes
+  w = bd.wiring(domains, sockets, on_pcie, nics, nic_bw, lanes, multi)
   ddr = channels * ddr_ch
   acc_part = replace(
     template.accelerator,
     **{f: acc[i] for i, f in enumerate(pt.ACC_FIELDS)},
   )
-  cpu_fields = {f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)}
-  cpu_fields['ddr_bandwidth'] = cpu_fields['ddr_bandwidth'] * ddr_speed
-  cpu_fields['ddr_price'] = ddr_usd
   cpu_part = replace(template.cpu, ddr_capacity=ddr, **cpu_fields)
+  host_bw = c2c_bw if c2c else slot * w['host_share']
+  fabric = replace(
+    template.fabric, links_per_accelerator=links, link_bandwidth=link_bw
+  )
+  if hosts:
+    fabric = replace(fabric, hosts_per_domain=hosts[0])
   return replace(
     template,
     nodes=nodes,
@@ -424,13 +527,8 @@ def _assemble(space, template, acc, cpu, numbers):
     accelerators_per_node=accels,
     cpu=cpu_part,
     accelerator=acc_part,
-    fabric=replace(
-      template.fabric, links_per_accelerator=links, link_bandwidth=link_bw
-    ),
-    host_link=replace(
-      template.host_link,
-      bandwidth=slot * w['host_share'],
-    ),
+    fabric=fabric,
+    host_link=replace(template.host_link, bandwidth=host_bw),
     nic=replace(
       template.nic,
       count=w['nic_count'],
@@ -452,6 +550,13 @@ def _assemble(space, template, acc, cpu, numbers):
     'x16': slot,
     'gpudirect': 0.0 if cpu_trainer else 1.0,
   }
+
+
+def part_rows(space: DesignSpace) -> tuple[np.ndarray, np.ndarray]:
+  """The space's part tables (`part_tables.tables`), fabric domains on
+  its system's topology (a CPU trainer's placeholder on the board's)."""
+  system = 'board' if space.system == 'cpu' else space.system
+  return pt.tables(space.accelerators, space.cpus, space.prices, system)
 
 
 def _switch_radix(nic_bandwidth):
@@ -482,7 +587,7 @@ def decode(space: DesignSpace, workload: wl.Workload, stack: Stack, z):
     `ports`; and `sharding_weights` ((T, K) or None:
     `plan_space.decode`).
   """
-  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus, space.prices)
+  acc_t, cpu_t = part_rows(space)
   template = _template(space)
   a, c = len(space.accelerators), len(space.cpus)
   n = len(space.grids)
@@ -548,7 +653,7 @@ def platform_index(space: DesignSpace, index):
   """(platform, aux) of `decode_index` without the plan: traced, no
   workload (what a design costs and whether it is built right does not
   depend on what it trains)."""
-  acc_t, cpu_t = pt.tables(space.accelerators, space.cpus, space.prices)
+  acc_t, cpu_t = part_rows(space)
   template = _template(space)
   acc = jnp.asarray(acc_t)[index[0]]
   cpu = jnp.asarray(cpu_t)[index[1]]
@@ -676,7 +781,7 @@ def describe_relaxed(space: DesignSpace, z_hw) -> dict:
     'ddr_per_channel': ('ddr_per_channel_gb', 1e9),
     'nic_bandwidth': ('nic_bandwidth_gbit_per_s', 1e9 / 8),
   }
-  for i, (name, g) in enumerate(zip(HW_AXES[2:], space.grids, strict=True)):
+  for i, (name, g) in enumerate(zip(space.axes[2:], space.grids, strict=True)):
     lo, hi = math.log(g[0]), math.log(g[-1])
     value = math.exp(lo + float(z_hw[a + c + i]) * (hi - lo))
     key, scale = units.get(name, (name, 1.0))
@@ -693,12 +798,14 @@ def describe_index(space: DesignSpace, index) -> dict:
   """A buildable design's choices in boundary units (a single node's NICs
   as built: one at the lowest rate)."""
   index = [int(i) for i in bd.canonical_index(space, index)]
-  nodes, sockets, accels, ddr_ch, nics, nic_bw = (
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
   cpu = space.cpus[index[1]]
   return {
     'trainer': space.trainer,
+    'system': space.system,
+    'hosts_per_domain': hosts[0] if hosts else 1.0,
     'accelerator': space.accelerators[index[0]],
     'cpu': cpu,
     'nodes': nodes,

@@ -51,7 +51,13 @@ CPU_FIELDS = tuple(
   if not f.metadata.get('static') and f.name != 'ddr_capacity'
 )
 # Extra per-part numbers the platform does not hold directly.
-ACC_AUX = ('links', 'link_bandwidth', 'pcie_bandwidth', 'fabric_domain')
+ACC_AUX = (
+  'links',
+  'link_bandwidth',
+  'pcie_bandwidth',
+  'fabric_domain',
+  'c2c_bandwidth',
+)
 CPU_AUX = (
   'pcie_x16_bandwidth',
   'max_sockets',
@@ -65,16 +71,23 @@ CPU_AUX = (
 )
 
 
-def accelerator_row(name: str, prices: Prices = ()) -> list[float]:
+def accelerator_row(
+  name: str, prices: Prices = (), system: str = 'board'
+) -> list[float]:
   """The accelerator's row: ACC_FIELDS then ACC_AUX, SI; its price is the
-  one `prices` sets, if any."""
+  one `prices` sets, if any; its fabric domain on the topology of
+  `system`; its NVLink-C2C rate per direction (a superchip's host link;
+  its x16 rate for a part on PCIe, which reads none)."""
   a = priced_accelerator(catalog.accelerator(name), prices)
   d = catalog.raw()['accelerators'][name]
+  x16 = catalog.pcie_x16_bandwidth(d['pcie_gen'])
+  c2c = buildability.catalog_facts()[name]['c2c']
   aux = [
     float(d['link_count']),
     d['link_bw_GBps_per_direction'] * GB,
-    catalog.pcie_x16_bandwidth(d['pcie_gen']),
-    buildability.design_domain(name),
+    x16,
+    buildability.design_domain(name, system),
+    x16 if c2c is None else c2c,
   ]
   return [float(getattr(a, f)) for f in ACC_FIELDS] + aux
 
@@ -100,12 +113,15 @@ def cpu_row(name: str, prices: Prices = ()) -> list[float]:
 
 
 def tables(
-  accelerators: tuple[str, ...], cpus: tuple[str, ...], prices: Prices = ()
+  accelerators: tuple[str, ...],
+  cpus: tuple[str, ...],
+  prices: Prices = (),
+  system: str = 'board',
 ) -> tuple[np.ndarray, np.ndarray]:
   """(accelerator table (A, F_a), CPU table (C, F_c)) of the named catalog
   parts, one row per part, SI, all positive; prices as `prices` sets
-  them, else the catalog's."""
-  acc = np.array([accelerator_row(n, prices) for n in accelerators])
+  them, else the catalog's; fabric domains on `system`'s topology."""
+  acc = np.array([accelerator_row(n, prices, system) for n in accelerators])
   cpu = np.array([cpu_row(n, prices) for n in cpus])
   return acc, cpu
 
@@ -132,52 +148,66 @@ def mix(table: np.ndarray, zp):
   return jnp.exp(jnp.sum(w[:, None] * jnp.log(jnp.asarray(table)), axis=0))
 
 
-def default_parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
-  """(accelerators, CPUs) of the default space: every modelled catalog
-  part the design space can wire (`buildability.in_design_space`: not
-  the PCIe cards, whose peers are over PCIe while the space gives every
-  part one switch fabric, nor the superchip GPUs GH200 and GB200, whose
-  host is their Grace), accelerators by bf16 FLOP/s then HBM bandwidth,
-  CPUs whose DDR the space buys in DIMMs (`buildability.in_cpu_space`:
-  not Grace, whose LPDDR5X is soldered) by DDR bandwidth per socket."""
+def default_parts(
+  system: str = 'board',
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+  """(accelerators, CPUs) of the default space of a system class
+  (`buildability.SYSTEM_TOPOLOGY`): every modelled catalog part it can
+  wire (`buildability.in_system`: the board space no PCIe card, whose
+  peers are over PCIe, nor a superchip GPU, whose host is its Grace; the
+  PCIe space the bridged cards; the superchip space GH200 and GB200),
+  accelerators by bf16 FLOP/s then HBM bandwidth, and its hosts
+  (`buildability.in_system_cpus`: DIMM sockets, or Grace for the
+  superchips) by DDR bandwidth per socket."""
   raw = catalog.raw()
   acc = sorted(
-    filter(buildability.in_design_space, catalog.accelerator_names()),
+    (
+      n
+      for n in catalog.accelerator_names()
+      if buildability.in_system(n, system)
+    ),
     key=lambda n: (
       float(catalog.accelerator(n).peak_flops_bf16),
       float(catalog.accelerator(n).hbm_bandwidth),
     ),
   )
   cpu = sorted(
-    filter(buildability.in_cpu_space, raw['cpus']),
+    (n for n in raw['cpus'] if buildability.in_system_cpus(n, system)),
     key=lambda n: (raw['cpus'][n]['ddr_bw_GBps_per_socket'], n),
   )
   return tuple(acc), tuple(cpu)
+
+
+def modelled_parts() -> tuple[str, ...]:
+  """Every part a search may offer, over the system classes: what a
+  user's --only_parts, --exclude_parts and --price may name."""
+  out = {}
+  for system in buildability.SYSTEM_TOPOLOGY:
+    acc, cpu = default_parts(system)
+    out.update(dict.fromkeys(acc + cpu))
+  return tuple(out)
 
 
 def select_parts(
   exclude: tuple[str, ...] = (),
   only: tuple[str, ...] = (),
   available_by: int | None = None,
+  system: str = 'board',
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-  """The (accelerators, CPUs) of the default space shaped by the user
-  (names of catalog parts or their beginnings, such as 'H100' or 'EPYC'):
-  `only` keeps, on each part axis it names parts of, just those; `exclude`
-  drops parts; `available_by` keeps parts the catalog dates (`year`) no
-  later than that year. An axis left with one part repeats it (a mixture
-  of a part with itself is the part).
+  """The (accelerators, CPUs) of the default space of `system` shaped by
+  the user (names of catalog parts or their beginnings, such as 'H100'
+  or 'EPYC'): `only` keeps, on each part axis it names parts of, just
+  those; `exclude` drops parts; `available_by` keeps parts the catalog
+  dates (`year`) no later than that year. An axis left with one part
+  repeats it (a mixture of a part with itself is the part).
 
   Raises:
     InputError: an unknown part name (valid names listed), or an axis
       left without parts (saying which choice emptied it).
   """
   raw = catalog.raw()
-  acc, cpu = default_parts()
-
-  def expand(given):
-    return {n for name in given for n in matching_parts(name)}
-
-  exclude, only = expand(exclude), expand(only)
+  acc, cpu = default_parts(system)
+  exclude, only = _expand(exclude), _expand(only)
   out = []
   for axis, names, table in (
     ('accelerator', acc, 'accelerators'),
@@ -200,6 +230,62 @@ def select_parts(
         )
     out.append(tuple(kept) * (2 if len(kept) == 1 else 1))
   return out[0], out[1]
+
+
+def _expand(given) -> set[str]:
+  return {n for name in given for n in matching_parts(name)}
+
+
+def system_parts(
+  systems: tuple[str, ...],
+  exclude: tuple[str, ...] = (),
+  only: tuple[str, ...] = (),
+  available_by: int | None = None,
+) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+  """system -> (accelerators, CPUs) (`select_parts`) for each of
+  `systems` the user's choice leaves parts in. A system is left out
+  where `only` names parts of an axis (accelerators or CPUs) and none of
+  that system's, or where nothing of it is left by `exclude` or
+  `available_by`: --only_parts=H100 searches the H100 boards and cards,
+  not the superchips.
+
+  Raises:
+    InputError: an unknown part name, or no system left (the first
+      system's sentence).
+  """
+  named = _expand(only)
+  every = {s: default_parts(s) for s in systems}
+  # The axes (0: accelerators, 1: CPUs) the user names parts of.
+  axes = [named & {n for p in every.values() for n in p[k]} for k in (0, 1)]
+  out, first = {}, None
+  for system, parts in every.items():
+    if any(axes[k] and not axes[k] & set(parts[k]) for k in (0, 1)):
+      continue
+    try:
+      out[system] = select_parts(exclude, only, available_by, system)
+    except InputError as e:
+      first = first or e
+  if not out:
+    raise first or InputError(
+      '--only_parts leaves no system class to search: ' + ', '.join(systems)
+    )
+  return out
+
+
+def cpu_trainer_parts(
+  exclude: tuple[str, ...] = (),
+  only: tuple[str, ...] = (),
+  available_by: int | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+  """(accelerators, CPUs) of the CPU trainer's space: the DIMM sockets
+  the user's choice leaves (`select_parts` of the board system's CPUs;
+  names of accelerators in `only` do not empty it) and the board
+  system's accelerators as its unused placeholder."""
+  acc, cpu = default_parts('board')
+  only_cpus = tuple(n for n in _expand(only) if n in cpu)
+  exclude_cpus = tuple(n for n in _expand(exclude) if n in cpu)
+  _, cpus = select_parts(exclude_cpus, only_cpus, available_by, 'board')
+  return acc, cpus
 
 
 # The first year each catalog NIC line rate (Gb/s) shipped in servers
@@ -239,12 +325,12 @@ def matching_parts(name: str) -> list[str]:
   Raises:
     InputError: no part (valid names listed).
   """
-  acc, cpu = default_parts()
-  hits = [n for n in acc + cpu if n.lower().startswith(name.lower())]
+  parts = modelled_parts()
+  hits = [n for n in parts if n.lower().startswith(name.lower())]
   if not name or not hits:
     raise InputError(
       f'unknown part {name!r}; valid parts (or their beginnings): '
-      + ', '.join(acc + cpu)
+      + ', '.join(parts)
     )
   return hits
 
@@ -352,6 +438,9 @@ def parse_prices(items) -> Prices:
       )
     hits = matching_parts(part)
     exact = [n for n in hits if n.lower() == part.lower()]
+    board = [n for n in hits if n in sum(default_parts('board'), ())]
+    if len(hits) > 1 and not exact and len(board) == 1:
+      exact = board  # 'H100': the SXM module, not its PCIe cards
     if len(hits) > 1 and not exact:
       raise InputError(
         f'--price {item!r}: {part!r} begins several parts ('

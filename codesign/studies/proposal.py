@@ -46,12 +46,20 @@ from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 from codesign.studies import proposal_search, robustness, shared
 
-# Platform presets evaluated beside the proposal by default.
+# Platform presets evaluated beside the proposal by default: today's
+# systems of every class the search reaches (superchips and NVLink
+# domains across hosts, HGX and OAM boards, PCIe cards) beside the
+# classics the Zion paper compared.
 PRESETS = (
+  'gb200_nvl72',
+  'gh200',
+  'dgx_b200',
+  'mi300x_8',
+  'dgx_h200',
+  'dgx_h100',
+  'h100_pcie_8',
   'zion',
   'zionex',
-  'dgx_h100',
-  'dgx_h200',
   'dgx_a100_80gb',
   'dgx_a100_40gb',
   'p4d',
@@ -65,12 +73,13 @@ PRESETS = (
 OBJECTIVE_UNITS = shared.OBJECTIVE_UNITS
 # Keys of `run`'s result that are not part of result.json.
 EXTRA_KEYS = ('proposal_json', 'timing')
-# NVIDIA's DGX SuperPOD data-center design puts four DGX H100 in a rack,
-# 40.8 kW at their 10.2 kW maxima (https://unanswered.io/guide/nvidia-h100-
-# gpu-density-per-node-rack, citing docs.nvidia.com/dgx-superpod/design-
-# guides/dgx-superpod-data-center-design-h100; medium). Many data centers
-# allow 10-15 kW a rack (same page): --rack_kw sets it.
-RACK_KW = 40.8
+# The most one rack may draw: a liquid-cooled rack's (`terms.LIQUID_RACK_W`,
+# its source there); a rack unit above an air-cooled rack's 40.8 kW
+# (`terms.AIR_RACK_W`) pays its liquid cooling (`terms.cooling_capex`).
+# A facility of air-cooled racks only sets --rack_kw=40.8 (many data
+# centers allow 10-15 kW a rack: unanswered.io/guide/nvidia-h100-gpu-
+# density-per-node-rack).
+RACK_KW = terms.LIQUID_RACK_W / 1e3
 # The TCO printed beside a proposal (`terms.tco`), each a flag:
 # - 5 years of service (assumption: servers are commonly depreciated over
 #   5-6 years; low);
@@ -119,6 +128,10 @@ class Settings:
     trainers: the kinds of platform searched, each in its own design space
       (`accelerator`, `cpu`: CPU sockets that train alone); the best is
       proposed (`proposal_search`).
+    systems: the accelerator trainer's system classes, each a design
+      space of its own (`design_space.SYSTEMS`: `board` SXM and OAM
+      boards, `superchip` GH200 and GB200 with NVLink domains across
+      hosts, `pcie` PCIe cards).
     tolerance: for throughput objectives, the proposal is the cheapest
       design within this share of the best found
       (`proposal_search.cheapest_within`), in [0, 1).
@@ -136,7 +149,7 @@ class Settings:
   objective: str = 'throughput_per_usd'
   budget_usd: float | None = 1e6
   power_w: float | None = None
-  max_nodes: int = 16
+  max_nodes: int = 36
   samples: float = 1e9
   starts: int = 64
   steps: int = 300
@@ -150,6 +163,7 @@ class Settings:
   available_by: int | None = None
   price: tuple[str, ...] = ()
   trainers: tuple[str, ...] = ('accelerator', 'cpu')
+  systems: tuple[str, ...] = design_space.SYSTEMS
   tolerance: float = proposal_search.TOLERANCE
   rack_kw: float | None = RACK_KW
   life_years: float = LIFE_YEARS
@@ -269,7 +283,13 @@ def run(
   found, trims = _trim(found, request)  # no spending for nothing
   proposal = _proposal(request, found, progress)  # auto plan kept where it wins
   continuous = _continuous(request, found)
-  ranking = _ranking(request, found, proposal, presets, progress)
+  ranking, candidates = _ranking(request, found, proposal, presets, progress)
+  if ranking['nominal_best'] not in (None, 'proposal'):
+    # A candidate the run evaluated (a preset, another found design) wins
+    # by the proposal's own rule: it is the proposal.
+    won = next(c for c in candidates if c.name == ranking['nominal_best'])
+    proposal = _adopted(proposal, won)
+    ranking, _ = _ranking(request, found, proposal, presets, progress)
   t_total = time.perf_counter() - t_start
   result = _result(request, found, proposal, continuous, presets, ranking)
   result = {**result, **trims, 'board_violations': _boards(proposal)}
@@ -336,16 +356,7 @@ def _request(settings: Settings, on_step) -> _Request:
   if not 0.0 <= settings.tolerance < 1.0:
     raise InputError(f'tolerance must lie in [0, 1), got {settings.tolerance}')
   prices = part_tables.parse_prices(tuple(settings.price))
-  parts = {}
-  if settings.exclude_parts or settings.only_parts or settings.available_by:
-    acc, cpu = part_tables.select_parts(
-      tuple(settings.exclude_parts),
-      tuple(settings.only_parts),
-      settings.available_by,
-    )
-    parts = {'accelerators': acc, 'cpus': cpu}
-    if settings.available_by:
-      parts['nic_rates'] = part_tables.nic_rates(settings.available_by)
+  parts = _parts(settings)
   config = gradient.check_config(
     gradient.Config(
       starts=int(settings.starts),
@@ -366,8 +377,40 @@ def _request(settings: Settings, on_step) -> _Request:
   )
 
 
-def _stack(request: _Request, found) -> stack_lib.Stack:
-  """The stack of the proposal's trainer."""
+def _parts(settings: Settings) -> dict:
+  """The search's part selection (`proposal_search.spaces_of`'s `parts`:
+  space -> (accelerators, CPUs), and `nic_rates`), or {} for every
+  modelled part."""
+  for system in settings.systems:
+    if system not in design_space.SYSTEMS:
+      raise InputError(
+        f'unknown system class {system!r}; valid choices: '
+        + ', '.join(design_space.SYSTEMS)
+      )
+  choice = (
+    tuple(settings.exclude_parts),
+    tuple(settings.only_parts),
+    settings.available_by,
+  )
+  if not any(choice):
+    return {}
+  trainers = proposal_search.check_trainers(tuple(settings.trainers))
+  chosen = {}
+  if 'accelerator' in trainers:
+    chosen = part_tables.system_parts(tuple(settings.systems), *choice)
+  if 'cpu' in trainers:
+    chosen['cpu'] = part_tables.cpu_trainer_parts(*choice)
+  parts = {'parts': chosen}
+  if settings.available_by:
+    parts['nic_rates'] = part_tables.nic_rates(settings.available_by)
+  return parts
+
+
+def _stack(request: _Request, found, proposal=None) -> stack_lib.Stack:
+  """The stack of the proposal's trainer (of the search's best, without
+  a proposal)."""
+  if proposal is not None:
+    return request.stacks[proposal.p.trainer]
   return request.stacks[found.problem.space.trainer]
 
 
@@ -425,6 +468,7 @@ def _search(request: _Request, progress) -> proposal_search.Found:
     request.config,
     progress,
     request.on_step_of,
+    tuple(settings.systems),
   )
   if not found.result.best_feasible:
     raise InputError(
@@ -458,6 +502,44 @@ class _Proposal:
   auto_fig: dict
   plan_source: str
   g_best: np.ndarray
+  source: str = 'search'
+
+
+def _adopted(proposal: _Proposal, c: robustness.Candidate) -> _Proposal:
+  """A candidate (a preset, or another design the search found) as the
+  proposal, where it beats the search's best by the proposal rule; its
+  constraint values are its figures' (capex, power, memory, rack; the
+  buildability rows, which a concrete design states in
+  `board_violations`, are not traced for it: NaN)."""
+  fig, limits = c.figures, proposal.limits
+  g = np.full(len(gradient.CONSTRAINTS), np.nan)
+  for row, (used, limit) in enumerate(
+    (
+      (fig['capex_usd'], limits['budget_usd']),
+      (fig['power_w'], limits['power_w']),
+      _memory(fig, 'hbm'),
+      _memory(fig, 'ddr'),
+      (fig['rack_unit_w'], limits.get('rack_w')),
+    )
+  ):
+    g[row] = used / limit - 1.0 if limit else -1.0
+  return _Proposal(
+    limits,
+    c.platform,
+    c.plan,
+    schema.platform_to_json(c.platform),
+    schema.plan_to_json(c.plan),
+    fig,
+    fig,
+    'auto' if c.kind == 'preset' else proposal.plan_source,
+    g,
+    f'{c.kind} {c.name}',
+  )
+
+
+def _memory(fig: dict, tier: str) -> tuple[float, float]:
+  m = fig['memory'][tier]
+  return m['required_bytes'], max(m['available_bytes'], 1.0)
 
 
 def _objective(problem, fig: dict) -> float:
@@ -554,10 +636,10 @@ def _presets(request: _Request, progress) -> list:
   return interrupts.thread_map(preset, request.preset_names, workers=2)
 
 
-def _ranking(request, found, proposal: _Proposal, presets, progress) -> dict:
-  """`robustness.check` of the proposal, the search's other designs and
+def _ranking(request, found, proposal: _Proposal, presets, progress):
+  """(`robustness.check` of the proposal, the search's other designs and
   the presets within the limits, under perturbed prices and skew, with
-  the candidates it left out (`left_out`)."""
+  the candidates it left out (`left_out`); the candidates)."""
   problem = found.problem
 
   def score(f):
@@ -570,7 +652,7 @@ def _ranking(request, found, proposal: _Proposal, presets, progress) -> dict:
     *robustness.found_designs(problem, found.result, score),
   ]
   for name, pp, pplan, f in presets:
-    if score(f) is not None:
+    if score(f) is not None and proposal.source != f'preset {name}':
       candidates.append(robustness.Candidate(name, 'preset', pp, pplan, f))
   perts, left_out = robustness.perturbations(
     candidates, request.w, request.prices
@@ -585,24 +667,27 @@ def _ranking(request, found, proposal: _Proposal, presets, progress) -> dict:
     request.w,
     request.stacks,
     score,
-    gradient.maximized(problem.objective),
+    problem.objective,
     request.prices,
-    request.settings.tolerance if problem.objective == 'throughput' else None,
+    request.settings.tolerance,
   )
-  return {**rob, 'left_out': left_out}
+  return {**rob, 'left_out': left_out}, candidates
 
 
 def _result(request, found, proposal, continuous, presets, ranking) -> dict:
   """`run`'s result without `timing`: the keys of result.json and
   `proposal_json`."""
-  w, stack, pj = request.w, _stack(request, found), proposal.pj
+  w, stack, pj = request.w, _stack(request, found, proposal), proposal.pj
   problem, limits = found.problem, proposal.limits
   wj, sj = schema.workload_to_json(w), schema.stack_to_json(stack)
   return {
     'workload': w.name,
     'stack': stack.name,
     # The stack each trainer was searched (and its presets evaluated) with.
-    'stacks': {t: request.stacks[t].name for t in found.per_trainer},
+    'stacks': {
+      t: request.stacks[t].name
+      for t in dict.fromkeys(v['trainer'] for v in found.per_space.values())
+    },
     'objective': problem.objective,
     'objective_unit': OBJECTIVE_UNITS[problem.objective],
     'limits': limits,
@@ -650,9 +735,19 @@ def _proposal_section(problem, proposal: _Proposal, settings) -> dict:
     'objective_value': _objective(problem, proposal.fig),
     'within_limits': within_limits(proposal.fig, proposal.limits),
     'plan_source': proposal.plan_source,
-    'constraint_violations': dict(
-      zip(gradient.CONSTRAINTS, proposal.g_best.tolist(), strict=True)
+    # `search`, or the candidate of the run that beat the search's best
+    # by the proposal rule (`preset NAME`, `found SHAPE`).
+    'source': proposal.source,
+    'rule': shared.rule_sentence(
+      problem.objective,
+      settings.tolerance
+      if problem.objective in shared.THROUGHPUT_OBJECTIVES
+      else None,
     ),
+    'constraint_violations': {
+      k: None if np.isnan(v) else v
+      for k, v in zip(gradient.CONSTRAINTS, proposal.g_best.tolist())
+    },
     'with_auto_plan': proposal.auto_fig,
     **proposal.fig,
     # The bill, the network apart from the nodes (model.report).
@@ -712,9 +807,11 @@ def _search_section(request: _Request, found) -> dict:
     'rejected_unbuildable': dict(sorted(res.rejected.items())),
     'design_space_size': space.size,
     'trainer': space.trainer,
-    # Each trainer's own search: its best objective value (None when
+    'system': space.system,
+    # Each space's own search (a system class of the accelerator trainer,
+    # or the CPU trainer): its trainer, best objective value (None when
     # nothing was feasible), evaluations and design space size.
-    'per_trainer': found.per_trainer,
+    'per_space': found.per_space,
     'seed': config.seed,
     'wall_s': 'in timing.json (kept out so result.json is reproducible)',
   }
@@ -826,17 +923,7 @@ def table(result: dict) -> str:
     *(row(*r) for r in _rows(result)),
   ]
   pj = result['proposal']['platform']
-  lines.append(
-    'proposal: '
-    + (
-      f'{pj["accelerator"]["name"]}, '
-      if pj['trainer'] == 'accelerator'
-      else 'a CPU trainer (no accelerators), '
-    )
-    + f'{pj["cpu"]["name"]}, DDR '
-    f'{pj["cpu"]["ddr_capacity_gb"]:.0f} GB/socket, {pj["nic"]["count"]:.0f}'
-    f' x {pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
-  )
+  lines.append(proposal_line(result))
   if 'capex_breakdown' in result['proposal']:
     bill = result['proposal']['capex_breakdown']
     lines.append(report.capex_line(bill))
@@ -863,6 +950,37 @@ def table(result: dict) -> str:
   return '\n'.join(lines)
 
 
+def proposal_line(result: dict) -> str:
+  """What the proposal is, one line: its system class, parts, memory,
+  scale-up domain and NICs."""
+  pj = result['proposal']['platform']
+  system = result.get('search', {}).get('system', '')
+  source = result['proposal'].get('source', 'search')
+  head = 'proposal' + (f' ({source})' if source != 'search' else '') + ': '
+  if pj['trainer'] != 'accelerator':
+    head += 'a CPU trainer (no accelerators), '
+  else:
+    what = {'board': 'board', 'superchip': 'superchip', 'pcie': 'PCIe-card'}
+    head += f'{what.get(system, "accelerator")} system, '
+    head += f'{pj["accelerator"]["name"]}, '
+  cpu = pj['cpu']
+  memory = 'LPDDR5X soldered' if cpu.get('memory') == 'soldered' else 'DDR'
+  fab = pj['fabric']
+  hosts = fab.get('hosts_per_domain', 1.0)
+  domain = ''
+  if pj['trainer'] == 'accelerator':
+    gpus = hosts * pj['accelerators_per_node']
+    domain = (
+      f', scale-up domain of {gpus:g} accelerators on {fab["topology"]}'
+      + (f' across {hosts:g} hosts' if hosts > 1 else ' in one node')
+    )
+  return (
+    head + f'{cpu["name"]}, {memory} {cpu["ddr_capacity_gb"]:.0f} GB/socket'
+    f'{domain}, {pj["nic"]["count"]:.0f} x '
+    f'{pj["nic"]["bandwidth_gbit_per_s"]:.0f} Gb/s NICs per node'
+  )
+
+
 def _honesty_lines(result: dict) -> list[str]:
   """What caps the proposal: the stack's ceiling (and whether it binds),
   and for throughput objectives how it compares with the best found."""
@@ -875,18 +993,23 @@ def _honesty_lines(result: dict) -> list[str]:
   if trim:
     prop = result['proposal']
     share = prop['throughput_samples_per_s'] / trim['best_found_samples_per_s']
-    tol = f'{100 * trim["tolerance"]:g}%'
     out.append(
-      f'tolerance: the cheapest design within {tol} of the best the search '
-      f'found ({trim["best_found_samples_per_s"]:,.0f} samples/s for '
-      f'${trim["best_found_capex_usd"]:,.0f}), then, while one of at most '
-      f'{proposal_search.KNEE_PRICE:g} of its price is within {tol} of it, '
-      f'that one: {100 * share:.1f}% of the best for ${prop["capex_usd"]:,.0f}'
+      f'rule: {trim["rule"]}; the proposal gives {100 * share:.1f}% of the '
+      f'fastest design judged ({trim["best_found_samples_per_s"]:,.0f} '
+      f'samples/s for ${trim["best_found_capex_usd"]:,.0f}) for '
+      f'${prop["capex_usd"]:,.0f}'
     )
   for sentence in result.get('board_violations', []):
     out.append(f'NOT SOLD: {sentence}')
   ddr = result['proposal'].get('memory', {}).get('ddr')
-  if ddr and result.get('ddr'):
+  soldered = result['proposal']['platform']['cpu'].get('memory') == 'soldered'
+  if ddr and soldered:
+    out.append(
+      f'memory: {ddr["available_bytes"] / 1e9:,.0f} GB of LPDDR5X per node, '
+      'soldered beside each Grace (no DIMMs to choose); the plan keeps '
+      f'{ddr["required_bytes"] / 1e9:,.1f} GB there'
+    )
+  elif ddr and result.get('ddr'):
     out.append(
       f'DDR: {ddr["available_bytes"] / 1e9:,.0f} GB per node bought (the '
       f'least legal DIMM population that holds it; the search had '

@@ -16,7 +16,6 @@ feasible. No I/O.
 """
 
 import dataclasses
-import functools
 import itertools
 from collections.abc import Callable
 
@@ -25,6 +24,7 @@ import numpy as np
 
 from codesign.core import interrupts
 from codesign.core.errors import InputError
+from codesign.model import planner, report
 from codesign.model import terms as ct
 from codesign.search import (
   design_space,
@@ -45,15 +45,15 @@ from codesign.studies import shared
 class Found:
   """The best design of each trainer's search and the winner.
 
-  problem, result: the winning trainer's search problem and result.
-  per_trainer: trainer -> its best objective value (None when
-  infeasible), evaluations and design space size.
-  searches: (problem, result) of every trainer, in order.
+  problem, result: the winning space's search problem and result.
+  per_space: space label (`space_label`) -> its trainer, best objective
+  value (None when infeasible), evaluations and design space size.
+  searches: (problem, result) of every space, in order.
   """
 
   problem: gradient.Problem
   result: gradient.Result
-  per_trainer: dict
+  per_space: dict
   searches: tuple
 
 
@@ -81,10 +81,13 @@ def trainer_stacks(stack: Stack, cpu_stack: Stack) -> dict:
   return stacks
 
 
-def vendor_parts(space_args: dict, trainer: str, s: Stack) -> dict:
+def vendor_parts(
+  space_args: dict, trainer: str, s: Stack, system: str = 'board'
+) -> dict:
   """`space_args` with the part axis that trains (accelerators, or the
-  CPUs of a CPU trainer) kept to the makers stack `s` runs on."""
-  acc, cpu = part_tables.default_parts()
+  CPUs of a CPU trainer) kept to the makers stack `s` runs on (the
+  default parts of `system` where `space_args` names none)."""
+  acc, cpu = part_tables.default_parts('board' if system == 'cpu' else system)
   key = 'cpus' if trainer == 'cpu' else 'accelerators'
   names = space_args.get(key) or (cpu if trainer == 'cpu' else acc)
   kept = tuple(n for n in names if catalog.vendor(n) in (None, *s.vendors))
@@ -95,7 +98,34 @@ def vendor_parts(space_args: dict, trainer: str, s: Stack) -> dict:
       f'stack {s.name!r} runs on none of the {key} left to search (it runs '
       'on: ' + ', '.join(s.vendors) + ')'
     )
-  return {**space_args, key: kept}
+  return {**space_args, key: kept * (2 if len(kept) == 1 else 1)}
+
+
+def space_label(space) -> str:
+  """The name of a design space in a result: its system class (`board`,
+  `superchip`, `pcie`) or `cpu` for the CPU trainer's."""
+  return space.system
+
+
+def spaces_of(trainers, systems, space_args: dict) -> list[tuple]:
+  """(trainer, system, make_space arguments) of every space to search:
+  the accelerator trainer's in each of `systems` whose parts the user
+  left (`space_args['parts']`: system -> (accelerators, CPUs), absent:
+  every system's defaults), and the CPU trainer's."""
+  parts = space_args.get('parts')
+  base = {k: v for k, v in space_args.items() if k != 'parts'}
+  out = []
+  for trainer in check_trainers(trainers):
+    for system in systems if trainer == 'accelerator' else ('cpu',):
+      if parts is not None and system not in parts:
+        continue
+      args = dict(base)
+      if parts is not None:
+        args['accelerators'], args['cpus'] = parts[system]
+      out.append((trainer, system, args))
+  if not out:
+    raise InputError('no design space is left to search')
+  return out
 
 
 def search_trainers(
@@ -107,38 +137,47 @@ def search_trainers(
   config: gradient.Config,
   progress: Callable[[str], None],
   on_step_of: Callable,
+  systems: tuple[str, ...] = ('board',),
 ) -> Found:
-  """Runs the gradient search on each trainer's design space.
+  """Runs the gradient search on each design space: the accelerator
+  trainer's in each system class of `systems`, and the CPU trainer's.
 
   Args:
     w, stacks: the workload, and trainer -> the stack that trains it
-      (`trainer_stacks`); each trainer's parts are kept to its stack's
+      (`trainer_stacks`); each space's parts are kept to its stack's
       vendors (`vendor_parts`).
     problem_args: `search.Problem` fields besides space, workload and stack
       (objective, budget_usd, power_w, samples).
-    space_args: `design_space.make_space` arguments besides the workload
-      and the trainer.
+    space_args: `design_space.make_space` arguments besides the workload,
+      the trainer and the system; `parts`: system -> (accelerators, CPUs)
+      the user left (`spaces_of`).
     trainers: `hardware.TRAINERS` to search.
     config: the search settings.
     progress: called with a line per search before they start.
     on_step_of: objective -> per-chunk callback of the search (or None);
-      its metrics get the search's `trainer`.
+      its metrics get the search's `trainer` (its space's label).
+    systems: the accelerator trainer's system classes
+      (`design_space.SYSTEMS`).
 
   Returns:
-    `Found`: the best feasible design over the trainers (a search with no
+    `Found`: the best feasible design over the spaces (a search with no
     feasible design loses to one with; among infeasible ones the first).
   """
   problems = []
-  for trainer in check_trainers(trainers):
+  for trainer, system, args in spaces_of(trainers, systems, space_args):
     s = stacks[trainer]
-    space = design_space.make_space(
-      w, trainer=trainer, **vendor_parts(space_args, trainer, s)
-    )
+    try:
+      args = vendor_parts(args, trainer, s, system)
+    except InputError:
+      if system != 'board' and trainer == 'accelerator':
+        continue  # the stack runs on none of this class's parts
+      raise
+    space = design_space.make_space(w, trainer=trainer, system=system, **args)
     problems.append(
       gradient.check_problem(gradient.Problem(space, w, s, **problem_args))
     )
     progress(
-      f'searching {space.size:,} buildable {trainer}-trainer platforms (and '
+      f'searching {space.size:,} buildable {_what(space)} platforms (and '
       f'their plans) for {w.name} with {s.name}, objective '
       f'{problems[-1].objective}, '
       f'{config.starts} starts x {config.steps} steps on '
@@ -148,10 +187,10 @@ def search_trainers(
   def run(problem):
     report = on_step_of(problem.objective)
     if report is not None:
-      trainer = problem.space.trainer
+      label = space_label(problem.space)
 
       def report(step, m, inner=report):
-        inner(step, {**m, 'trainer': trainer})
+        inner(step, {**m, 'trainer': label})
 
     return gradient.gradient_search(problem, config, progress=report)
 
@@ -162,7 +201,8 @@ def search_trainers(
   results = interrupts.thread_map(run, problems, workers=len(problems))
   best, per = None, {}
   for problem, res in zip(problems, results, strict=True):
-    per[problem.space.trainer] = {
+    per[space_label(problem.space)] = {
+      'trainer': problem.space.trainer,
       'objective_value': res.best_value if res.best_feasible else None,
       'evaluations': res.evaluations,
       'design_space_size': problem.space.size,
@@ -170,6 +210,19 @@ def search_trainers(
     if best is None or _better(problem, res, best[1]):
       best = (problem, res)
   return Found(best[0], best[1], per, tuple(zip(problems, results)))
+
+
+# How a progress line names each space's platforms.
+_WHAT = {
+  'board': 'SXM/OAM-board',
+  'superchip': 'superchip (GH200/GB200, NVLink domains across hosts)',
+  'pcie': 'PCIe-card',
+  'cpu': 'CPU-trainer',
+}
+
+
+def _what(space) -> str:
+  return _WHAT[space.system]
 
 
 def _better(problem, res, other) -> bool:
@@ -226,20 +279,18 @@ def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
 
 # A throughput proposal is the cheapest design within this share of the
 # best found (--tolerance): a design that buys 1% more throughput for a
-# third more money is over-spending.
+# third more money is over-spending; then down to the knee
+# (`shared.KNEE_PRICE`, `shared.decide`).
 TOLERANCE = 0.02
-# ... and then the cheapest design of at most this share of its price
-# within the tolerance of it, again, until none is (the knee): where the
-# throughput rises slowly all the way to the largest design (a per-rank
-# host cost shrinking with the ranks), the tolerance of the best found
-# alone would still buy a third more money for less than the tolerance.
-KNEE_PRICE = 0.75
 # Axes shrunk to find a cheaper design of about the same throughput, and
 # the axis grown with them: fewer nodes may hold their tables with more
 # DDR (the least DDR that holds them is bought afterwards, `least_ddr`).
 _SHRUNK_AXES = ('nodes', 'accelerators_per_node')
 _GROWN_AXES = ('ddr_per_channel',)
 _TRIM_BASES = 4  # the proposal and up to this many other found designs
+# Designs of the trim's cost-throughput frontier judged with their final
+# plans (the concrete platform, the better of its searched and auto plans).
+FRONTIER = 12
 
 
 def _throughput(problem, value):
@@ -347,22 +398,25 @@ def _written(problem, index, plan_z, ev, row) -> np.ndarray:
 
 def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   """For a throughput objective (`throughput`, `time_to_train`): the
-  cheapest buildable design whose throughput is within `tolerance` of the
-  best found, then the cheapest of at most `KNEE_PRICE` of its price
-  within `tolerance` of it, repeated while there is one (the knee), among
-  the search's best designs and their variants with
-  fewer nodes or accelerators per node and as much DDR or more (every
-  constraint still met), each with its own plan (`own_plans`: a design
-  with fewer nodes holds its tables differently). Other objectives
-  already weigh the price: `res` unchanged.
+  proposal rule (`shared.decide`: the cheapest design within `tolerance`
+  of the fastest, then down to the knee) among the search's best designs
+  and their variants with fewer nodes or accelerators per node and as
+  much DDR or more (`shrunk_designs`), judged as the proposal is: the
+  variants are screened by the search's own evaluation with their own
+  plans (`own_plans`), and those on the cost-throughput frontier
+  (`FRONTIER` of them) are judged by their final figures (`final_figures`:
+  the concrete platform with the better of its plan and the auto plan),
+  within the limits. Other objectives already weigh the price: `res`
+  unchanged.
 
   Returns:
     (result with that design as `best_*`, the `tolerance` entry of
-    result.json: tolerance, best found throughput and capex, the
-    proposal's throughput, capex and share of the best, candidates
-    evaluated), or (res, None) for other objectives.
+    result.json: tolerance, the rule, the best judged throughput and its
+    capex, the proposal's throughput, capex and share of the best,
+    candidates screened and judged), or (res, None) for other
+    objectives.
   """
-  if problem.objective not in ('throughput', 'time_to_train'):
+  if problem.objective not in shared.THROUGHPUT_OBJECTIVES:
     return res, None
   index, plan_z = shrunk_designs(problem, res)
   ev = own_plans(problem, index, plan_z)
@@ -376,13 +430,18 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
       for i in index
     ]
   )
-  rows = np.flatnonzero(feasible)
-  best = rows[np.argmax(thr[rows])]
-  write = functools.partial(_first_written, problem, index, plan_z, ev)
-  near = _cheapest_near(rows, thr, capex, (1.0 - tolerance) * thr[best])
-  pick, pz, check = _down_to_knee(
-    write, rows, thr, capex, tolerance, write(near)
-  )
+  rows = _frontier(np.flatnonzero(feasible), thr, capex)
+  rows = list(dict.fromkeys([*rows[:FRONTIER], 0]))  # the search's best too
+  judged = []
+  for row in rows:
+    pz = _written(problem, index, plan_z, ev, row)
+    judged.append((pz, final_figures(problem, index[row], pz)))
+  values = [_score(problem, f) for _, f in judged]
+  capexes = [f['capex_usd'] for _, f in judged]
+  order = shared.decide(values, capexes, problem.objective, tolerance)
+  k = order[0] if order else rows.index(0)
+  pick, pz = rows[k], judged[k][0]
+  check = gradient.evaluate_indices(problem, index[pick][None], pz[None])
   out = dataclasses.replace(
     res,
     best_index=index[pick],
@@ -391,66 +450,78 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
     best_feasible=True,
     best_g=check['g'][0],
   )
+  thr_of = [_fig_throughput(f) for _, f in judged]
+  within = [t if v is not None else -1.0 for t, v in zip(thr_of, values)]
+  best = int(np.argmax(within))
   return out, {
     'tolerance': tolerance,
-    'best_found_samples_per_s': float(thr[best]),
-    'best_found_capex_usd': float(capex[best]),
-    'proposal_samples_per_s': float(_throughput(problem, out.best_value)),
-    'proposal_capex_usd': float(capex[pick]),
-    'proposal_share_of_best': float(
-      _throughput(problem, out.best_value) / thr[best]
-    ),
+    'rule': shared.rule_sentence(problem.objective, tolerance),
+    'best_found_samples_per_s': thr_of[best],
+    'best_found_capex_usd': capexes[best],
+    'proposal_samples_per_s': thr_of[k],
+    'proposal_capex_usd': capexes[k],
+    'proposal_share_of_best': thr_of[k] / thr_of[best],
     'candidates_evaluated': int(len(index)),
-    'rule': 'the cheapest design within the tolerance of the best found '
-    '(throughput objectives), then, while one of at most '
-    f'{KNEE_PRICE:g} of its price is within the tolerance of it, the '
-    'cheapest such (a third more money must buy more than the '
-    'tolerance), among the best designs and their variants '
-    'with fewer nodes or accelerators per node (and as much DDR or more), '
-    'each with its own plan '
-    '(the plan it was found with, or the auto HBM rule under its own or '
-    'one uniform sharding)',
+    'candidates_judged': len(rows),
   }
 
 
-def _cheapest_near(rows, thr, capex, level, price=np.inf):
-  """`rows` with throughput `thr` at least `level` and capex at most
-  `price`, cheapest first (then the faster)."""
-  near = rows[(thr[rows] >= level) & (capex[rows] <= price)]
-  return near[np.lexsort((-thr[near], capex[near]))]
+def _frontier(rows, thr, capex) -> list[int]:
+  """`rows` on the cost-throughput frontier (none cheaper and as fast),
+  fastest first."""
+  out, cheapest = [], np.inf
+  for r in sorted(rows, key=lambda r: (-thr[r], capex[r])):
+    if capex[r] < cheapest:
+      out.append(int(r))
+      cheapest = capex[r]
+  return out
 
 
-def _down_to_knee(write, rows, thr, capex, tolerance, chosen):
-  """`chosen` (row, plan, evaluation), or, while a design of at most
-  `KNEE_PRICE` of its price is within `tolerance` of it, the cheapest
-  such that stays feasible with its plan written out (`write`:
-  `_first_written` over an order of rows)."""
-  while True:
-    pick = chosen[0]
-    order = _cheapest_near(
-      rows, thr, capex, (1.0 - tolerance) * thr[pick], KNEE_PRICE * capex[pick]
-    )
-    if not len(order):
-      return chosen
-    found = write(order)
-    if found[0] not in order:  # none stays feasible: `write`'s fallback
-      return chosen
-    chosen = found
+def _fig_throughput(fig: dict) -> float:
+  return float(fig['throughput_samples_per_s'])
 
 
-def _first_written(problem, index, plan_z, ev, order):
-  """(row, plan coordinates, its evaluation) of the first design in
-  `order` that stays feasible with its plan written in `problem`'s own
-  space (an auto plan written out is evaluated again there); the first
-  design (the search's best, feasible) with the plan it came with when
-  none does."""
-  for row in order:
-    pz = _written(problem, index, plan_z, ev, row)
-    check = gradient.evaluate_indices(problem, index[row][None], pz[None])
-    if check['feasible'][0]:
-      return int(row), pz, check
-  pz = np.asarray(plan_z[0], dtype=np.float64)
-  return 0, pz, gradient.evaluate_indices(problem, index[:1], pz[None])
+def _within(problem, fig: dict) -> bool:
+  """Whether figures `fig` are feasible and within the problem's limits
+  (budget, power, rack)."""
+  limits = (
+    ('capex_usd', problem.budget_usd),
+    ('power_w', problem.power_w),
+    ('rack_unit_w', problem.rack_w),
+  )
+  return bool(fig['feasible']) and all(
+    not limit or fig[key] <= limit for key, limit in limits
+  )
+
+
+def _score(problem, fig: dict) -> float | None:
+  """The objective value of `fig` (natural units), None outside the
+  limits."""
+  if not _within(problem, fig):
+    return None
+  thr = _fig_throughput(fig)
+  return thr if problem.objective == 'throughput' else problem.samples / thr
+
+
+def final_figures(problem, index, plan_z) -> dict:
+  """The figures a design is proposed with: the concrete platform at
+  `index` with the plan `plan_z` written out, or with the planner's auto
+  plan where that does better within the limits and the space searches
+  the sharding (as `studies.proposal` keeps it)."""
+  w, stack = problem.workload, problem.stack
+  p, plan = gradient.buildable(problem, index, plan_z)
+  fig = report.design_figures(p, w, plan, stack)
+  if problem.space.sharding != plan_space.SEARCH:
+    return fig
+  auto = report.design_figures(p, w, planner.make(w, p, stack), stack)
+  a, b = _score(problem, auto), _score(problem, fig)
+  if a is None or (b is not None and not _beats(problem, a, b)):
+    return fig
+  return auto
+
+
+def _beats(problem, a: float, b: float) -> bool:
+  return a > b if gradient.maximized(problem.objective) else a < b
 
 
 def least_ddr(problem, res):

@@ -278,20 +278,12 @@ def figures_under(pert, candidates, w, stack, prices) -> list[dict]:
   return [_reskewed(c, w2, stack) for c in candidates]
 
 
-def _ranking(values, maximize: bool, capex=None, tolerance=None) -> list[int]:
-  """Positions of the candidates within the limits (value not None), best
-  first; ties keep the candidates' order (the proposal first). With a
-  `tolerance` (throughput objectives, maximized), the candidates within
-  it of the best come first, cheapest (`capex`) first, as the proposal
-  is chosen (`proposal_search.cheapest_within`)."""
-  ok = [i for i, v in enumerate(values) if v is not None]
-  order = sorted(ok, key=lambda i: -values[i] if maximize else values[i])
-  if tolerance is None or not order:
-    return order
-  top = values[order[0]]
-  near = [i for i in order if values[i] >= (1.0 - tolerance) * top]
-  near = sorted(near, key=lambda i: capex[i])
-  return near + [i for i in order if i not in near]
+def _ranking(values, objective: str, capex, tolerance=None) -> list[int]:
+  """Positions of the candidates within the limits (value not None), the
+  proposal rule's choice first (`shared.decide`: for throughput
+  objectives the cheapest within the tolerance of the fastest, down to
+  the knee); ties keep the candidates' order (the proposal first)."""
+  return shared.decide(values, capex, objective, tolerance)
 
 
 def check(
@@ -300,7 +292,7 @@ def check(
   w: wl.Workload,
   stack: Stack | dict,
   score: Callable[[dict], float | None],
-  maximize: bool,
+  objective: str,
   prices=(),
   tolerance: float | None = None,
 ) -> dict:
@@ -313,10 +305,11 @@ def check(
     perturbations_: what to move.
     w, stack: the workload and the stack (or trainer -> stack).
     score: figures -> objective value, None when not within the limits.
-    maximize: whether a larger objective is better.
+    objective: the objective (`gradient.OBJECTIVES`): the best is the
+      proposal rule's choice (`shared.decide`).
     prices: the part prices the user set (`part_tables.Prices`).
-    tolerance: for throughput objectives, the best is the cheapest
-      candidate within this share of the fastest (None: the fastest).
+    tolerance: for throughput objectives, the rule's tolerance (None: the
+      fastest is the best).
 
   Returns:
     The `robustness` dict of result.json: `method`, `candidates` (name,
@@ -332,12 +325,12 @@ def check(
     return [f['capex_usd'] for f in figs]
 
   figs0 = [c.figures for c in candidates]
-  order = _ranking(nominal, maximize, capex(figs0), tolerance)
+  order = _ranking(nominal, objective, capex(figs0), tolerance)
   rows = []
   for pert in perturbations_:
     figs = figures_under(pert, candidates, w, stack, prices)
     values = [score(f) for f in figs]
-    rank = _ranking(values, maximize, capex(figs), tolerance)
+    rank = _ranking(values, objective, capex(figs), tolerance)
     rows.append(
       {
         **pert,

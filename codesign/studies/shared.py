@@ -194,3 +194,59 @@ def violation_sentence(problem: gradient.Problem, g) -> str:
       **buildability.TRACED_WHAT,
     }[name]
   return f'{what} is exceeded by {pct:.1f}%'
+
+
+# ---- the one decision rule -------------------------------------------------
+
+# Throughput objectives: the proposal is the cheapest candidate within the
+# tolerance (--tolerance) of the fastest, then, while one costing at most
+# KNEE_PRICE of its price is within the tolerance of it, the cheapest
+# such: the last 10% of the money must buy the tolerance in throughput.
+KNEE_PRICE = 0.9
+THROUGHPUT_OBJECTIVES = ('throughput', 'time_to_train')
+
+
+def rule_sentence(objective: str, tolerance: float | None) -> str:
+  """The decision rule of a proposal for `objective`, one sentence."""
+  if objective not in THROUGHPUT_OBJECTIVES or tolerance is None:
+    best = 'least' if objective == 'time_to_train' else 'highest'
+    return f'the candidate of the {best} {objective} within the limits'
+  tol = f'{100 * tolerance:g}%'
+  return (
+    f'the cheapest candidate within {tol} of the fastest within the limits, '
+    f'then, while one costing at most {KNEE_PRICE:g} of its price is within '
+    f'{tol} of it, that one: the last {100 * (1 - KNEE_PRICE):.0f}% of the '
+    f'money must buy {tol} more throughput'
+  )
+
+
+def decide(values, capex, objective: str, tolerance=None) -> list[int]:
+  """The order the proposal rule (`rule_sentence`) puts candidates in:
+  its choice first, then the others by objective (the cheaper first on
+  ties). Candidates whose value is None (not within the limits) are left
+  out; ties keep the candidates' order (the proposal first).
+
+  Args:
+    values: each candidate's objective value, or None.
+    capex: each candidate's capex (USD).
+    objective: the objective (`gradient.OBJECTIVES`).
+    tolerance: for throughput objectives, the share of the fastest the
+      cheapest candidate may give up (None: the fastest wins).
+  """
+  ok = [i for i, v in enumerate(values) if v is not None]
+  up = gradient.maximized(objective)
+  order = sorted(ok, key=lambda i: (-values[i] if up else values[i], capex[i]))
+  if objective not in THROUGHPUT_OBJECTIVES or tolerance is None or not ok:
+    return order
+  thr = {i: values[i] if up else 1.0 / values[i] for i in ok}
+
+  def cheapest(level, price=np.inf):
+    near = [i for i in ok if thr[i] >= level and capex[i] <= price]
+    return min(near, key=lambda i: (capex[i], -thr[i])) if near else None
+
+  pick = cheapest((1.0 - tolerance) * max(thr.values()))
+  while (
+    nxt := cheapest((1.0 - tolerance) * thr[pick], KNEE_PRICE * capex[pick])
+  ) is not None:
+    pick = nxt
+  return [pick] + [i for i in order if i != pick]

@@ -260,7 +260,7 @@ def test_pricing_the_winners_accelerator_at_100x_makes_another_win():
     }
     for f in (100.0, 0.7)
   ]
-  rob = robustness.check(cands, perts, w, STACK, score, maximize=True)
+  rob = robustness.check(cands, perts, w, STACK, score, 'throughput_per_usd')
   flip, keep = rob['perturbations']
   assert rob['nominal_best'] == 'proposal'
   assert flip['best'] == 'dgx_h100' and not flip['proposal_stays_best']
@@ -276,7 +276,7 @@ def test_pricing_the_winners_accelerator_at_100x_makes_another_win():
     'factor': 2.0,
     'value': 2.0,
   }
-  rob2 = robustness.check(cands, [skew], w, STACK, score, maximize=True)
+  rob2 = robustness.check(cands, [skew], w, STACK, score, 'throughput_per_usd')
   assert rob2['perturbations'][0]['best'] == 'proposal'
   w2 = dataclasses.replace(w, popularity_skew=2.0)
   frac = robustness.refit_hbm(w2, cands[0].platform, STACK, cands[0].plan)

@@ -451,12 +451,14 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
   assert len(history) == 2 * settings.steps
   # on_step (codesign.api.propose's progress) sees the chunks of steps.
   assert steps and steps[-1] == (settings.steps, 'throughput_per_usd')
-  # Both trainers were searched, each in its own space; the proposal is
-  # the better of their best designs (or its auto plan, when better).
-  per = result['search']['per_trainer']
-  assert set(per) == {'accelerator', 'cpu'}
+  # Both trainers were searched, the accelerator trainer in each system
+  # class; the proposal is the best of their best designs (or its auto
+  # plan, when better).
+  per = result['search']['per_space']
+  assert set(per) == {'board', 'superchip', 'pcie', 'cpu'}
+  assert {v['trainer'] for v in per.values()} == {'accelerator', 'cpu'}
   best = max(v['objective_value'] or 0.0 for v in per.values())
-  assert per[result['search']['trainer']]['objective_value'] == best
+  assert per[result['search']['system']]['objective_value'] == best
   assert prop['objective_value'] >= best * (1 - 1e-6)
   # Each trainer is searched with its own stack, and both are recorded.
   assert result['stacks'] == {'accelerator': STACK.name, 'cpu': 'ipex_cpu'}

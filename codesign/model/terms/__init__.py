@@ -38,10 +38,15 @@ Terms, with the physics each one stands for:
 """
 
 from codesign.model.terms.budget import (
+  AIR_RACK_W,
+  LIQUID_RACK_W,
+  LIQUID_USD_PER_W,
   capex_and_power,
+  cooling_capex,
   energy_usd_per_w,
   fabric_capex_and_power,
   host_copy,
+  liquid_share,
   memory,
   node_wall_power,
   nodes_capex_and_power,
@@ -159,7 +164,12 @@ __all__ = [
   'alltoall_pooled',
   'busiest_loads',
   'busiest_rank',
+  'AIR_RACK_W',
+  'LIQUID_RACK_W',
+  'LIQUID_USD_PER_W',
   'capex_and_power',
+  'cooling_capex',
+  'liquid_share',
   'node_wall_power',
   'rack_unit_power',
   'fabric_capex_and_power',

@@ -165,13 +165,61 @@ def nodes_capex_and_power(p: Platform):
   return p.nodes * node_usd, p.nodes * wall_power(node_w)
 
 
+# Rack classes. An air-cooled rack holds about 40 kW: NVIDIA's DGX
+# SuperPOD data-center design puts four DGX H100 in a rack, 40.8 kW at
+# their 10.2 kW maxima (unanswered.io/guide/nvidia-h100-gpu-density-per-
+# node-rack, citing docs.nvidia.com/dgx-superpod/design-guides/dgx-
+# superpod-data-center-design-h100; M); "the practical air-cooling
+# ceiling is around 41 kW per rack" (app.aidatacenterguide.com, part 5,
+# 5.4 direct-to-chip liquid cooling; M).
+AIR_RACK_W = 40.8e3
+# A liquid-cooled (direct-to-chip) rack: "a GB200 NVL72 rack draws
+# roughly 132 kW" (same page; press: about 120 kW, kshirol-dev learnAI
+# training clusters), and GB300 NVL72 racks are built for up to 142 kW
+# (NVIDIA's enterprise reference architecture, as the gb200_nvl72 preset
+# cites it; M): the class's rack supplies 142 kW, which the model's 133
+# kW NVL72 (its parts' TDPs at the wall) fits.
+LIQUID_RACK_W = 142e3
+# What liquid cooling costs beyond air, per W of the IT it cools:
+# direct-to-chip capex "roughly $1,875-$5,000 per installed kW of DLC
+# versus $1,000-$2,500 per kW for air" (yobitel.com knowledge-base
+# direct-to-chip-liquid-cooling; L): the difference of the ranges'
+# midpoints, 3,437.5 - 1,750 = 1,687.5 USD per kW.
+LIQUID_USD_PER_W = (0.5 * (1875.0 + 5000.0) - 0.5 * (1000.0 + 2500.0)) / 1e3
+# A rack unit that draws above AIR_RACK_W is liquid-cooled; the cost
+# ramps in over this share of AIR_RACK_W (continuous for the search,
+# whole at a unit of 1.02 x AIR_RACK_W and above).
+LIQUID_RAMP = 0.02
+
+
+def liquid_share(p: Platform):
+  """1 where a rack unit (a node, or a scale-up domain's hosts:
+  `rack_unit_power`) draws more than an air-cooled rack holds
+  (`AIR_RACK_W`), so its racks are liquid-cooled; 0 where air cools it;
+  a ramp over `LIQUID_RAMP` of AIR_RACK_W between. Traced or concrete."""
+  over = (rack_unit_power(p) - AIR_RACK_W) / (LIQUID_RAMP * AIR_RACK_W)
+  if isinstance(over, float):
+    return min(max(over, 0.0), 1.0)
+  return jnp.clip(over, 0.0, 1.0)
+
+
+def cooling_capex(p: Platform):
+  """USD of liquid cooling beyond air (`LIQUID_USD_PER_W` of the nodes'
+  wall power, where `liquid_share` says their racks need it); 0 for a
+  platform whose rack units air cools."""
+  _, nodes_w = nodes_capex_and_power(p)
+  return liquid_share(p) * nodes_w * LIQUID_USD_PER_W
+
+
 def capex_and_power(p: Platform):
   """(USD, W) of the whole cluster at its maximum: the nodes at the wall
-  (`nodes_capex_and_power`) and the network (the NICs, the fat tree's
-  switches and links at their rated power: `network_bill`)."""
+  (`nodes_capex_and_power`), the network (the NICs, the fat tree's
+  switches and links at their rated power: `network_bill`) and the
+  liquid cooling of racks above an air-cooled rack's power
+  (`cooling_capex`)."""
   usd, w = nodes_capex_and_power(p)
   net = network_bill(p)
-  return usd + net['usd'], w + net['w']
+  return usd + net['usd'] + cooling_capex(p), w + net['w']
 
 
 def node_wall_power(p: Platform):
@@ -192,19 +240,25 @@ def rack_unit_power(p: Platform):
 
 
 def racks(p: Platform, rack_w: float) -> dict:
-  """The racks a concrete platform needs at `rack_w` W per rack: each node
-  at its wall power with its NICs (`node_wall_power`), as many whole
-  rack units (a node, or a scale-up domain's hosts: `rack_unit_power`)
-  per rack as fit, the network's switches not counted. `fits` is False
-  when one unit alone exceeds a rack (then each is counted as a rack of
-  its own); the search refuses such designs (its `rack` row)."""
+  """The racks a concrete platform needs where a rack may draw up to
+  `rack_w` W: air-cooled racks of `AIR_RACK_W` where a rack unit (a
+  node, or a scale-up domain's hosts: `rack_unit_power`) fits one, else
+  liquid-cooled racks of `rack_w` (`cooling`); each node at its wall
+  power with its NICs (`node_wall_power`), as many whole units per rack
+  as fit, the network's switches not counted. `fits` is False when one
+  unit alone exceeds a rack (then each is counted as a rack of its own);
+  the search refuses such designs (its `rack` row)."""
   import math
 
   nodes = float(p.nodes)
   hosts = float(domain_hosts(p))
   node_w = float(node_wall_power(p))
+  air = node_w * hosts <= AIR_RACK_W
+  rack_w = min(rack_w, AIR_RACK_W) if air else rack_w
   per_rack = math.floor(rack_w / (node_w * hosts)) * hosts
   return {
+    'cooling': 'air' if air else 'liquid',
+    'cooling_usd': float(cooling_capex(p)),
     'rack_kw': rack_w / 1e3,
     'node_kw': node_w / 1e3,
     'unit_hosts': hosts,

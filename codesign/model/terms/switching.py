@@ -1,28 +1,35 @@
-"""The scale-out network as it is built and billed: a rail-optimized fat
-tree (folded Clos) of switches of `Nic.switch_radix` ports, its switches
-per tier, its links, and their price and power.
+"""The scale-out network as it is built and billed: a non-blocking (or
+oversubscribed) fat tree (folded Clos) of switches of `Nic.switch_radix`
+ports, its switches per tier, its links, and their price and power.
 
-The tree (the DGX SuperPOD pattern: NVIDIA DGX H100 SuperPOD reference
-architecture, 32 nodes x 8 rails = 8 leaves + 4 spines per scalable
-unit):
-- endpoints: every NIC of every node (nodes x NICs per node, one NIC a
-  rail); one node has no scale-out network (its NIC is a front-end NIC:
-  `buildability` `nics` rule), so the bill is gated by `nodes - 1`, and
-  one scale-up domain of several hosts (one NVL72 rack) buys no switch
-  or link (`_one_domain_gate`);
+The tree, right-sized to the ports it serves:
+- endpoints: every NIC of every node (nodes x NICs per node); one node
+  has no scale-out network (its NIC is a front-end NIC: `buildability`
+  `nics` rule), so the bill is gated by `nodes - 1`, and one scale-up
+  domain of several hosts (one NVL72 rack) buys no switch or link
+  (`_one_domain_gate`);
 - one switch holds the whole cluster when the endpoints fit its ports;
-- else each leaf serves one rail, `down = k o / (1 + o)` of its k ports
-  toward nodes (o: the oversubscription) and the rest up: leaves = rails
-  x ceil(nodes / down);
+- else leaves with `down = k o / (1 + o)` of their k ports toward the
+  NICs (o: the oversubscription), the NICs packed onto them: leaves =
+  ceil(endpoints / down) (at a DGX SuperPOD scalable unit, 32 nodes x 8
+  rails, the 8 leaves of its rail-optimized tree: NVIDIA DGX H100
+  SuperPOD reference architecture; below a unit, rails share leaves
+  rather than leave ports unused);
+- each leaf buys the uplinks its used down ports need, used / o: a
+  cluster's uplinks are ceil(endpoints / o), not every leaf's spare
+  ports (a leaf of 9 NICs needs 9 uplinks, not 32);
 - above the leaves, middle tiers of switches with k/2 ports down and k/2
-  up, ceil(uplinks / (k/2)) each, and a top tier with all k ports down,
-  ceil(uplinks / k); tiers are added while the leaves exceed what the
-  tiers above reach (k leaves under 2 tiers, x k/2 per middle tier);
-- links: one per endpoint and one per uplink port;
+  up, ceil(uplinks / (k/2)) each, while the leaves exceed what the tiers
+  above reach (k leaves under 2 tiers, x k/2 per middle tier), and a top
+  tier with all k ports down, ceil(uplinks / k);
+- links: one per endpoint and one per uplink at each tier above;
 - price and power: every switch whole (all k ports, used or not) and
   every link (a transceiver at each end and the fiber), per B/s of the
   NIC rate (`Nic.switch_port_price`, `switch_port_power`, `link_price`,
   `link_power`; their sources in `codesign.spec.platform_presets`).
+Known answers (tests/model/terms/switching_test.py): 9 nodes of 8 NICs on
+64-port switches are 3 leaves + 2 spines and 144 links; 1,024 such
+nodes 256 leaves, 256 middle and 128 top switches and 24,576 links.
 
 The same arithmetic serves the traced search and the concrete report:
 every count is whole at whole node and NIC counts (`ceil_div`, `step`),
@@ -78,7 +85,7 @@ def fat_tree(nodes, rails, radix, oversubscription):
 
   Args:
     nodes: nodes in the cluster.
-    rails: NICs per node (one rail each).
+    rails: NICs per node.
     radix: ports per switch.
     oversubscription: leaf downlinks over uplinks (1: full bisection).
 
@@ -92,17 +99,16 @@ def fat_tree(nodes, rails, radix, oversubscription):
   k = radix
   endpoints = nodes * rails
   down = k * oversubscription / (1.0 + oversubscription)
-  leaves = rails * ceil_div(nodes, down)
+  leaves = ceil_div(endpoints, down)
   reach = k * _powers(xp, 0.5 * k, MAX_EXTRA_TIERS)
   middle_tiers = xp.sum(step(xp.asarray(leaves)[..., None] - reach), axis=-1)
-  uplinks = leaves * (k - down)
+  uplinks = ceil_div(endpoints, oversubscription)
   middle = ceil_div(uplinks, 0.5 * k)
   any_middle = step(middle_tiers)
-  to_top = uplinks + any_middle * (middle * 0.5 * k - uplinks)
-  top = ceil_div(to_top, k)
+  top = ceil_div(uplinks, k)
   several = step(endpoints - k)  # 0: one switch holds every endpoint
   out = step(nodes - 1.0)  # 0: one node, no scale-out network
-  inter = uplinks + middle_tiers * middle * 0.5 * k
+  inter = uplinks * (1.0 + middle_tiers)
   tree = leaves + middle_tiers * middle + top
   return {
     'endpoints': out * endpoints,
