@@ -290,6 +290,7 @@ def propose(
   available_by: int | None = None,
   systems: tuple[str, ...] = ('board', 'superchip', 'pcie'),
   tolerance: float = 0.02,
+  memory_headroom: float = 0.03,
   rack_kw: float | None = 142.0,
   life_years: float = 5.0,
   usd_per_kwh: float = 0.08,
@@ -346,7 +347,9 @@ def propose(
       of its own (`board`, `superchip`, `pcie`; as `--systems`).
     tolerance: throughput objectives: the proposal is the cheapest design
       within this share of the best found, in [0, 1).
-    rack_kw: power of one rack in kW (None or 0: no rack rule).
+    memory_headroom: the share of each accelerator's usable HBM every
+      candidate keeps free beyond the stack's reserve, in [0, 0.3].
+    rack_kw: the most one rack may draw in kW (None or 0: no rack rule).
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal.
     override: 'section.key=value' strings for the `workload.` and
       `stack.` sections, as `--override` (the stack's apply to `stack`).
@@ -455,6 +458,7 @@ def _proposal_settings(proposal, **kw):
     only_parts=t.names('only_parts', kw['only_parts']),
     available_by=available_by,
     tolerance=t.real('tolerance', kw['tolerance']),
+    memory_headroom=t.real('memory_headroom', kw['memory_headroom']),
     rack_kw=t.real('rack_kw', kw['rack_kw'], none=True),
     life_years=t.real('life_years', kw['life_years']),
     usd_per_kwh=t.real('usd_per_kwh', kw['usd_per_kwh']),

@@ -69,7 +69,9 @@ flags.DEFINE_string(
   "codesign/spec/stack_presets.py) or a stack JSON file (a run's "
   "config.json also works); empty: the platform trainer's default "
   '(torchrec on accelerators, ipex_cpu on CPU trainers). The same GPUs '
-  'train several times faster or slower depending on it.',
+  'train several times faster or slower depending on it. propose also '
+  'takes any (torchrec, nvidia_pytorch and hugectr) or a comma-separated '
+  'list: one search per stack, the best design of each side by side.',
 )
 # Flags that say where and how to re-run, never what to compute.
 _NOT_REPLAYED = ('from_config', 'workdir', 'overwrite', 'compile_cache')

@@ -135,6 +135,13 @@ flags.DEFINE_list(
   'on pairs).',
 )
 flags.DEFINE_float(
+  'memory_headroom',
+  0.03,
+  "Share of each accelerator's usable HBM every candidate keeps free "
+  "beyond the stack's own reserve (the search, its plans and the presets "
+  'beside it): a margin for what the model does not count; in [0, 0.3].',
+)
+flags.DEFINE_float(
   'tolerance',
   0.02,
   'Throughput objectives: propose the cheapest design within this share '
@@ -208,7 +215,7 @@ def main():
   settings = proposal.Settings(
     **{n: FLAGS[n].value for n in names - {'workload', 'stack', 'presets'}},
     workload=common.load_workload(),
-    stack=common.load_stack(),
+    stack=_stack(proposal),
     presets=tuple(FLAGS.presets),
   )
   # Progress on stdout: stderr holds only the one-sentence error of a
@@ -230,6 +237,16 @@ def main():
   results.write_csv(workdir / 'propose.csv', *proposal.csv_table(result))
   print()
   print(proposal.table(result))
+
+
+def _stack(proposal):
+  """The --stack setting: a stack loaded with its overrides, or the
+  names of several (any, or a comma-separated list)."""
+  if len(proposal.stack_names(FLAGS.stack)) > 1:
+    if any(x.startswith('stack.') for x in FLAGS.override):
+      raise InputError('--override=stack.* takes one --stack, not several')
+    return FLAGS.stack
+  return common.load_stack()
 
 
 if __name__ == '__main__':

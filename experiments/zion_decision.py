@@ -60,7 +60,12 @@ flags.DEFINE_float(
 flags.DEFINE_float(
   'budget_today_usd', 4e6, "Capex limit of today's cluster, USD (0: none)."
 )
-flags.DEFINE_integer('max_nodes', 16, 'Largest number of nodes.', lower_bound=1)
+flags.DEFINE_integer(
+  'max_nodes',
+  36,
+  'Largest number of nodes (a GB200 tray is a node: 36 is two NVL72 racks).',
+  lower_bound=1,
+)
 flags.DEFINE_integer('starts', 64, 'Starts per search.', lower_bound=1)
 flags.DEFINE_integer('steps', 300, 'Adam steps per phase.', lower_bound=1)
 common.define_sharding_flag('searched plans', searched=True)
@@ -78,8 +83,19 @@ flags.DEFINE_bool(
 )
 flags.DEFINE_list(
   'presets',
-  ['zion', 'zionex', 'dgx_h100'],
-  'Platform presets compared in each era (auto plan).',
+  # codesign.studies.zion_decision.PRESETS (spelled out: flags load first)
+  [
+    'zion',
+    'big_basin',
+    'dgx2_v100',
+    'zionex',
+    'dgx_h100',
+    'dgx_b200',
+    'gh200',
+    'gb200_nvl72',
+  ],
+  'Platform presets compared, each in the era of the year it was built '
+  '(2019 and before: the 2019 era; later: today), with the auto plan.',
 )
 flags.DEFINE_integer(
   'top_fields', 3, 'Largest throughput elasticities shown.', lower_bound=1

@@ -135,3 +135,22 @@ def test_propose_passes_its_stacks_on(monkeypatch):
     codesign.propose('criteo_kaggle', stack=S, cpu_stack=cpu)
   assert seen['settings'].stack == S
   assert seen['settings'].cpu_stack == cpu
+
+
+def test_evaluate_records_what_a_hand_written_platform_breaks():
+  """16 x 800 Gb/s NICs on a Gen5 node and one socket for 8 MI300X: the
+  figures come, and so do the rules they break (`nic_slot`: 100 GB/s per
+  NIC over a 63 GB/s x16; `board`: the 8-OAM board has two sockets); a
+  preset as sold breaks none."""
+  from codesign.core.pytree import replace
+
+  p = codesign.load_platform('mi300x_8')
+  nic = replace(p.nic, count=16.0, bandwidth=100e9)
+  bad = replace(p, nic=nic, sockets_per_node=1.0)
+  r = codesign.evaluate('criteo_kaggle', bad)
+  rules = {v['rule'] for v in r['buildability_violations']}
+  assert {'nic_slot', 'board'} <= rules
+  assert all(v['sentence'] for v in r['buildability_violations'])
+  assert r['throughput_samples_per_s'] > 0
+  good = codesign.evaluate('criteo_kaggle', 'dgx_h100')
+  assert good['buildability_violations'] == []

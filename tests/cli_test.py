@@ -61,6 +61,10 @@ BAD_INPUT = {
     ['--platform=cpu_2s', '--stack=hugectr'],
     ["'hugectr'", 'does not run on a cpu trainer', "'cpu_2s'"],
   ),
+  'strict_refuses_an_unbuildable_platform': (
+    ['--platform=zionex', '--strict'],
+    ["'zionex' cannot be built (--strict)", 'pcie_generation', 'nic_slot'],
+  ),
   'stack_override_out_of_range': (
     ['--override=stack.embedding_efficiency=0'],
     ['stack.embedding_efficiency', '[0.01, 1]'],

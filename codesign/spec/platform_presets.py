@@ -780,6 +780,36 @@ PLATFORMS = {
 }
 
 
+# The year each preset system was first built or sold (M: the systems'
+# announcements as the presets' docstrings cite them): what an era of
+# `studies.zion_decision` may compare. Big Basin: OCP Summit 2017; DGX-1
+# with V100: 2017; DGX-2: 2018; Zion: the paper's 2019 decision (OCP
+# Summit 2019; its Cooper Lake sockets stand in for the 2019 parts); CPU
+# trainers of Skylake (2017) and Cooper Lake (2020) sockets; DGX A100 and
+# AWS p4d: 2020; ZionEX: 2021 (Mudigere et al., ISCA 2022); DGX H100 and
+# H100 PCIe servers: 2022; MI300X 8-OAM servers: 2023 (catalog year);
+# GH200 nodes, DGX H200 and DGX B200: 2024; GB200 NVL72: 2025 (shipping).
+YEARS = {
+  'big_basin': 2017,
+  'dgx1_v100': 2017,
+  'cpu_2s': 2017,
+  'dgx2_v100': 2018,
+  'zion': 2019,
+  'cpu_4s': 2020,
+  'dgx_a100_40gb': 2020,
+  'dgx_a100_80gb': 2020,
+  'p4d': 2020,
+  'zionex': 2021,
+  'dgx_h100': 2022,
+  'h100_pcie_8': 2022,
+  'mi300x_8': 2023,
+  'gh200': 2024,
+  'dgx_h200': 2024,
+  'dgx_b200': 2024,
+  'gb200_nvl72': 2025,
+}
+
+
 def get(name: str) -> Platform:
   """The platform preset called `name`."""
   if name not in PLATFORMS:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from codesign.calibration import coverage
 from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.model import planner, report, terms
@@ -80,6 +81,10 @@ EXTRA_KEYS = ('proposal_json', 'timing')
 # centers allow 10-15 kW a rack: unanswered.io/guide/nvidia-h100-gpu-
 # density-per-node-rack).
 RACK_KW = terms.LIQUID_RACK_W / 1e3
+# The share of usable HBM a proposal keeps free beyond the stack's own
+# reserve (assumption: a few percent for what the model does not count,
+# allocator fragmentation above all; --memory_headroom).
+MEMORY_HEADROOM = 0.03
 # The TCO printed beside a proposal (`terms.tco`), each a flag:
 # - 5 years of service (assumption: servers are commonly depreciated over
 #   5-6 years; low);
@@ -128,6 +133,8 @@ class Settings:
     trainers: the kinds of platform searched, each in its own design space
       (`accelerator`, `cpu`: CPU sockets that train alone); the best is
       proposed (`proposal_search`).
+    memory_headroom: the share of each accelerator's usable HBM every
+      candidate keeps free (`with_headroom`), in [0, 0.3].
     systems: the accelerator trainer's system classes, each a design
       space of its own (`design_space.SYSTEMS`: `board` SXM and OAM
       boards, `superchip` GH200 and GB200 with NVLink domains across
@@ -165,6 +172,7 @@ class Settings:
   trainers: tuple[str, ...] = ('accelerator', 'cpu')
   systems: tuple[str, ...] = design_space.SYSTEMS
   tolerance: float = proposal_search.TOLERANCE
+  memory_headroom: float = MEMORY_HEADROOM
   rack_kw: float | None = RACK_KW
   life_years: float = LIFE_YEARS
   usd_per_kwh: float = USD_PER_KWH
@@ -226,7 +234,110 @@ def _limits(problem, max_nodes) -> dict:
   }
 
 
+# `--stack=any`: the accelerator stacks the published cases calibrate.
+ANY_STACKS = ('torchrec', 'nvidia_pytorch', 'hugectr')
+
+
+def stack_names(stack) -> tuple[str, ...]:
+  """The stacks a `stack` setting names: one (a `Stack`, a preset or a
+  file), `any` (`ANY_STACKS`) or a comma-separated list of them."""
+  if not isinstance(stack, str):
+    return (stack,)
+  if stack == 'any':
+    return ANY_STACKS
+  names = tuple(x.strip() for x in stack.split(','))
+  if len(names) > 1 and not all(names):
+    raise InputError(f'--stack has an empty name: {stack!r}')
+  return names
+
+
 def run(
+  settings: Settings,
+  progress: Callable[[str], None] | None = None,
+  on_step: Callable[[int, dict], None] | None = None,
+) -> tuple[dict, list[dict]]:
+  """The proposal for `settings` (`run_one`); with several stacks
+  (`--stack=any` or a list: `stack_names`) one search per stack, the
+  proposal the best of their proposals by the proposal rule
+  (`shared.decide`), and `per_stack` beside it: each stack's proposal,
+  its figures and the calibration cases behind them."""
+  names = stack_names(settings.stack)
+  if len(names) == 1:
+    return run_one(settings, progress, on_step)
+  progress = progress or (lambda line: None)
+  runs = []
+  for name in names:
+    one = dataclasses.replace(settings, stack=name)
+    runs.append(
+      run_one(one, lambda line, n=name: progress(f'{n}: {line}'), on_step)
+    )
+  return _best_stack(settings, names, runs)
+
+
+def _best_stack(settings: Settings, names, runs) -> tuple[dict, list[dict]]:
+  """The result of the stack whose proposal wins by the proposal rule,
+  with `per_stack` (every stack's proposal) and the metrics of all,
+  each row with its `stack`."""
+  props = [r['proposal'] for r, _ in runs]
+  values = [p['objective_value'] if p['within_limits'] else None for p in props]
+  order = shared.decide(
+    values,
+    [p['capex_usd'] for p in props],
+    settings.objective,
+    settings.tolerance
+    if settings.objective in shared.THROUGHPUT_OBJECTIVES
+    else None,
+  )
+  k = order[0] if order else 0
+  result = dict(runs[k][0])
+  result['per_stack'] = [
+    {
+      'stack': name,
+      'hardware': _hw(p['platform']),
+      'throughput_samples_per_s': p['throughput_samples_per_s'],
+      'capex_usd': p['capex_usd'],
+      'objective_value': p['objective_value'],
+      'within_limits': p['within_limits'],
+      'calibration': p['calibration'],
+      'chosen': i == k,
+    }
+    for i, (name, p) in enumerate(zip(names, props, strict=True))
+  ]
+  metrics = [
+    {**row, 'stack': name}
+    for name, (_, rows) in zip(names, runs, strict=True)
+    for row in rows
+  ]
+  return result, metrics
+
+
+def stacks_table(result: dict) -> list[str]:
+  """The best design per stack, one line each, and the stack the
+  proposal needs."""
+  rows = result.get('per_stack')
+  if not rows:
+    return []
+  out = [
+    f'{"stack":16s} {"hardware":34s} {"samples/s":>12s} {"capex $":>12s} '
+    f'{result["objective_unit"]:>10s}  calibration'
+  ]
+  for r in rows:
+    flags = '; '.join(r['calibration']['flags']) or 'covered'
+    mark = ' <- proposal' if r['chosen'] else ''
+    out.append(
+      f'{r["stack"]:16s} {r["hardware"]:34s} '
+      f'{r["throughput_samples_per_s"]:>12,.0f} {r["capex_usd"]:>12,.0f} '
+      f'{r["objective_value"]:>10.4g}  {flags}{mark}'
+    )
+  chosen = next(r for r in rows if r['chosen'])
+  out.append(
+    f'stacks: the proposal needs {chosen["stack"]}: its best design wins by '
+    'the proposal rule among the best design of each stack'
+  )
+  return out
+
+
+def run_one(
   settings: Settings,
   progress: Callable[[str], None] | None = None,
   on_step: Callable[[int, dict], None] | None = None,
@@ -292,7 +403,12 @@ def run(
     ranking, _ = _ranking(request, found, proposal, presets, progress)
   t_total = time.perf_counter() - t_start
   result = _result(request, found, proposal, continuous, presets, ranking)
-  result = {**result, **trims, 'board_violations': _boards(proposal)}
+  result = {
+    **result,
+    **trims,
+    'board_violations': _boards(proposal),
+    'memory_headroom': settings.memory_headroom,
+  }
   timing = {'search_wall_s': t_search, 'total_wall_s': t_total}
   return {**result, 'timing': timing}, found.result.history
 
@@ -341,8 +457,15 @@ def _request(settings: Settings, on_step) -> _Request:
   preset, a negative limit or a bad search configuration, before any
   search."""
   w = shared.load_workload(settings.workload)
+  if not 0.0 <= settings.memory_headroom <= 0.3:
+    raise InputError(
+      f'memory_headroom must lie in [0, 0.3], got {settings.memory_headroom}'
+    )
   stacks = proposal_search.trainer_stacks(
-    shared.load_stack(settings.stack), shared.load_stack(settings.cpu_stack)
+    *(
+      with_headroom(shared.load_stack(x), settings.memory_headroom)
+      for x in (settings.stack, settings.cpu_stack)
+    )
   )
   preset_names = tuple(settings.presets)
   for name in preset_names:
@@ -374,6 +497,26 @@ def _request(settings: Settings, on_step) -> _Request:
     parts,
     config,
     on_step,
+  )
+
+
+def with_headroom(s: stack_lib.Stack, headroom: float) -> stack_lib.Stack:
+  """Stack `s` keeping `headroom` more of each accelerator's HBM free
+  than it does (`hbm_reserve`: the CUDA context's), so that a proposal's
+  plan leaves a margin for what the model does not count (fragmentation,
+  a larger batch, other processes); the search, its plans and the
+  presets beside it see the same stack. A CPU trainer's stack is as
+  given (it holds no HBM)."""
+  if not headroom or tuple(s.trainers or ()) == ('cpu',):
+    return s
+  reserve = 1.0 - (1.0 - float(s.hbm_reserve)) * (1.0 - headroom)
+  why = (
+    f'{dict(s.sources).get("hbm_reserve", "the stack")}; and '
+    f'{100 * headroom:g}% more kept free as a margin (--memory_headroom)'
+  )
+  sources = tuple((k, why if k == 'hbm_reserve' else v) for k, v in s.sources)
+  return stack_lib.validate(
+    dataclasses.replace(s, hbm_reserve=reserve, sources=sources)
   )
 
 
@@ -636,6 +779,26 @@ def _presets(request: _Request, progress) -> list:
   return interrupts.thread_map(preset, request.preset_names, workers=2)
 
 
+def _other_spaces(found, score) -> list[robustness.Candidate]:
+  """The best design of every other space searched (another system class,
+  or the CPU trainer), with its final figures, where within the limits:
+  the search ranks spaces by their own evaluation, the proposal rule by
+  the figures the run prints."""
+  out = []
+  for problem, res in found.searches:
+    if problem is found.problem or not res.best_feasible:
+      continue
+    p, plan, fig = proposal_search.final_design(
+      problem, res.best_index, res.best_plan_z
+    )
+    if score(fig) is None:
+      continue
+    d = design_space.describe_index(problem.space, res.best_index)
+    name = f'{shared.design_name(d)} ({problem.space.system})'
+    out.append(robustness.Candidate(name, 'found', p, plan, fig))
+  return out
+
+
 def _ranking(request, found, proposal: _Proposal, presets, progress):
   """(`robustness.check` of the proposal, the search's other designs and
   the presets within the limits, under perturbed prices and skew, with
@@ -650,6 +813,7 @@ def _ranking(request, found, proposal: _Proposal, presets, progress):
       'proposal', 'proposal', proposal.p, proposal.plan, proposal.fig
     ),
     *robustness.found_designs(problem, found.result, score),
+    *_other_spaces(found, score),
   ]
   for name, pp, pplan, f in presets:
     if score(f) is not None and proposal.source != f'preset {name}':
@@ -691,7 +855,9 @@ def _result(request, found, proposal, continuous, presets, ranking) -> dict:
     'objective': problem.objective,
     'objective_unit': OBJECTIVE_UNITS[problem.objective],
     'limits': limits,
-    'proposal': _proposal_section(problem, proposal, request.settings),
+    'proposal': _proposal_section(
+      problem, proposal, request.settings, stack.name
+    ),
     'continuous_optimum': _continuous_section(found, continuous),
     'presets': [
       {
@@ -722,7 +888,15 @@ def _result(request, found, proposal, continuous, presets, ranking) -> dict:
   }
 
 
-def _proposal_section(problem, proposal: _Proposal, settings) -> dict:
+def _coverage(proposal: _Proposal, stack_name: str) -> dict:
+  p = proposal.p
+  part = p.accelerator.name if p.trainer == 'accelerator' else p.cpu.name
+  return coverage.coverage(stack_name, part, p.trainer, float(p.nodes))
+
+
+def _proposal_section(
+  problem, proposal: _Proposal, settings, stack_name: str
+) -> dict:
   """result.json's `proposal`: platform and plan JSON, objective, limits,
   plan source, constraint values, figures with the auto plan, figures,
   the bill (with its racks at `settings.rack_kw` kW per rack, if given)
@@ -750,6 +924,9 @@ def _proposal_section(problem, proposal: _Proposal, settings) -> dict:
     },
     'with_auto_plan': proposal.auto_fig,
     **proposal.fig,
+    # The published cases behind the proposal's figures, and what it lies
+    # outside of (`calibration.coverage`).
+    'calibration': _coverage(proposal, stack_name),
     # The bill, the network apart from the nodes (model.report).
     'capex_breakdown': report.capex_breakdown(proposal.p, rack_w),
     'tco': terms.tco(
@@ -916,6 +1093,7 @@ def table(result: dict) -> str:
     )
 
   lines = [
+    *stacks_table(result),
     f'{result["workload"]}: objective {objective}; limits {limits}',
     f'{"platform":22s} {"hardware":34s} {"samples/s":>12s} '
     f'{"capex $":>12s} {"power W":>9s} '
@@ -954,7 +1132,7 @@ def proposal_line(result: dict) -> str:
   """What the proposal is, one line: its system class, parts, memory,
   scale-up domain and NICs."""
   pj = result['proposal']['platform']
-  system = result.get('search', {}).get('system', '')
+  system = shared.system_of(pj)
   source = result['proposal'].get('source', 'search')
   head = 'proposal' + (f' ({source})' if source != 'search' else '') + ': '
   if pj['trainer'] != 'accelerator':
@@ -981,6 +1159,24 @@ def proposal_line(result: dict) -> str:
   )
 
 
+# A plan that leaves less of the usable HBM free than this is flagged.
+ZERO_MARGIN = 0.005
+
+
+def hbm_margin_line(hbm: dict, headroom: float) -> str:
+  """The proposal's HBM per accelerator against what its stack leaves
+  usable (its reserve and the headroom kept), one line; ZERO MARGIN where
+  the plan fills it."""
+  req, avail = hbm['required_bytes'], hbm['available_bytes']
+  free = 1.0 - req / avail
+  head = 'HBM: ZERO MARGIN: ' if free < ZERO_MARGIN else 'HBM: '
+  return (
+    f'{head}{req / 1e9:,.1f} of {avail / 1e9:,.1f} GB usable per '
+    f'accelerator ({100 * free:.1f}% free; {100 * headroom:g}% of it kept '
+    'free beyond the stack reserve by --memory_headroom)'
+  )
+
+
 def _honesty_lines(result: dict) -> list[str]:
   """What caps the proposal: the stack's ceiling (and whether it binds),
   and for throughput objectives how it compares with the best found."""
@@ -989,6 +1185,8 @@ def _honesty_lines(result: dict) -> list[str]:
     out.append(
       'ceiling: ' + report.ceiling_sentence(result['proposal']['ceiling'])
     )
+  if 'calibration' in result['proposal']:
+    out.append(coverage.sentence(result['proposal']['calibration']))
   trim = result.get('tolerance')
   if trim:
     prop = result['proposal']
@@ -1001,6 +1199,9 @@ def _honesty_lines(result: dict) -> list[str]:
     )
   for sentence in result.get('board_violations', []):
     out.append(f'NOT SOLD: {sentence}')
+  hbm = result['proposal'].get('memory', {}).get('hbm')
+  if hbm and hbm['available_bytes'] > 0:
+    out.append(hbm_margin_line(hbm, result.get('memory_headroom', 0.0)))
   ddr = result['proposal'].get('memory', {}).get('ddr')
   soldered = result['proposal']['platform']['cpu'].get('memory') == 'soldered'
   if ddr and soldered:

@@ -462,7 +462,16 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
     'proposal_capex_usd': capexes[k],
     'proposal_share_of_best': thr_of[k] / thr_of[best],
     'candidates_evaluated': int(len(index)),
-    'candidates_judged': len(rows),
+    # The designs judged by their final figures (the cost-throughput
+    # frontier of the screened variants), as the rule saw them.
+    'judged': [
+      {
+        'samples_per_s': t,
+        'capex_usd': c,
+        'within_limits': v is not None,
+      }
+      for t, c, v in zip(thr_of, capexes, values, strict=True)
+    ],
   }
 
 
@@ -500,24 +509,37 @@ def _score(problem, fig: dict) -> float | None:
   if not _within(problem, fig):
     return None
   thr = _fig_throughput(fig)
-  return thr if problem.objective == 'throughput' else problem.samples / thr
+  energy = fig['power_w'] * problem.energy_usd_per_w
+  return {
+    'throughput': thr,
+    'time_to_train': problem.samples / thr,
+    'throughput_per_usd': thr / fig['capex_usd'],
+    'throughput_per_watt': thr / fig['power_w'],
+    'throughput_per_tco': thr / (fig['capex_usd'] + energy),
+  }[problem.objective]
 
 
 def final_figures(problem, index, plan_z) -> dict:
-  """The figures a design is proposed with: the concrete platform at
-  `index` with the plan `plan_z` written out, or with the planner's auto
-  plan where that does better within the limits and the space searches
-  the sharding (as `studies.proposal` keeps it)."""
+  """The figures a design is proposed with (`final_design`)."""
+  return final_design(problem, index, plan_z)[2]
+
+
+def final_design(problem, index, plan_z) -> tuple:
+  """(platform, plan, figures) a design is proposed with: the concrete
+  platform at `index` with the plan `plan_z` written out, or with the
+  planner's auto plan where that does better within the limits and the
+  space searches the sharding (as `studies.proposal` keeps it)."""
   w, stack = problem.workload, problem.stack
   p, plan = gradient.buildable(problem, index, plan_z)
   fig = report.design_figures(p, w, plan, stack)
   if problem.space.sharding != plan_space.SEARCH:
-    return fig
-  auto = report.design_figures(p, w, planner.make(w, p, stack), stack)
+    return p, plan, fig
+  auto_plan = planner.make(w, p, stack)
+  auto = report.design_figures(p, w, auto_plan, stack)
   a, b = _score(problem, auto), _score(problem, fig)
   if a is None or (b is not None and not _beats(problem, a, b)):
-    return fig
-  return auto
+    return p, plan, fig
+  return p, auto_plan, auto
 
 
 def _beats(problem, a: float, b: float) -> bool:

@@ -11,8 +11,9 @@ those numbers, by the cost model alone (no new search):
   theirs and stays) x0.7 and x1.3 one at a time, then all of them at once.
   A price moves only the capex (`terms.capex_and_power`): step time and
   plans do not depend on prices, so the throughput stays.
-- the popularity skew x0.5 and x2 (where it stays inside the model's
-  bounds): every candidate keeps its sharding and its other plan fields,
+- the popularity skew at each of SKEW_VALUES but its own (1.2 to 16,
+  inside the model's bounds): every candidate keeps its sharding and its
+  other plan fields,
   and its HBM fractions are re-fitted by the planner's rule (hottest
   bytes first, `refit_hbm`), as hotter or flatter traffic moves which
   rows the HBM should hold.
@@ -38,7 +39,11 @@ from codesign.spec.stack import Stack
 from codesign.studies import shared
 
 PRICE_FACTORS = (0.7, 1.3)
-SKEW_FACTORS = (0.5, 2.0)
+# The popularity skews every proposal is judged at beside its own: from
+# nearly uniform traffic (1.2: the hottest 20% of rows get 24% of
+# lookups) to very skewed (16: 97%); no preset's skew is measured
+# (`workload_presets`), so a proposal must say how it fares across them.
+SKEW_VALUES = (1.2, 2.0, 4.0, 8.0, 16.0)
 # Distinct designs of the search beside the proposal that compete.
 FOUND_DESIGNS = 4
 # Shares of a plan's HBM bytes tried, in turn, when a new skew moves them
@@ -51,7 +56,8 @@ METHOD = (
   'objective under each perturbation (cost model only); a price (uncertain '
   'ones: catalog confidence low, or no catalog price) x0.7 and x1.3 one at '
   'a time and all at once, which moves the capex only; popularity_skew '
-  'x0.5 and x2, with each plan keeping its sharding and the bytes it holds '
+  '1.2, 2, 4, 8 and 16 (but its own), with each plan keeping its sharding '
+  'and the bytes it holds '
   'in HBM, re-distributed hottest first by the planner (planner.water_fill;'
   ' fewer bytes where they no longer fit: refit_hbm)'
 )
@@ -156,8 +162,8 @@ def perturbations(
   parts (not those `prices` sets) x each of PRICE_FACTORS, one at a time
   and (with several parts) all at once; where a candidate has several
   nodes, the network's prices (NICs, switches, links) x each of
-  PRICE_FACTORS; the popularity skew x each of
-  SKEW_FACTORS. Left out: one sentence per skew outside the model's
+  PRICE_FACTORS; the popularity skew at each of SKEW_VALUES but the
+  workload's own. Left out: one sentence per skew outside the model's
   bounds."""
   given = dict(prices)
   parts = []
@@ -192,16 +198,42 @@ def perturbations(
       )
   left_out = []
   lo, hi = wl.BOUNDS['popularity_skew']
-  for f in SKEW_FACTORS:
-    k = float(w.popularity_skew) * f
-    name = f'popularity_skew {k:g} (x{f:g})'
+  own = float(w.popularity_skew)
+  for k in SKEW_VALUES:
+    if k == own:
+      continue
+    name = f'popularity_skew {k:g}'
     if lo <= k <= hi:
+      f = k / own
       out.append(
         {'name': name, 'kind': 'popularity_skew', 'factor': f, 'value': k}
       )
     else:
       left_out.append(f"{name} is outside the model's {lo:g} to {hi:g}")
   return out, left_out
+
+
+def worst_skew(rob: dict) -> dict | None:
+  """The proposal's objective at the popularity skew where it fares worst
+  (of `perturbations`' skews, within the limits there), against its
+  nominal value: `skew`, `value`, `nominal`, `change` (relative); None
+  without skew perturbations."""
+  nominal = rob['candidates'][0]['objective_value']
+  rows = [
+    r
+    for r in rob['perturbations']
+    if r['kind'] == 'popularity_skew' and r['proposal_value'] is not None
+  ]
+  if not rows or nominal is None:
+    return None
+  up = rob.get('maximize', True)
+  pick = (min if up else max)(rows, key=lambda r: r['proposal_value'])
+  return {
+    'skew': pick['value'],
+    'value': pick['proposal_value'],
+    'nominal': nominal,
+    'change': pick['proposal_value'] / nominal - 1.0,
+  }
 
 
 def _repriced(c: Candidate, prices: dict) -> dict:
@@ -353,7 +385,9 @@ def check(
     'proposal_stays_best': int(stays),
     'perturbation_count': len(rows),
     'share': stays / len(rows) if rows else None,
+    'maximize': gradient.maximized(objective),
   }
+  out['worst_skew'] = worst_skew(out)
   out['sentence'] = sentence(out)
   return out
 
@@ -389,7 +423,17 @@ def sentence(rob: dict) -> str:
       text += f'; under {r["name"]} the best is {r["best"]}'
   if len(flips) > NAMED_FLIPS:
     text += f'; {len(flips) - NAMED_FLIPS} more in result.json robustness'
+  worst = rob.get('worst_skew')
+  if worst:
+    text += (
+      f'; its worst popularity_skew of {", ".join(map(_g, SKEW_VALUES))} is '
+      f'{worst["skew"]:g}: {100 * worst["change"]:+.0f}% of its objective'
+    )
   return text
+
+
+def _g(x: float) -> str:
+  return f'{x:g}'
 
 
 def found_designs(problem, res, score, limit: int = FOUND_DESIGNS):

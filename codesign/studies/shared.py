@@ -116,6 +116,20 @@ def design_name(design: dict) -> str:
   return f'{nodes}({sockets}+{design["accelerators_per_node"]:g} {acc})'
 
 
+def system_of(pj: dict) -> str:
+  """The system class of a platform JSON (`design_space.SYSTEMS`, or
+  `cpu`): a superchip's accelerators reach their host over NVLink-C2C, a
+  PCIe card's peers over PCIe (bridged pairs or PCIe only), a board's
+  over a switch or mesh."""
+  if pj['trainer'] != 'accelerator':
+    return 'cpu'
+  if pj['host_link'].get('kind') == 'c2c':
+    return 'superchip'
+  if pj['fabric']['topology'] in ('bridged_pairs', 'pcie_only'):
+    return 'pcie'
+  return 'board'
+
+
 def why_not(fig: dict, budget_usd=None, power_w=None, rack_w=None) -> str:
   """Why figures `fig` (a `report.to_result` dict) are not acceptable:
   over the capex budget (by how much, USD), over the power limit (W), a

@@ -46,10 +46,37 @@ from codesign.spec import catalog, schema
 from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
-from codesign.studies import proposal, sensitivity, shared, sweeps
+from codesign.studies import proposal, robustness, sensitivity, shared, sweeps
 
 ERAS = ('2019', 'today')
+SKEWS = robustness.SKEW_VALUES
 YEAR_2019 = 2019
+# Presets compared by default: the systems of 2019 and before beside
+# the 2019 proposal, today's systems (superchips and NVLink domains
+# among them) beside today's.
+PRESETS = (
+  'zion',
+  'big_basin',
+  'dgx2_v100',
+  'zionex',
+  'dgx_h100',
+  'dgx_b200',
+  'gh200',
+  'gb200_nvl72',
+)
+
+
+def era_presets(names, era: str) -> tuple[str, ...]:
+  """The presets of `names` that belong to `era`: built by 2019 for the
+  2019 era, later for today's (`platform_presets.YEARS`)."""
+  out = []
+  for name in names:
+    year = presets_lib.YEARS.get(name, YEAR_2019 + 1)
+    if (year <= YEAR_2019) == (era == '2019'):
+      out.append(name)
+  return tuple(out)
+
+
 OBJECTIVES = ('throughput', 'throughput_per_usd', 'throughput_per_watt')
 # Keys of `run`'s result that are not part of result.json: wall seconds,
 # and the resolved inputs (config.json's workload and stack sections).
@@ -77,7 +104,9 @@ class Settings:
     stack: a `Stack`, a preset name or a stack JSON file, for both eras.
     cpu_lookups_2019: run the 2019 era with the stack's UVM caching off
       (DDR rows looked up by the CPU sockets, as Zion was built for).
-    presets: platform presets compared in each era (auto plan).
+    presets: platform presets compared, each in the era of its year
+      (`platform_presets.YEARS`: 2019 and before in 2019, later today),
+      with the auto plan.
     top_fields: how many of the largest throughput elasticities to report.
     min_sockets: CPU sockets per node from which a node counts as
       Zion-like (4: ZionEX's count; Zion has 8).
@@ -88,7 +117,7 @@ class Settings:
   objective: str = 'throughput_per_usd'
   budget_2019_usd: float = 1e6
   budget_today_usd: float = 4e6
-  max_nodes: int = 16
+  max_nodes: int = 36
   starts: int = 64
   steps: int = 300
   seed: int = 0
@@ -96,7 +125,7 @@ class Settings:
   trainers: tuple[str, ...] = ('accelerator', 'cpu')
   stack: str | stack_lib.Stack = 'torchrec'
   cpu_lookups_2019: bool = True
-  presets: tuple[str, ...] = ('zion', 'zionex', 'dgx_h100')
+  presets: tuple[str, ...] = PRESETS
   top_fields: int = 3
   min_sockets: int = 4
 
@@ -233,7 +262,7 @@ def _era_run(settings, era, w, stack, progress):
     seed=settings.seed,
     sharding=settings.sharding,
     trainers=tuple(settings.trainers),
-    presets=tuple(settings.presets),
+    presets=era_presets(settings.presets, era),
     stack=stack,
     available_by=YEAR_2019 if era == '2019' else None,
   )
@@ -380,6 +409,8 @@ def summary(result: dict) -> list[str]:
       f'bottleneck {p["bottleneck"]}; Zion-like: '
       f'{"yes" if p["zion_like"]["zion_like"] else "no"}'
     )
+  for p in result['proposals']:
+    out.append(f'{p["era"]} {p["break_even"]["sentence"]}')
   v = result['verdict']
   out.append(f'Verdict: {v["answer"]}: {v["why"]}')
   agree = 'agrees with' if v['agrees_with_paper'] else 'disagrees with'
@@ -483,7 +514,92 @@ def _era(settings: Settings, era: str, w, s, progress):
     'elasticities_wall_s': time.perf_counter() - start,
   }
   proposal = _proposal_entry(era, w, s, res, settings, el)
-  return proposal, _compare(era, res, settings), history, timing
+  compared = _compare(era, res, settings)
+  proposal['break_even'] = break_even(res, compared, settings)
+  return proposal, compared, history, timing
+
+
+def break_even(res: dict, compared: list[dict], settings: Settings) -> dict:
+  """What would flip an era's answer: the best preset within the limits
+  whose Zion-likeness differs from the proposal's (else the best other
+  preset), and the rise of the proposal's main part's price (its
+  accelerator, or a CPU trainer's CPU) at which that preset's objective
+  equals the proposal's (capex objectives; for throughput, the share of
+  throughput the preset lacks); and the popularity skews of the
+  proposal's robustness check under which another candidate wins.
+
+  Returns:
+    dict: `runner_up` (None when no preset is within the limits),
+    `objective_ratio` (the runner-up's over the proposal's),
+    `part`, `part_price_usd`, `price_rise` (the relative rise; None for
+    throughput), `skew_flips` ({skew: winner}), `sentence`.
+  """
+  prop = compared[0]
+  others = [c for c in compared[1:] if c['within_limits']]
+  flipped = [c for c in others if c['zion_like'] != prop['zion_like']]
+  pool = flipped or others
+  runner = max(pool, key=lambda c: c['objective_value'], default=None)
+  pj = res['proposal']['platform']
+  part, count = _main_part(pj)
+  price = part_tables.price_usd(part)
+  flips = {
+    r['value']: r['best']
+    for r in res['robustness']['perturbations']
+    if r['kind'] == 'popularity_skew' and not r['proposal_stays_best']
+  }
+  out = {
+    'runner_up': runner['platform'] if runner else None,
+    'objective_ratio': runner['vs_proposal_objective'] if runner else None,
+    'part': part,
+    'part_price_usd': price,
+    'price_rise': None,
+    'skew_flips': flips,
+  }
+  if runner and settings.objective == 'throughput_per_usd':
+    extra = prop['throughput_samples_per_s'] / runner['objective_value']
+    out['price_rise'] = (extra - prop['capex_usd']) / (count * price)
+  out['sentence'] = _break_even_sentence(out, settings.objective)
+  return out
+
+
+def _main_part(pj: dict) -> tuple[str, float]:
+  """(catalog part, count in the cluster) whose price decides a platform:
+  its accelerators, or a CPU trainer's sockets."""
+  if pj['trainer'] == 'accelerator':
+    return pj['accelerator']['name'], pj['nodes'] * pj['accelerators_per_node']
+  return pj['cpu']['name'], pj['nodes'] * pj['sockets_per_node']
+
+
+def _break_even_sentence(b: dict, objective: str) -> str:
+  if b['runner_up'] is None:
+    head = 'no preset of the era is within the limits to flip it'
+  elif b['price_rise'] is not None:
+    rise, price = b['price_rise'], b['part_price_usd']
+    verb = 'rises' if rise >= 0 else 'falls'
+    head = (
+      f"{b['runner_up']} ({b['objective_ratio']:.2f}x the proposal's "
+      f'{objective}) wins once the {b["part"]} price {verb} '
+      f'{100 * abs(rise):.0f}% (from ${price:,.0f} to '
+      f'${price * (1 + rise):,.0f} each)'
+    )
+  else:
+    head = (
+      f'{b["runner_up"]} reaches {b["objective_ratio"]:.2f}x the '
+      f"proposal's {objective}"
+    )
+  winners = {}
+  for k, v in sorted(b['skew_flips'].items()):
+    winners.setdefault(v, []).append(_g(k))
+  tail = ''.join(
+    f'; {v} wins at popularity_skew {", ".join(ks)}'
+    for v, ks in winners.items()
+  )
+  tail = tail or f'; no popularity_skew of {", ".join(map(_g, SKEWS))} flips it'
+  return 'break-even: ' + head + tail
+
+
+def _g(x: float) -> str:
+  return f'{x:g}'
 
 
 def _search_section(settings: Settings) -> dict:
@@ -605,6 +721,7 @@ def table(result: dict) -> str:
   v = result['verdict']
   lines += [
     '',
+    *(f'{p["era"]} {p["break_even"]["sentence"]}' for p in result['proposals']),
     f'QUESTION: {v["question"]}',
     f'VERDICT: {v["answer"]}: {v["why"]}.',
     f'The model {"agrees" if v["agrees_with_paper"] else "DISAGREES"} '

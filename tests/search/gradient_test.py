@@ -52,14 +52,27 @@ def _space(w, plan_mode='auto', max_nodes=4):
   )
 
 
-def test_decode_index_matches_catalog_build():
-  """The traced buildable decoder gives the same platform, leaf for leaf,
-  as the concrete catalog build that is written to JSON."""
-  w = wp.get('rm1')
-  space = ds.make_space(w, plan_mode='auto')
-  rng = np.random.default_rng(1)
-  for _ in range(3):
+def _buildable_draws(space, rng, count: int) -> list[list[int]]:
+  """`count` random grid indices of `space` that pass every buildability
+  rule (a sold board, whole domains)."""
+  out = []
+  while len(out) < count:
     idx = [int(rng.integers(n)) for n in space.sizes]
+    if snapping.buildable(space, np.array([idx]))[0][0]:
+      out.append(idx)
+  return out
+
+
+@pytest.mark.parametrize('system', ds.SYSTEMS)
+def test_decode_index_matches_catalog_build(system):
+  """The traced buildable decoder gives the same platform, leaf for leaf,
+  as the concrete catalog build that is written to JSON, in every system
+  class (a superchip's C2C host link, soldered memory and NVLink domain
+  across hosts; a PCIe card's bridged pairs)."""
+  w = wp.get('rm1')
+  space = ds.make_space(w, plan_mode='auto', max_nodes=36, system=system)
+  rng = np.random.default_rng(1)
+  for idx in _buildable_draws(space, rng, 3):
     built = hardware.as_arrays(ds.build(space, idx))
     traced, _, _ = ds.decode_index(
       space, w, STACK, jnp.array(idx), jnp.zeros(0)
@@ -408,3 +421,37 @@ def test_throughput_per_tco_objective():
   assert proposal.objective_of(
     fig, 'throughput_per_tco', 1e9, 5.540112
   ) == pytest.approx(value)
+
+
+def test_superchip_space_reaches_nvlink_domains_across_hosts():
+  """The superchip space builds GB200 trays on one NVLink domain of 18
+  hosts with the gb200_nvl72 preset's throughput; one domain buys one
+  front-end NIC a tray whatever the NIC axes say; nodes that are not
+  whole domains break the `fabric_domain` rule."""
+  from codesign.model import planner
+  from codesign.search import buildability
+  from codesign.spec import platform_presets
+
+  w = wp.get('mlperf_dlrm_dcnv2')
+  space = ds.make_space(w, max_nodes=36, system='superchip', plan_mode='auto')
+  assert space.axes[-1] == 'hosts_per_domain'
+  assert space.grids[-1] == (1.0, 9.0, 18.0)
+  gb200 = space.accelerators.index('GB200-B200-186GB')
+  # 18 trays x (2 Grace + 4 GB200), 4 x 400G NICs asked, one domain of 18.
+  idx = buildability.canonical_index(space, [gb200, 0, 17, 1, 2, 0, 2, 2, 2])
+  p = ds.build(space, idx)
+  assert buildability.violations(p, proposal=True) == []
+  assert float(p.nic.count) == 1.0 and idx[6] == idx[7] == 0
+  assert p.host_link.kind == 'c2c' and p.cpu.memory == 'soldered'
+  assert float(p.fabric.hosts_per_domain) == 18.0
+  stack = stack_presets.get('hugectr')
+  preset = platform_presets.get('gb200_nvl72')
+  ours = report.design_figures(p, w, planner.make(w, p, stack), stack)
+  theirs = report.design_figures(
+    preset, w, planner.make(w, preset, stack), stack
+  )
+  assert ours['throughput_samples_per_s'] == pytest.approx(
+    theirs['throughput_samples_per_s'], rel=1e-9
+  )
+  twenty = ds.build(space, [*idx[:2], 19, *idx[3:]])
+  assert 'fabric_domain' in {r for r, _ in buildability.violations(twenty)}

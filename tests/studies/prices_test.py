@@ -143,6 +143,7 @@ PRICED = proposal.Settings(
   only_parts=('H100', 'EPYC-9654'),  # Genoa: an HGX H100 host
   price=('H100=20000',),
   trainers=('accelerator',),
+  systems=('board',),  # the SXM module (H100 begins its PCIe cards too)
 )
 
 
