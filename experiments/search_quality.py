@@ -74,6 +74,13 @@ flags.DEFINE_list(
   '4^T times larger; the reference is the best design found, the small '
   "space's optimum included when small runs).",
 )
+flags.DEFINE_list(
+  'large_systems',
+  ['board', 'superchip'],
+  'System classes the large comparison runs on: board (the small '
+  "space's parts, its optimum an entry), superchip (GH200/GB200, hosts "
+  'per NVLink domain a further axis), pcie.',
+)
 common.define_run_flags(
   'search_quality',
   seed_help='Seed of every method.',
@@ -91,9 +98,13 @@ def main():
 
   names = {f.name for f in dataclasses.fields(study.Settings)}
   settings = study.Settings(
-    **{n: FLAGS[n].value for n in names - {'workloads', 'stack', 'spaces'}},
+    **{
+      n: FLAGS[n].value
+      for n in names - {'workloads', 'stack', 'spaces', 'large_systems'}
+    },
     workloads=tuple(workload_presets.get(n) for n in FLAGS.workloads),
     spaces=tuple(FLAGS.spaces),
+    large_systems=tuple(FLAGS.large_systems),
     stack=common.load_stack(),
   )
   result, metrics = study.run(settings, progress=common.progress_printer())

@@ -146,6 +146,7 @@ class Step:
     row_scale: multiplies every table's rows.
     skew: `evaluate`'s `skew`: None (the lookups follow the workload's
       popularity skew) or a traced one (`terms.lookups` reads it).
+    nvls_share: `evaluate`'s `nvls_share` (`terms.fabric` reads it).
   """
 
   platform: Platform
@@ -158,6 +159,7 @@ class Step:
   payload: int
   row_scale: object
   skew: object
+  nvls_share: object = None
 
 
 class Dense(NamedTuple):
@@ -211,6 +213,7 @@ def evaluate(
   row_scale=1.0,
   sharding_weights=None,
   skew=None,
+  nvls_share=None,
 ) -> CostReport:
   """Cost of one training step. Pure; jit/vmap/grad are the caller's.
 
@@ -235,12 +238,23 @@ def evaluate(
       workload (`evaluate_design`). A traced skew takes the quadrature
       of `terms.distinct_rows` even at 1 (a workload's skew of 1 takes
       the closed form; the two agree to rounding).
+    nvls_share: None, or (scalar, may be traced) the share in which the
+      accelerators' switch reduces (NVLink SHARP): a search's relaxed
+      mixture of parts whose fabric flag (`Fabric.in_switch_reduction`,
+      static) says some do (`terms.fabric`); 1 is the flag as it is.
 
   Returns:
     A `CostReport` of scalars (SI units).
   """
   c = step_context(
-    platform, workload, plan, stack, row_scale, sharding_weights, skew
+    platform,
+    workload,
+    plan,
+    stack,
+    row_scale,
+    sharding_weights,
+    skew,
+    nvls_share,
   )
   dense, emb, comms = _dense(c), _embedding(c), _collectives(c)
   host = _host(c)
@@ -326,6 +340,7 @@ def step_context(
   row_scale=1.0,
   sharding_weights=None,
   skew=None,
+  nvls_share=None,
 ) -> Step:
   """The `Step` of `evaluate`'s arguments: setup, tables and payload."""
   p, w, s = platform, workload, stack
@@ -355,7 +370,7 @@ def step_context(
     stack_lib.payload_bytes(s, w.dense_precision),
     wl.PRECISION_BYTES[plan.comm_precision],
   )
-  return Step(p, w, plan, s, st, t, dev, payload, row_scale, skew)
+  return Step(p, w, plan, s, st, t, dev, payload, row_scale, skew, nvls_share)
 
 
 def _dense(c: Step) -> Dense:
@@ -408,7 +423,7 @@ def _collectives(c: Step) -> Comms:
     c.tables,
     c.setup,
   )
-  fab = ct.fabric(p, s, st)
+  fab = ct.fabric(p, s, st, c.nvls_share)
   a2a_intra, a2a_inter = ct.alltoall_pooled(w, s, t, st, fab, c.payload, p)
   ids_intra, ids_inter = ct.alltoall_ids(w, s, t, st, fab, p)
   calls = ct.allreduce_calls(w, s, t, plan)

@@ -212,8 +212,13 @@ def capex_line(b: dict) -> str:
     switches = (
       f'switches ${n["switch_usd"]:,.0f} ({tiers}; {n["tiers"]} tier'
       f'{"s" if n["tiers"] > 1 else ""} of {n["switch_radix"]:.0f}-port '
-      f'{n["nic_bandwidth_gbit_per_s"]:.0f} Gb/s switches); optics and '
-      f'cables ${n["link_usd"]:,.0f} ({n["links"]:,} links)'
+      f'{n["nic_bandwidth_gbit_per_s"]:.0f} Gb/s switches'
+      + (
+        f', leaves {n["oversubscription"]:g}:1 oversubscribed'
+        if n['oversubscription'] > 1.0
+        else ', non-blocking'
+      )
+      + f'); optics and cables ${n["link_usd"]:,.0f} ({n["links"]:,} links)'
     )
   else:
     switches = 'no scale-out switches (one node or one scale-up domain)'

@@ -358,8 +358,15 @@ def _grids(
 
 
 def _template(space: DesignSpace) -> hardware.Platform:
-  """A concrete platform with every field the axes do not set."""
-  return build(space, (0,) * space.num_hw)
+  """A concrete platform with every field the axes do not set; its
+  fabric reduces in its switch (NVLink SHARP) where any part of the
+  space's does, each part's share of it traced (`aux['nvls_share']`)."""
+  p = build(space, (0,) * space.num_hw)
+  acc, _ = part_rows(space)
+  nvls = bool(np.any(acc[:, len(pt.ACC_FIELDS) + 5] == 1.0))
+  if space.trainer == 'cpu' or nvls == p.fabric.in_switch_reduction:
+    return p
+  return replace(p, fabric=replace(p.fabric, in_switch_reduction=nvls))
 
 
 def build(space: DesignSpace, index) -> hardware.Platform:
@@ -491,7 +498,9 @@ def _assemble(space, template, acc, cpu, numbers):
   c2c = space.system == 'superchip'
   na = len(pt.ACC_FIELDS)
   nc = len(pt.CPU_FIELDS)
-  links, link_bw, acc_pcie, domain, c2c_bw = (acc[na + i] for i in range(5))
+  links, link_bw, acc_pcie, domain, c2c_bw, nvls = (
+    acc[na + i] for i in range(6)
+  )
   cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = (
     cpu[nc + i] for i in range(7)
   )
@@ -549,6 +558,7 @@ def _assemble(space, template, acc, cpu, numbers):
     'ports': w['ports'],
     'x16': slot,
     'gpudirect': 0.0 if cpu_trainer else 1.0,
+    'nvls_share': nvls,
   }
 
 

@@ -331,7 +331,13 @@ def violations(
 
 def _judged(problem: Problem, p, plan, aux, question):
   r = cost_model.evaluate(
-    p, problem.workload, plan, problem.stack, 1.0, aux['sharding_weights']
+    p,
+    problem.workload,
+    plan,
+    problem.stack,
+    1.0,
+    aux['sharding_weights'],
+    nvls_share=aux.get('nvls_share'),
   )
   value = objective_value(problem, r, question)
   g = violations(problem, p, r, aux, question)

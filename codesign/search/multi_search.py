@@ -73,7 +73,9 @@ def _assess_tasks(tasks: Tasks, decode, weights, limit, kind):
   capex = power = None
   for j, w in enumerate(tasks.workloads):
     p, plan, aux = decode(w)
-    r = cost_model.evaluate(p, w, plan, tasks.stack)
+    r = cost_model.evaluate(
+      p, w, plan, tasks.stack, nvls_share=aux.get('nvls_share')
+    )
     prob = gradient.Problem(tasks.space, w, tasks.stack, 'throughput')
     g = gradient.violations(prob, p, r, aux)[2:]  # memory and buildability
     rows.append(jnp.where(weights[j] > 0, g, -1.0))

@@ -57,7 +57,11 @@ ACC_AUX = (
   'pcie_bandwidth',
   'fabric_domain',
   'c2c_bandwidth',
+  'nvls_share',
 )
+# A part's `nvls_share` where its switch does not reduce (positive: rows
+# mix in log space; a mixture with such a part is all but without it).
+NO_NVLS = 1e-6
 CPU_AUX = (
   'pcie_x16_bandwidth',
   'max_sockets',
@@ -77,17 +81,21 @@ def accelerator_row(
   """The accelerator's row: ACC_FIELDS then ACC_AUX, SI; its price is the
   one `prices` sets, if any; its fabric domain on the topology of
   `system`; its NVLink-C2C rate per direction (a superchip's host link;
-  its x16 rate for a part on PCIe, which reads none)."""
+  its x16 rate for a part on PCIe, which reads none); whether its switch
+  reduces on that topology (NVLink SHARP: 1, else `NO_NVLS`)."""
   a = priced_accelerator(catalog.accelerator(name), prices)
   d = catalog.raw()['accelerators'][name]
   x16 = catalog.pcie_x16_bandwidth(d['pcie_gen'])
   c2c = buildability.catalog_facts()[name]['c2c']
+  topology = buildability.SYSTEM_TOPOLOGY[system]
+  nvls = platform_presets.accel_fabric(name, topology).in_switch_reduction
   aux = [
     float(d['link_count']),
     d['link_bw_GBps_per_direction'] * GB,
     x16,
     buildability.design_domain(name, system),
     x16 if c2c is None else c2c,
+    1.0 if nvls else NO_NVLS,
   ]
   return [float(getattr(a, f)) for f in ACC_FIELDS] + aux
 

@@ -76,6 +76,12 @@ class Settings:
     spaces: which comparisons to run, a non-empty subset of SPACES:
       `small` (one sharding, exhaustive optimum), `large` (sharding
       searched per table).
+    large_systems: the system classes whose spaces the large comparison
+      runs on (`design_space.SYSTEMS`): `board` (the small space's, with
+      the small space's optimum as an entry) and `superchip` (its hosts
+      per NVLink domain a further axis), each judged against the best
+      its own entries found; a superchip space's results are keyed
+      `<workload> (superchip)`.
   """
 
   workloads: tuple = WORKLOADS
@@ -90,6 +96,7 @@ class Settings:
   seed: int = 0
   stack: str | stack_lib.Stack = 'torchrec'
   spaces: tuple = SPACES
+  large_systems: tuple = ('board', 'superchip')
 
 
 def _entry(problem, res, optimum):
@@ -213,17 +220,21 @@ def _run_small(settings, w, stack, config, progress):
   return entry, found['gradient'].history, t, (problem, exh)
 
 
-def _run_large(settings, w, stack, config, progress, small):
-  """Gradient, random and CMA-ES on one workload's large space (sharding
-  searched per table), judged against the best of them and of the small
-  space's optimum (`small`: (problem, exhaustive result) or None):
-  (entry, gradient history, times)."""
+def _run_large(settings, w, stack, config, progress, small, system='board'):
+  """Gradient, random and CMA-ES on one workload's large space of a system
+  class (sharding searched per table), judged against the best of them
+  and of the small space's optimum (`small`: (problem, exhaustive result)
+  or None): (entry, gradient history, times)."""
   space = design_space.make_space(
-    w, settings.max_nodes, plan_mode='auto', sharding=plan_space.SEARCH
+    w,
+    settings.max_nodes,
+    plan_mode='auto',
+    sharding=plan_space.SEARCH,
+    system=system,
   )
   problem = _problem(settings, space, w, stack)
   t = {}
-  label = f'{w.name} (large space)'
+  label = f'{w.name} (large {system} space)'
   clock = _clock(t, progress, label)
   found = _searches(settings, problem, config, clock, progress, label)
   entries = {m: sq_large.entry(problem, found[m]) for m in METHODS}
@@ -356,11 +367,18 @@ def _compare(settings, workloads, stack, config, progress):
       )
       timing['small_space'][w.name] = wall_s
       metrics += [{'workload': w.name, 'space': 'small', **r} for r in hist]
-    if 'large' in settings.spaces:
-      large_per[w.name], hist, timing['large_space'][w.name] = _run_large(
-        settings, w, stack, config, progress, optimum
+    if 'large' not in settings.spaces:
+      continue
+    for system in settings.large_systems:
+      key = w.name if system == 'board' else f'{w.name} ({system})'
+      small = optimum if system == 'board' else None
+      large_per[key], hist, timing['large_space'][key] = _run_large(
+        settings, w, stack, config, progress, small, system
       )
-      metrics += [{'workload': w.name, 'space': 'large', **r} for r in hist]
+      metrics += [
+        {'workload': w.name, 'space': 'large', 'system': system, **r}
+        for r in hist
+      ]
   return small_per, large_per, metrics, timing
 
 

@@ -455,3 +455,28 @@ def test_superchip_space_reaches_nvlink_domains_across_hosts():
   )
   twenty = ds.build(space, [*idx[:2], 19, *idx[3:]])
   assert 'fabric_domain' in {r for r, _ in buildability.violations(twenty)}
+
+
+@pytest.mark.parametrize('system', ['board', 'superchip'])
+def test_the_search_judges_a_design_as_the_report_does(system):
+  """The search's evaluation of a buildable design equals the report's
+  figures of the platform it builds, for parts whose switch reduces
+  (NVLink SHARP: H100, B200, GB200) and for parts whose does not (V100,
+  MI300X, GH200's mesh) in one space: each part's share of the static
+  NVLS option is traced (`aux['nvls_share']`)."""
+  w = wp.get('mlperf_dlrm_dcnv2')  # DCNv2's dense allreduce: NVLS matters
+  space = ds.make_space(w, plan_mode='auto', max_nodes=18, system=system)
+  problem = gradient.Problem(space, w, STACK, 'throughput')
+  rng = np.random.default_rng(3)
+  parts = set()
+  for idx in _buildable_draws(space, rng, 6):
+    parts.add(space.accelerators[idx[0]])
+    idx = np.array(idx)
+    pz = np.zeros(space.num_plan)
+    ev = gradient.evaluate_indices(problem, idx[None], pz[None])
+    p, plan = gradient.buildable(problem, idx, pz)
+    fig = report.design_figures(p, w, plan, STACK)
+    assert float(ev['value'][0]) == pytest.approx(
+      fig['throughput_samples_per_s'], rel=1e-9
+    ), ds.describe_index(space, idx)
+  assert len(parts) >= 2

@@ -288,6 +288,7 @@ def quality():
       starts=2,
       steps=4,
       population=32,
+      large_systems=('board',),  # the patched space's parts are boards'
     )
     lines = []
     result, metrics = search_quality.run(settings, progress=lines.append)

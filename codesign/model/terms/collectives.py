@@ -112,7 +112,9 @@ class Fabric(NamedTuple):
   message; domains: the domains the network joins (the node count when a
   domain is one node); hosts: nodes per domain, whose NICs together
   carry the domain's traffic; in_network: 1.0 where the switches reduce
-  (SHARP), else 0.0 (static); nvls: likewise for NVLink SHARP (static).
+  (SHARP), else 0.0 (static); nvls: likewise for NVLink SHARP (static);
+  nvls_share: None, or the share (traced, in (0, 1]) in which a relaxed
+  mixture of parts has it: the NVLS option's time over it.
   """
 
   direct: jax.Array
@@ -127,6 +129,7 @@ class Fabric(NamedTuple):
   hosts: jax.Array
   in_network: float
   nvls: float
+  nvls_share: object = None
 
 
 def direct_share(p: Platform):
@@ -254,8 +257,8 @@ def nic_rate(p: Platform, cpu_trainer: bool):
   return rate / (1.0 + (nic.oversubscription - 1.0) * outside)
 
 
-def fabric(p: Platform, s: Stack, st: Setup) -> Fabric:
-  """The fabric as the collectives see it."""
+def fabric(p: Platform, s: Stack, st: Setup, nvls_share=None) -> Fabric:
+  """The fabric as the collectives see it (`nvls_share`: `Fabric`'s)."""
   del s  # the stack's choices enter per collective
   if st.cpu_trainer:
     cpu = p.cpu
@@ -306,6 +309,7 @@ def fabric(p: Platform, s: Stack, st: Setup) -> Fabric:
     hosts=domain_hosts(p),
     in_network=float(p.nic.in_network_reduction),
     nvls=float(nvls),
+    nvls_share=nvls_share if nvls else None,
   )
 
 
@@ -551,9 +555,12 @@ def allreduce_algorithms(b, st: Setup, fab: Fabric):
   if fab.nvls:
     lat_i = _step_latency(fab, NVLINK_US, NVLINK_FLOOR_US, ('nvls', 'simple'))
     lat_n = _step_latency(fab, NET_US, NET_FLOOR_US, ('nvls', 'simple'))
+    # A relaxed mixture reduces in its switch in its share: the option's
+    # time over it (a part without NVLS, share 1e-6: all but absent).
+    slow = 1.0 if fab.nvls_share is None else 1.0 / fab.nvls_share
     out['nvls'] = (
-      ring_intra / NVLS_BW + lat_i,
-      tree_inter + 2.0 * log_n * lat_n,
+      slow * (ring_intra / NVLS_BW + lat_i),
+      slow * (tree_inter + 2.0 * log_n * lat_n),
     )
   return out
 
