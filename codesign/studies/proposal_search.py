@@ -185,13 +185,7 @@ def search_trainers(
     )
 
   def run(problem):
-    report = on_step_of(problem.objective)
-    if report is not None:
-      label = space_label(problem.space)
-
-      def report(step, m, inner=report):
-        inner(step, {**m, 'trainer': label})
-
+    report = labelled(on_step_of(problem.objective), problem)
     return gradient.gradient_search(problem, config, progress=report)
 
   # The searches run in threads: most of a search is XLA compiling, which
@@ -210,6 +204,15 @@ def search_trainers(
     if best is None or _better(problem, res, best[1]):
       best = (problem, res)
   return Found(best[0], best[1], per, tuple(zip(problems, results)))
+
+
+def labelled(report, problem):
+  """A search's per-chunk callback `report` (or None) whose metrics carry
+  the label of `problem`'s space as `trainer`."""
+  if report is None:
+    return None
+  label = space_label(problem.space)
+  return lambda step, m: report(step, {**m, 'trainer': label})
 
 
 # How a progress line names each space's platforms.
@@ -251,7 +254,8 @@ def explain_infeasible(found: Found, config, max_nodes, on_step, progress):
       free = dataclasses.replace(
         p, objective=worst, budget_usd=None, power_w=None
       )
-      low = gradient.gradient_search(free, config, progress=on_step(worst))
+      report = labelled(on_step(worst), free)
+      low = gradient.gradient_search(free, config, progress=report)
       if low.best_feasible and (need is None or low.best_value < need):
         need = low.best_value
     if need is not None:

@@ -218,9 +218,17 @@ def test_robustness_share_matches_its_perturbations(priced_run):
   for r in rows:
     assert r['best'] == (r['ranking'][0] if r['ranking'] else None)
     assert r['proposal_stays_best'] == (r['best'] == 'proposal')
-  # rm1's skew is 1, the model's least: halving it is left out, saying so.
-  assert [r['value'] for r in rows if r['kind'] == 'popularity_skew'] == [2.0]
-  assert 'popularity_skew 0.5' in rob['left_out'][0]
+  # Every skew of 1.2 to 16 but the workload's own (rm1's: 1), and the
+  # proposal's worst of them named.
+  skews = [r['value'] for r in rows if r['kind'] == 'popularity_skew']
+  assert skews == [1.2, 2.0, 4.0, 8.0, 16.0] and rob['left_out'] == []
+  worst = rob['worst_skew']
+  values = [r['proposal_value'] for r in rows if r['kind'] == 'popularity_skew']
+  assert worst['value'] == min(v for v in values if v is not None)
+  assert (
+    f'its worst popularity_skew of 1.2, 2, 4, 8, 16 is {worst["skew"]:g}'
+    in (rob['sentence'])
+  )
   assert f'{sum(stays)} of {len(rows)} perturbations' in rob['sentence']
 
 
