@@ -246,10 +246,24 @@ def evaluate(
     result = report.to_result(r)
     result['capex_breakdown'] = report.capex_breakdown(p)
   result['buildability_violations'] = buildability_violations(p)
+  result['calibration'] = calibration_of(
+    p, s, result['throughput_samples_per_s']
+  )
   result['workload'] = w.name
   result['platform'] = p.name
   result['stack'] = s.name
   return result
+
+
+def calibration_of(p: hardware.Platform, s: stack_lib.Stack, throughput):
+  """The published cases behind a design's figures and its throughput
+  band (`codesign.calibration.coverage`): nearest cases, extrapolation
+  flags, the band's half-width and its samples/s."""
+  from codesign.calibration import coverage
+
+  part = p.accelerator.name if p.trainer == 'accelerator' else p.cpu.name
+  cov = coverage.coverage(s.name, part, p.trainer, float(p.nodes))
+  return {**cov, 'throughput_band': coverage.band_of(throughput, cov['band'])}
 
 
 def buildability_violations(platform) -> list[dict]:

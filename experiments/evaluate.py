@@ -76,6 +76,11 @@ def main():
   print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
   for v in broken:
     print(f'NOT BUILDABLE ({v["rule"]}): {v["sentence"]}')
+  from codesign.calibration import coverage
+
+  print(
+    coverage.sentence(result['calibration'], result['throughput_samples_per_s'])
+  )
   print(rank_stats.table(ranks))
 
 

@@ -9,9 +9,21 @@ design's stack, hardware family and node count no case has measured.
 """
 
 import functools
+import json
+
+import numpy as np
 
 from codesign.calibration import public_cases
+from codesign.core.paths import DATA_DIR
 from codesign.spec import platform_presets
+
+# Cases whose leave-one-case-out errors set a design's band.
+NEAREST = 3
+# The band is at least this quantile of every case's |leave-one-case-out
+# error|: the model's error is not only local (a design near cases the
+# model fits well can still miss as others did), so no band claims more
+# than the share of cases the model has shown it can predict that well.
+QUANTILE = 0.8
 
 
 def family(part: str) -> str:
@@ -43,23 +55,51 @@ def cases() -> tuple[dict, ...]:
   return tuple(out)
 
 
-def coverage(stack: str, part: str, trainer: str, nodes: float) -> dict:
+@functools.cache
+def loo_errors() -> dict[str, float]:
+  """case id -> the relative error of its predicted step time with the
+  numbers fitted on the other cases (`data/stack_fit.json` `loo_errors`,
+  written by `experiments.calibrate`); {} where the file has none."""
+  data = json.loads((DATA_DIR / 'stack_fit.json').read_text())
+  return {k: float(v) for k, v in data.get('loo_errors', {}).items()}
+
+
+def coverage(
+  stack: str,
+  part: str,
+  trainer: str,
+  nodes: float,
+  without: str | None = None,
+) -> dict:
   """The cases behind a design of `stack` on `part` (its accelerator, or a
   CPU trainer's CPU) and `nodes` nodes.
 
+  Args:
+    stack, part, trainer, nodes: the design.
+    without: a case left out (to judge the band on the cases themselves).
+
   Returns:
-    dict: `nearest` (the ids of the cases of this stack and family, else
-    of this stack, else of this family; the nearest node counts first),
-    `flags` (sentences: no case of this stack; of this family with this
-    stack; of more than one node, or of this many nodes, with this
-    stack), `extrapolated` (any flag).
+    dict: `nearest` (`NEAREST` case ids: those of this stack and family,
+    then of this stack, then of this family; the nearest node counts
+    first), `flags` (sentences: no case of this stack; of this family
+    with this stack; a node count beyond the stack's cases),
+    `extrapolated` (any flag), `band` (the relative half-width of the
+    band on the step time: the largest leave-one-case-out error of the
+    nearest cases, at least the `QUANTILE` of every case's, and where
+    the design is extrapolated the largest of every case's; None without
+    the errors).
   """
   fam = family(part)
-  own = [c for c in cases() if c['stack'] == stack]
+  every = [c for c in cases() if c['id'] != without]
+  own = [c for c in every if c['stack'] == stack]
   both = [c for c in own if c['family'] == fam and c['trainer'] == trainer]
-  same_fam = [c for c in cases() if c['family'] == fam]
-  pool = both or own or same_fam
-  pool = sorted(pool, key=lambda c: (abs(c['nodes'] - nodes), c['id']))
+  same_fam = [c for c in every if c['family'] == fam and c not in both]
+  rest = [c for c in own if c not in both]
+
+  def near(pool):
+    return sorted(pool, key=lambda c: (abs(c['nodes'] - nodes), c['id']))
+
+  pool = (near(both) + near(rest) + near(same_fam))[:NEAREST]
   flags = []
   if not own:
     flags.append(f'no calibration case runs {stack}')
@@ -73,18 +113,57 @@ def coverage(stack: str, part: str, trainer: str, nodes: float) -> dict:
         f'node{"s" if most > 1 else ""}'
       )
   return {
-    'nearest': [c['id'] for c in pool[:3]],
+    'nearest': [c['id'] for c in pool],
     'flags': flags,
     'extrapolated': bool(flags),
+    'band': _band(pool, every, bool(flags)),
   }
 
 
-def sentence(cov: dict) -> str:
-  """A coverage as one line."""
+def _band(pool, every, extrapolated: bool) -> float | None:
+  """The band's relative half-width: the largest |leave-one-case-out
+  error| of `pool`, at least the `QUANTILE` of `every` case's, and the
+  largest of them all where the design is extrapolated."""
+  err = loo_errors()
+
+  def errors(cs):
+    return [abs(err[c['id']]) for c in cs if c['id'] in err]
+
+  near, all_ = errors(pool), errors(every)
+  if not near or not all_:
+    return None
+  half = max(max(near), float(np.quantile(all_, QUANTILE)))
+  return max(all_) if extrapolated else half
+
+
+def band_of(throughput: float, half: float | None) -> dict | None:
+  """The throughput band of a figure with a relative half-width on its
+  step time: (low, high) samples/s."""
+  if half is None:
+    return None
+  return {
+    'half_width': half,
+    'low_samples_per_s': throughput / (1.0 + half),
+    'high_samples_per_s': throughput / max(1.0 - half, 1e-6),
+  }
+
+
+def sentence(cov: dict, throughput: float | None = None) -> str:
+  """A coverage as one line (with the band of `throughput`, if given)."""
   near = ', '.join(cov['nearest']) or 'none'
+  band = ''
+  if cov.get('band') is not None:
+    band = f'band +-{100 * cov["band"]:.0f}% of the step time'
+    if throughput:
+      b = band_of(throughput, cov['band'])
+      band += (
+        f' ({b["low_samples_per_s"]:,.0f} to {b["high_samples_per_s"]:,.0f}'
+        ' samples/s)'
+      )
+    band += ' from the leave-one-case-out errors of '
   if not cov['flags']:
-    return f'calibration: nearest cases {near}; within what they measured'
+    return f'calibration: {band}nearest cases {near}; within what they measured'
   return (
-    f'calibration: EXTRAPOLATED ({"; ".join(cov["flags"])}); nearest '
+    f'calibration: EXTRAPOLATED ({"; ".join(cov["flags"])}); {band}nearest '
     f'cases {near}'
   )

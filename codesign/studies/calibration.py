@@ -316,6 +316,14 @@ def public_cases():
   shipped = pc.stack_fit_json(
     loco['all']['values'], loco['all']['fitted_on'], spread
   )
+  # Each case's out-of-sample error (of its variants, the largest), what a
+  # design's band is made of (`calibration.coverage`).
+  errors = {}
+  for c in out:
+    e = errors.get(c['case_id'])
+    if e is None or abs(c['rel_error']) > abs(e):
+      errors[c['case_id']] = c['rel_error']
+  shipped['loo_errors'] = errors
   report = {
     'parameters': fit,
     'prior_weight': pc.PRIOR_WEIGHT,

@@ -1232,6 +1232,22 @@ def hbm_margin_line(hbm: dict, headroom: float) -> str:
   )
 
 
+def _win_margin(result: dict) -> tuple[float, str] | None:
+  """(relative margin, name) by which the proposal's objective beats the
+  next candidate of its ranking, or None without one."""
+  rob = result.get('robustness')
+  if not rob:
+    return None
+  rows = [c for c in rob['candidates'] if c['objective_value'] is not None]
+  if len(rows) < 2 or rows[0]['name'] != 'proposal':
+    return None
+  up = gradient.maximized(result['objective'])
+  best = rows[0]['objective_value']
+  other = (max if up else min)(rows[1:], key=lambda c: c['objective_value'])
+  v = other['objective_value']
+  return (best / v - 1.0 if up else v / best - 1.0), other['name']
+
+
 def _honesty_lines(result: dict) -> list[str]:
   """What caps the proposal: the stack's ceiling (and whether it binds),
   and for throughput objectives how it compares with the best found."""
@@ -1241,7 +1257,18 @@ def _honesty_lines(result: dict) -> list[str]:
       'ceiling: ' + report.ceiling_sentence(result['proposal']['ceiling'])
     )
   if 'calibration' in result['proposal']:
-    out.append(coverage.sentence(result['proposal']['calibration']))
+    prop = result['proposal']
+    out.append(
+      coverage.sentence(prop['calibration'], prop['throughput_samples_per_s'])
+    )
+    margin = _win_margin(result)
+    half = prop['calibration'].get('band')
+    if margin and half is not None and half > margin[0]:
+      out.append(
+        f'band: the band (+-{100 * half:.0f}%) is wider than the margin the '
+        f'proposal wins by ({100 * margin[0]:.1f}% over {margin[1]}): the '
+        'model cannot tell them apart'
+      )
   trim = result.get('tolerance')
   if trim:
     prop = result['proposal']

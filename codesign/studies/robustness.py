@@ -377,7 +377,13 @@ def check(
   out = {
     'method': METHOD,
     'candidates': [
-      {'name': c.name, 'kind': c.kind, 'objective_value': v}
+      {
+        'name': c.name,
+        'kind': c.kind,
+        'objective_value': v,
+        'throughput_samples_per_s': c.figures['throughput_samples_per_s'],
+        'capex_usd': c.figures['capex_usd'],
+      }
       for c, v in zip(candidates, nominal, strict=True)
     ],
     'nominal_best': names[order[0]] if order else None,
