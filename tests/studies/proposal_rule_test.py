@@ -26,7 +26,7 @@ def _draws():
     yield (
       WORKLOADS[int(rng.integers(len(WORKLOADS)))],
       OBJECTIVES[int(rng.integers(len(OBJECTIVES)))],
-      float(10 ** rng.uniform(4.8, 6.0)),  # $63k to $1M
+      float(10 ** rng.uniform(5.2, 6.5)),  # $158k to $3.2M
     )
 
 
