@@ -134,7 +134,8 @@ def installed(tmp_path_factory):
   venv = install_copy(tmp)
   work = tmp / 'elsewhere'
   work.mkdir()
-  return venv, _user_env(venv), work
+  env = {**_user_env(venv), 'XDG_STATE_HOME': str(tmp / 'state')}
+  return venv, env, work
 
 
 def test_the_test_venv_sees_this_interpreters_packages(tmp_path):
@@ -162,8 +163,9 @@ def test_the_test_venv_sees_this_interpreters_packages(tmp_path):
 def test_installed_package_runs_readme_example_and_command(installed):
   """pip installs the checkout into a new venv; from a directory outside
   the checkout the README example prints a positive throughput, and
-  `codesign evaluate` of the same design writes that throughput; the
-  tests were not installed, the experiments were, and the data came."""
+  `codesign evaluate` of the same design writes that throughput (into
+  the per-user run directory); the tests were not installed, the
+  experiments were, and the data came."""
   venv, env, work = installed
   script = work / 'example.py'
   script.write_text(readme_example())
@@ -171,14 +173,15 @@ def test_installed_package_runs_readme_example_and_command(installed):
   throughput = float(out.split()[0])
   assert throughput > 0, out
   design = ['--workload=mlperf_dlrm_v1', '--platform=dgx_a100_80gb']
-  run = _run(
-    ['codesign', 'evaluate', *design, '--stack=hugectr', '--workdir=run'],
-    work,
-    env,
-  )
-  result = json.loads((work / 'run' / 'result.json').read_text())
+  run = _run(['codesign', 'evaluate', *design, '--stack=hugectr'], work, env)
+  # No --workdir: the per-user directory, not site-packages or the cwd.
+  state = pathlib.Path(env['XDG_STATE_HOME']) / 'codesign' / 'results'
+  (written,) = (state / 'evaluate').iterdir()
+  assert f'wrote {written}' in run.stdout
+  result = json.loads((written / 'result.json').read_text())
   assert result['throughput_samples_per_s'] == throughput
   assert 'mlperf_dlrm_v1 on dgx_a100_80gb with hugectr' in run.stdout
+  assert list(work.iterdir()) == [script]
   _check_installed_files(venv, work, env)
 
 
