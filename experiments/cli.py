@@ -13,6 +13,7 @@ directory. `python -m experiments COMMAND` is the same from a checkout.
 
 import ast
 import importlib.util
+import os
 import runpy
 import sys
 
@@ -57,9 +58,9 @@ def usage() -> str:
   lines = [
     'usage: codesign COMMAND [flags]',
     '',
-    'Design training hardware for DLRMs. Each command is the script '
-    '`python -m experiments.COMMAND`;',
-    '`codesign COMMAND --help` lists its flags.',
+    'Designs training hardware for DLRMs. Each command runs the script',
+    'experiments/COMMAND.py, as `python -m experiments.COMMAND` does in a',
+    'checkout; `codesign COMMAND --help` lists its flags.',
     '',
     'commands:',
   ]
@@ -80,7 +81,10 @@ def main(argv: list[str] | None = None) -> None:
     _refuse('give a command: codesign COMMAND [flags] (codesign --help)')
   command, flags = args[0], args[1:]
   if command in _HELP:
-    print(usage())
+    try:
+      print(usage(), flush=True)
+    except BrokenPipeError:  # `codesign --help | head`: no traceback
+      os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return
   if command == '--version':
     from codesign import __version__
