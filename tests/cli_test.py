@@ -1,6 +1,7 @@
 """`python3 -m experiments.evaluate` as a user runs it: bad input ends in one
 sentence and a non-zero exit with no result; a run's config.json
-reproduces its result.json byte for byte.
+reproduces its result.json byte for byte; the `codesign` command
+(`experiments.cli`) lists every script and runs it as `-m` does.
 
 Each subprocess pays for a JAX import, so the bad-input runs start
 together and the good runs are two.
@@ -308,3 +309,54 @@ def test_the_help_lists_every_preset():
   assert sorted(common.WORKLOAD_PRESETS) == sorted(workload_presets.WORKLOADS)
   assert sorted(common.PLATFORM_PRESETS) == sorted(platform_presets.PLATFORMS)
   assert sorted(common.STACK_PRESETS) == sorted(stack_presets.PRESETS)
+
+
+def _scripts_with_main() -> set[str]:
+  """The experiments modules that run as `python -m experiments.X`."""
+  return {
+    f.stem
+    for f in (ROOT / 'experiments').glob('*.py')
+    if "if __name__ == '__main__':" in f.read_text() and f.stem != '__main__'
+  }
+
+
+def test_the_codesign_command_lists_every_script():
+  """`codesign --help` (here `python -m experiments --help`, the same
+  dispatcher) names every script but the checkout's doc check, each with
+  what it does."""
+  from experiments import cli
+
+  assert set(cli.COMMANDS) == _scripts_with_main() - {'doc_numbers', 'cli'}
+  out = subprocess.run(
+    [sys.executable, '-m', 'experiments', '--help'],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+  )
+  assert out.returncode == 0, out.stderr
+  for command in cli.COMMANDS:
+    line = next(x for x in out.stdout.split('\n') if f'  {command} ' in x)
+    assert len(line.split()) > 3, line  # a summary follows the name
+
+
+def test_the_codesign_command_runs_the_script_as_dash_m_does():
+  """A command's flags reach its script, which answers as under `-m`;
+  an unknown or missing command is one sentence and exit status 2."""
+
+  def run(*args):
+    return subprocess.run(
+      [sys.executable, '-m', *args],
+      cwd=ROOT,
+      capture_output=True,
+      text=True,
+    )
+
+  via = run('experiments', 'propose', '--starts=abc')
+  direct = run('experiments.propose', '--starts=abc')
+  assert via.returncode == direct.returncode == 2
+  assert via.stderr == direct.stderr and '--starts=abc' in via.stderr
+  for args in (('experiments', 'propse'), ('experiments',)):
+    out = run(*args)
+    assert out.returncode == 2 and out.stdout == '', args
+    assert out.stderr.startswith('error: ') and out.stderr.count('\n') == 1
+  assert "'propse'" in run('experiments', 'propse').stderr

@@ -61,9 +61,12 @@ RUN_MARKERS = ('config.json', 'env.json')
 
 def _writable_root() -> pathlib.Path:
   """Where default run directories go: results/ in the checkout, or a
-  per-user directory when the checkout cannot be written."""
+  per-user directory when the checkout cannot be written or there is no
+  checkout (an installed package: not into site-packages)."""
   checkout = ROOT / 'results'
   try:
+    if not (ROOT / 'pyproject.toml').is_file():
+      raise NotADirectoryError(ROOT)
     checkout.mkdir(exist_ok=True)
     probe = tempfile.NamedTemporaryFile(dir=checkout, prefix='.probe')
     probe.close()

@@ -1,7 +1,12 @@
 """The registry of figures the documents quote, and its check and rewrite
-on a tiny document with made-up results (no real runs here)."""
+on a tiny document with made-up results; then the real check of README.md
+and WORKSPACE.md (`python3 -m experiments.doc_numbers`, the figures of
+runs of seconds), and what the two documents must not hold."""
 
 import pathlib
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -113,3 +118,38 @@ def test_a_missing_result_key_is_one_sentence(key):
   result = {**RESULTS[RUN_B], 'list': [1.0]}
   with pytest.raises(InputError, match=f"no result key '{key}'"):
     dn.value_of(result, key)
+
+
+@pytest.mark.heavy
+def test_the_quoted_figures_are_current():
+  """Every registered figure of a run of seconds (evaluate in-process,
+  scale_out twice as a subprocess; about 40 s cold on 2 cores) is what
+  its command gives now: a change that moves one fails here until the
+  documents are rewritten (`python3 -m experiments.doc_numbers --write`).
+  The figures of runs of minutes (`--include_slow`) are not run here."""
+  out = subprocess.run(
+    [sys.executable, '-m', 'experiments.doc_numbers'],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
+  assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+  assert 'STALE' not in out.stdout
+  rows = [x for x in out.stdout.split('\n') if x.startswith(('README', 'WORK'))]
+  assert len(rows) == len(dn.selected(dn.FIGURES, False)), out.stdout
+
+
+def test_the_documents_speak_to_strangers():
+  """No issue numbers, dates or work sessions in README.md and
+  WORKSPACE.md (git history keeps those), and WORKSPACE.md stays a map."""
+  for name in ('README.md', 'WORKSPACE.md'):
+    text = (ROOT / name).read_text()
+    for pattern in (
+      r'issue [0-9]+',
+      r'\b20[0-9]{2}-[0-9]{2}-[0-9]{2}\b',
+      r'\bsessions?\b',
+    ):
+      found = re.search(pattern, text, re.IGNORECASE)
+      assert not found, f'{name}: {found.group(0)!r}'
+  assert len((ROOT / 'WORKSPACE.md').read_text().split('\n')) < 400

@@ -212,6 +212,22 @@ def test_default_workdir_falls_back_when_the_checkout_is_read_only(
   assert path.parent == tmp_path / 'state' / 'codesign' / 'results' / 'evaluate'
 
 
+def test_default_workdir_of_an_installed_package_is_per_user(
+  tmp_path, monkeypatch
+):
+  """No checkout (the package in site-packages): runs go to the per-user
+  directory, not beside the package; a checkout keeps results/."""
+  monkeypatch.setattr(results, 'ROOT', tmp_path / 'site-packages')
+  (tmp_path / 'site-packages').mkdir()
+  monkeypatch.setenv('XDG_STATE_HOME', str(tmp_path / 'state'))
+  path = results.default_workdir('evaluate')
+  assert path.parent == tmp_path / 'state' / 'codesign' / 'results' / 'evaluate'
+  assert not (tmp_path / 'site-packages' / 'results').exists()
+  (tmp_path / 'site-packages' / 'pyproject.toml').write_text('')
+  path = results.default_workdir('evaluate')
+  assert path.parent == tmp_path / 'site-packages' / 'results' / 'evaluate'
+
+
 def _evaluate(*args, **kw):
   return subprocess.run(
     [sys.executable, '-m', 'experiments.evaluate', *args],
