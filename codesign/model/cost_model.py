@@ -45,6 +45,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from codesign.core import program_cache
 from codesign.core.pytree import dataclass
 from codesign.core.smooth import TINY, overlap, smooth_max
 from codesign.model import terms as ct
@@ -329,7 +330,11 @@ def _design_jit(w, column_shards, comm_precision, data_parallel, uniform):
     skew = None if uniform else skew
     return evaluate(p, w, plan, s, row_scale, weights, skew)
 
-  return jax.jit(run)
+  # Kept on disk (`program_cache`): every later run of a study asks the
+  # same presets' programs again, and tracing one costs 3-5 s of a 2-core
+  # machine where reading it back costs milliseconds.
+  key = ('evaluate_design', w, column_shards, comm_precision, data_parallel)
+  return program_cache.exported(run, (*key, uniform))
 
 
 def step_context(

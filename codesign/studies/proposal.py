@@ -50,7 +50,8 @@ from codesign.studies import proposal_search, robustness, shared
 # Platform presets evaluated beside the proposal by default: today's
 # systems of every class the search reaches (superchips and NVLink
 # domains across hosts, HGX and OAM boards, PCIe cards) beside the
-# classics the Zion paper compared.
+# classics the Zion paper compared (their twins, p4d beside
+# dgx_a100_40gb or dgx1_v100 beside big_basin, on --presets).
 PRESETS = (
   'gb200_nvl72',
   'gh200',
@@ -62,10 +63,6 @@ PRESETS = (
   'zion',
   'zionex',
   'dgx_a100_80gb',
-  'dgx_a100_40gb',
-  'p4d',
-  'dgx2_v100',
-  'dgx1_v100',
   'big_basin',
   'cpu_2s',
 )
