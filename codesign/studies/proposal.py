@@ -268,10 +268,10 @@ def run(
     runs.append(
       run_one(one, lambda line, n=name: progress(f'{n}: {line}'), on_step)
     )
-  return _best_stack(settings, names, runs)
+  return best_stack(settings, names, runs)
 
 
-def _best_stack(settings: Settings, names, runs) -> tuple[dict, list[dict]]:
+def best_stack(settings: Settings, names, runs) -> tuple[dict, list[dict]]:
   """The result of the stack whose proposal wins by the proposal rule,
   with `per_stack` (every stack's proposal) and the metrics of all,
   each row with its `stack`."""
