@@ -731,19 +731,23 @@ def nearest_index(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
 
 def neighbour_indices(space: DesignSpace, z_hw: np.ndarray) -> np.ndarray:
   """Every rounding of one relaxed design: per axis one of its two nearest
-  choices (`bracket`).
+  choices (`bracket`), each distinct once.
 
   Args:
     z_hw: shape (num_hw_coords,).
 
   Returns:
-    int array (2^H, H) of grid indices; row 0 takes the first choice on
-    every axis (duplicates where an axis sits on a grid point).
+    int array (2^K, H) of grid indices, K the axes whose two choices
+    differ (an axis on a grid step, or of one value, has one); row 0
+    takes the first choice on every axis.
   """
   lo, hi = bracket(space, z_hw)
-  h = len(lo)
-  bits = (np.arange(2**h)[:, None] >> np.arange(h)[None, :]) & 1
-  return np.where(bits == 1, hi[None, :], lo[None, :])
+  varying = np.flatnonzero(lo != hi)
+  k = len(varying)
+  bits = (np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1
+  out = np.repeat(lo[None, :], 2**k, axis=0)
+  out[:, varying] = np.where(bits == 1, hi[varying], lo[varying])
+  return out
 
 
 def grid_z(space: DesignSpace, index) -> np.ndarray:

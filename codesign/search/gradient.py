@@ -31,7 +31,8 @@ Method (`gradient_search`):
    constraints with Adam (`codesign.search.constrained`, the loop every search
    shares).
 2. Snapping: the `snap_top` best starts (feasible first, then loss) are
-   rounded down and up on every hardware axis (2^H neighbours each); all
+   rounded down and up on every hardware axis (2^H neighbours each, the
+   distinct ones once: `snapping.distinct`); all
    are evaluated in one batch as buildable platforms with every
    constraint checked exactly; designs that break a buildability rule
    (`buildability.violations`, the concrete check) are rejected, and
@@ -794,7 +795,7 @@ def gradient_search(
 
   # Snap: every rounding of the best starts, in one batch.
   top = order[: min(config.snap_top, config.starts)]
-  index, plan_z = snapping.roundings(space, z[top])
+  index, plan_z = snapping.distinct(space, *snapping.roundings(space, z[top]))
   ev = evaluate_indices(problem, index, plan_z, config.eval_chunk, mesh)
   evaluations += index.shape[0]
 

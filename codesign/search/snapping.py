@@ -188,9 +188,26 @@ def with_boards(space: ds.DesignSpace, index, group=None):
   return out, np.concatenate([np.arange(len(index)), source])
 
 
+def distinct(space: ds.DesignSpace, index, plan_z) -> tuple:
+  """(index, plan_z) without repeated designs, in the order of their
+  first appearance: a part that stands twice on its axis (a space of one
+  CPU, the CPU trainer's unused accelerator) is its first position, and
+  roundings that land on one design (an axis on a grid step, a single
+  node's NICs) are one row, evaluated once."""
+  index = np.array(index, dtype=np.int64, copy=True)
+  for axis, names in ((0, space.accelerators), (1, space.cpus)):
+    first = np.array([names.index(n) for n in names])
+    index[:, axis] = first[index[:, axis]]
+  plan_z = np.asarray(plan_z)
+  keys = np.concatenate([index, np.ascontiguousarray(plan_z)], axis=1)
+  _, keep = np.unique(keys, axis=0, return_index=True)
+  keep = np.sort(keep)
+  return index[keep], plan_z[keep]
+
+
 def roundings(space: ds.DesignSpace, z: np.ndarray):
-  """Every rounding of relaxed designs z (S, D): per start its 2^H grid
-  neighbours (`design_space.neighbour_indices`, canonical per
+  """Every rounding of relaxed designs z (S, D): per start its distinct
+  grid neighbours (`design_space.neighbour_indices`, canonical per
   `buildability.canonical_index`) with the start's plan snapped
   (`snap_plan`), and the nearest sold board of each rounding whose board
   is not sold (`with_boards`); where the sharding is searched, every
@@ -202,14 +219,12 @@ def roundings(space: ds.DesignSpace, z: np.ndarray):
     (index (N, H), plan_z (N, P)).
   """
   hc = space.num_hw_coords
-  index = np.concatenate([ds.neighbour_indices(space, x[:hc]) for x in z])
-  index = buildability.canonical_index(space, index)
-  per = index.shape[0] // len(z)
-  plan_z = np.concatenate(
-    [np.repeat(snap_plan(space, x[hc:])[None], per, axis=0) for x in z]
-  )
-  index, source = with_boards(space, index, np.arange(len(index)) // per)
-  plan_z = plan_z[source]
+  rows = [ds.neighbour_indices(space, x[:hc]) for x in z]
+  index = buildability.canonical_index(space, np.concatenate(rows))
+  start = np.repeat(np.arange(len(z)), [len(r) for r in rows])
+  plans = np.stack([snap_plan(space, x[hc:]) for x in z])
+  index, source = with_boards(space, index, start)
+  plan_z = plans[start[source]]
   if space.sharding == plan_space.SEARCH:
     k = len(plan_space.CHOICES)
     uniform = [
