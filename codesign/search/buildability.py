@@ -17,8 +17,9 @@ Rules (`RULES`), with their sources:
   `Fabric.hosts_per_domain`) within the largest domain of the part on
   its topology (`FABRICS`); for parts not in it, a full mesh holds at
   most links + 1 and a hybrid cube mesh 8; a domain of several hosts
-  spans whole hosts of the cluster (an integer count, at most `nodes`;
-  the relaxed search keeps it at 1).
+  spans whole hosts of the cluster (an integer count, at most `nodes`),
+  and the nodes are whole domains (the superchip space searches the
+  hosts per domain).
 - `topology`: the fabric is one the part can form (`FABRICS`: a PCIe
   card never a switch; bridged pairs only with an NVLink bridge).
 - `pcie_lanes`: every accelerator and NIC takes an x16; beyond the
@@ -34,9 +35,9 @@ Rules (`RULES`), with their sources:
 - `soldered`: a CPU whose memory is soldered on its module (catalog
   `soldered_memory_gb`: Grace's LPDDR5X) has exactly that capacity, and
   its socket says so (`CpuSocket.memory`); no DIMM rule applies to it.
-- `nics` (proposals only, `proposal=True`): a single-node design has one
-  front-end NIC at the lowest catalog rate; its scale-out NICs would
-  carry nothing. Products evaluated as one node (DGX, Big Basin) carry
+- `nics` (proposals only, `proposal=True`): a single-node design (or
+  one scale-up domain of several hosts) has one front-end NIC a node at
+  the lowest catalog rate; its scale-out NICs would carry nothing. Products evaluated as one node (DGX, Big Basin) carry
   NICs for the clusters they are sold for, so the check of a preset
   leaves this rule out. NICs per node count against PCIe (`pcie_lanes`).
 - `nic_slot`: a NIC's line rate is at most the x16 rate of its PCIe slot

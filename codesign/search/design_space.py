@@ -17,13 +17,19 @@ A design is a choice on each *axis*:
 Technology couplings of real parts (the rules: `codesign.search.buildability`):
 - HBM capacity and bandwidth come with the accelerator (its stacks);
 - fabric links and their rate come with the accelerator (NVLink or
-  Infinity Fabric generation); the fabric is modelled as a switch (every
-  peer one hop: NVSwitch, or the OAM parts' full mesh) of at most the
-  part's domain per node (8 on HGX boards and OAM, 16 V100 as DGX-2: the
-  `fabric_domain` constraint); the scale-up domain is one node
-  (`Fabric.hosts_per_domain` fixed at its default 1: no catalog part
-  forms a domain across hosts yet, so GB200 NVL72 racks and TPU slices
-  are presets and user JSON only, not searched);
+  Infinity Fabric generation); each system class (`SYSTEMS`, a space of
+  its own) gives its parts one topology: a switch on the `board` space
+  (every peer one hop: NVSwitch, or the OAM parts' full mesh) of at most
+  the part's domain per node (8 on HGX boards and OAM, 16 V100 as DGX-2:
+  the `fabric_domain` constraint); on the `superchip` space too, its
+  NVLink domain spanning `DOMAIN_HOSTS` hosts (GB200 NVL36 and NVL72;
+  GH200's domain is its node); bridged pairs on the `pcie` space (PCIe
+  cards with NVLink bridges). Whether a part's switch reduces (NVLink
+  SHARP) is a number of its row (`aux['nvls_share']`), so one space
+  holds parts with it and without;
+- a superchip's GPU reaches its Grace over NVLink-C2C at the part's rate
+  (no root port, no PCIe generation), and its Grace's LPDDR5X is
+  soldered: one capacity, no DIMMs;
 - the PCIe host link runs at the lower generation of its two ends; every
   accelerator and NIC is an x16 device: past the sockets' root ports, PCIe
   switches fan them out, each paid for (price, power) and sharing its
@@ -56,8 +62,9 @@ of z is `codesign.search.plan_space`'s.
 
 Coordinates: a design vector z in [0, 1]^D: the accelerator weights (A),
 the CPU weights (C), one coordinate per number axis (log-scaled between
-the smallest and largest step), then the plan. Buildable designs are integer
-index vectors (one index per hardware axis) plus a plan.
+the smallest and largest step; the superchip space's hosts per domain
+last), then the plan. Buildable designs are integer index vectors (one
+index per hardware axis, `DesignSpace.axes`) plus a plan.
 """
 
 import dataclasses
