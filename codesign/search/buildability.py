@@ -37,8 +37,9 @@ Rules (`RULES`), with their sources:
   its socket says so (`CpuSocket.memory`); no DIMM rule applies to it.
 - `nics` (proposals only, `proposal=True`): a single-node design (or
   one scale-up domain of several hosts) has one front-end NIC a node at
-  the lowest catalog rate; its scale-out NICs would carry nothing. Products evaluated as one node (DGX, Big Basin) carry
-  NICs for the clusters they are sold for, so the check of a preset
+  the lowest catalog rate; its scale-out NICs would carry nothing.
+  Products evaluated as one node (DGX, Big Basin) carry NICs for the
+  clusters they are sold for, so the check of a preset
   leaves this rule out. NICs per node count against PCIe (`pcie_lanes`).
 - `nic_slot`: a NIC's line rate is at most the x16 rate of its PCIe slot
   (the generation both ends run: the lower of the CPU's and, with
