@@ -9,8 +9,11 @@ proposal search (`codesign.studies.proposal.run`) twice, era 2019 (catalog
 parts available by 2019, on --workload_2019, default zion_2019: 1 TB of
 fp32 tables, 3.9x the HBM of an 8-V100 node) and era today (every part,
 on --workload_today, default neo_12t: Neo's 12e12 parameters, 24 TB in
-fp16), each beside the presets Zion, ZionEX and DGX H100 on the same
-workload. The question, and the default objective: the most samples/s per
+fp16), each beside the presets of its era on the same workload (Zion,
+Big Basin and DGX-2 in 2019; ZionEX, DGX H100 and B200, GH200 and GB200
+NVL72 today), with a break-even line per era: the runner-up and the
+price of the proposal's main part, or the popularity skew, at which it
+would win. The question, and the default objective: the most samples/s per
 USD of capex (a fleet buys many of what is chosen) for a cluster within a
 budget of the order of a Zion cluster in 2019 ($1M: 4 Zion nodes at the
 model's prices) and of a ZionEX pod today ($4M). With --cpu_lookups_2019

@@ -11,10 +11,14 @@ and Cascade Lake Xeons, EPYC Rome) on a Zion-era workload (`zion_2019`:
 part on a workload of today's size (`neo_12t`: 12e12 parameters, 24 TB
 in fp16). Each proposal comes with its throughput elasticities
 (`codesign.studies.sweeps.elasticities`: why it is what it is) and beside the
-presets Zion, ZionEX and DGX H100 on the same workload (auto plan). The
-verdict: is the 2019 proposal Zion-like, an accelerator node with at
-least `min_sockets` CPU sockets whose DDR holds more of the tables than
-its HBM? A NO comes with the evidence (Zion against the proposal).
+presets of its era on the same workload (auto plan; `era_presets`: Zion,
+Big Basin and DGX-2 in 2019, ZionEX, DGX H100 and B200, GH200 and GB200
+NVL72 today; each era searches every system class its parts allow,
+today's superchips and NVLink domains among them). The verdict: is the
+2019 proposal Zion-like, an accelerator node with at least `min_sockets`
+CPU sockets whose DDR holds more of the tables than its HBM? A NO comes
+with the evidence (Zion against the proposal); each era's break-even
+line says what would flip it (`break_even`).
 
 The default question, an architect's of 2019: the most samples/s per USD
 of capex (a fleet buys many of whatever is chosen) for a job whose
