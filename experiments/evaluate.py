@@ -47,6 +47,7 @@ def main():
     return
   common.enable_x64(FLAGS.x64)
   from codesign import api
+  from codesign.boundary import inputs
   from codesign.core import results
   from codesign.model import rank_stats, report
 
@@ -60,6 +61,9 @@ def main():
   results.write_csv(workdir / 'ranks.csv', *rank_stats.csv_table(ranks))
   print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
   print(rank_stats.table(ranks))
+  warning = inputs.rank_batch_warning(result['rank_batch'], s.name)
+  if warning:
+    print(warning)
 
 
 if __name__ == '__main__':

@@ -76,6 +76,18 @@ def json_key(f: dataclasses.Field) -> str:
   return f'{f.name}_{unit}' if unit else f.name
 
 
+def json_fields(cls) -> dict[str, tuple]:
+  """JSON key -> (field, its dataclass type or None) of dataclass `cls`."""
+  hints = _hints(cls)
+  return {
+    json_key(f): (
+      f,
+      hints[f.name] if _is_dataclass_type(hints[f.name]) else None,
+    )
+    for f in dataclasses.fields(cls)
+  }
+
+
 def _is_leaf(f: dataclasses.Field) -> bool:
   """Whether `f` is a pytree data leaf (hardware, stack and plan numbers).
 
@@ -409,6 +421,11 @@ def platform_problems(p: hardware.Platform) -> list[str]:
       out.append(
         f'platform.{json_path(p, path)} must lie in [{lo:g}, {hi:g}]'
         f'{" " + unit if unit else ""}, got {x:g}'
+      )
+    elif path in hardware.COUNTS and not x.is_integer():
+      out.append(
+        f'platform.{json_path(p, path)} is a count and must be a whole '
+        f'number, got {x:g} (relaxed counts are for the search)'
       )
   for part in ('cpu', 'accelerator'):
     g = getattr(getattr(p, part, None), 'access_granularity', None)
