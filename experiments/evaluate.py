@@ -12,8 +12,10 @@ plan), env.json, result.json, ranks.json, breakdown.csv and ranks.csv to
 reproduce the result exactly.
 
   python -m experiments.evaluate --dump_schema
+  python -m experiments.evaluate --dump_schema=json
 
-prints every key of the JSON inputs with its type, unit, default and doc.
+print every key of the JSON inputs with its type, unit, default and doc
+(a table), or a JSON Schema with units and valid ranges.
 """
 
 from absl import flags
@@ -28,18 +30,51 @@ common.define_input_flags(
   device_profile=True,
 )
 common.define_run_flags('evaluate')
-flags.DEFINE_bool(
-  'dump_schema',
-  False,
-  'Print the JSON schema of workload, platform, plan and stack (one line '
-  'per key: type, unit, default, doc, valid values) and exit; writes '
-  'nothing.',
+
+
+class _SchemaFormat(flags.ArgumentParser):
+  """--dump_schema's values: bare (or text, true) the table, json the JSON
+  Schema, false or empty off (a config.json records false)."""
+
+  VALUES = {'': '', 'false': '', '0': '', 'true': 'text', '1': 'text'}
+
+  def parse(self, argument) -> str:
+    text = str(argument).strip().lower()
+    value = {**self.VALUES, 'text': 'text', 'json': 'json'}.get(text)
+    if value is None:
+      raise ValueError(f'takes text or json, got {argument!r}')
+    return value
+
+  def flag_type(self) -> str:
+    return 'string'
+
+
+flags.DEFINE_flag(
+  flags.Flag(
+    _SchemaFormat(),
+    flags.ArgumentSerializer(),
+    'dump_schema',
+    '',
+    'Print the schema of the JSON inputs (workload, platform, plan, stack) '
+    'and exit, writing nothing: --dump_schema (or =text) one line per key '
+    '(type, unit, default, doc, valid values); --dump_schema=json a JSON '
+    'Schema (draft 2020-12) with units (x-unit) and valid ranges '
+    '(minimum, maximum).',
+    boolean=True,
+  )
 )
 flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
 def main():
+  if FLAGS.dump_schema == 'json':
+    import json
+
+    from codesign.spec import json_schema
+
+    print(json.dumps(json_schema.json_schema(), indent=1))
+    return
   if FLAGS.dump_schema:
     from codesign.spec import schema
 
