@@ -290,6 +290,7 @@ def propose(
   usd_per_kwh: float = 0.08,
   pue: float = 1.58,
   override: tuple[str, ...] = (),
+  catalog: str | os.PathLike | dict | None = None,
 ) -> dict:
   """Proposes the platform to build for a workload, under limits.
 
@@ -343,6 +344,10 @@ def propose(
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal.
     override: 'section.key=value' strings for the `workload.` and
       `stack.` sections, as `--override` (the stack's apply to `stack`).
+    catalog: a parts JSON file or dict (`codesign.spec.user_parts`, as
+      `--catalog`): its accelerators and CPUs join the catalog for this
+      call only, searched beside the shipped parts and named by
+      `only_parts`, `exclude_parts` and `price`.
 
   Returns:
     A dict: `proposal` (`platform` and `plan` JSON, `objective_value`,
@@ -352,7 +357,8 @@ def propose(
     `evaluate` read back), `continuous_optimum`, `presets` (one row of
     figures per preset), `objective`, `objective_unit`, `limits`,
     `search` (settings and evaluations used), `timing` (wall seconds) and
-    `history` (per Adam step: best feasible objective and violations).
+    `history` (per Adam step: best feasible objective and violations);
+    with `catalog`, `user_parts` (the parts as the catalog holds them).
     Every key but `proposal_json`, `timing` and `history` is the
     command line's result.json.
 
@@ -451,4 +457,17 @@ def _proposal_settings(proposal, **kw):
     life_years=t.real('life_years', kw['life_years']),
     usd_per_kwh=t.real('usd_per_kwh', kw['usd_per_kwh']),
     pue=t.real('pue', kw['pue']),
+    catalog=_catalog(kw['catalog']),
+  )
+
+
+def _catalog(value):
+  """propose's `catalog`: a path (as text) or a dict, or None."""
+  if value is None or isinstance(value, dict | str):
+    return value
+  if isinstance(value, os.PathLike):
+    return os.fspath(value)
+  raise InputError(
+    'catalog must be a parts JSON file path, a dict or None, got '
+    f'{type(value).__name__}'
   )

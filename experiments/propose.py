@@ -158,6 +158,15 @@ flags.DEFINE_integer(
   'NIC line rates that shipped by then (part_tables.NIC_YEARS).',
   lower_bound=1900,
 )
+flags.DEFINE_string(
+  'catalog',
+  None,
+  'A parts JSON file whose accelerators and CPUs join the catalog for '
+  'this run (keys and units: codesign/spec/user_parts.py; an example: '
+  'examples/inputs/my_parts.json): searched beside the shipped parts, '
+  'and named by --only_parts, --exclude_parts and --price. Each part is '
+  'checked as the shipped ones are.',
+)
 common.define_input_flags(
   workload='zion_scale',
   override='workload,stack',

@@ -24,9 +24,11 @@ from codesign.core import safe_json
 from codesign.core.errors import InputError, printable
 from codesign.model import planner, terms
 from codesign.spec import (
+  catalog,
   platform_presets,
   schema,
   stack_presets,
+  user_parts,
   workload_presets,
 )
 
@@ -152,6 +154,24 @@ _JSON = {
   'platform': lambda name: schema.platform_to_json(platform_presets.get(name)),
   'stack': lambda name: schema.stack_to_json(stack_presets.get(name)),
 }
+
+
+def load_catalog(source) -> catalog.UserParts:
+  """A user's parts (`codesign.spec.user_parts`) from a parts JSON file
+  or dict (`--catalog`); () for None or ''. Raises `InputError` naming
+  every problem of the file."""
+  if source is None or source == '':
+    return ()
+  if isinstance(source, dict):
+    return user_parts.load(source)
+  if isinstance(source, os.PathLike):
+    source = os.fspath(source)
+  if not isinstance(source, str):
+    raise InputError(
+      'catalog must be a parts JSON file path or dict, got '
+      f'{type(source).__name__}'
+    )
+  return user_parts.load(read_json(source, 'parts'), printable(source))
 
 
 def _parse_value(text: str, key: str):

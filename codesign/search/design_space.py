@@ -132,6 +132,9 @@ class DesignSpace:
       accelerators: the accelerator axes are degenerate and cost nothing,
       the fabric is PCIe only and the NICs hang off the sockets, as the
       CPU presets).
+    user_parts: the user's parts in the catalog when the space was made
+      (`catalog.using`, --catalog): part of the space's identity, so that
+      programs cached for one set of parts are never run for another.
   """
 
   accelerators: tuple[str, ...]
@@ -145,6 +148,7 @@ class DesignSpace:
   optimize_overlap: bool = False
   prices: pt.Prices = ()
   trainer: str = 'accelerator'
+  user_parts: catalog.UserParts = ()
 
   @property
   def sizes(self) -> tuple[int, ...]:
@@ -231,6 +235,7 @@ def make_space(
     optimize_overlap=optimize_overlap,
     prices=tuple(prices),
     trainer=trainer,
+    user_parts=catalog.user_parts(),
   )
 
 

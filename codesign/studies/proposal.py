@@ -28,6 +28,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from codesign.boundary import inputs
 from codesign.core import interrupts
 from codesign.core.errors import InputError
 from codesign.model import planner, report, terms
@@ -39,7 +40,7 @@ from codesign.search import (
   part_tables,
   plan_space,
 )
-from codesign.spec import catalog, hardware, schema
+from codesign.spec import catalog, hardware, schema, user_parts
 from codesign.spec import plan as plan_lib
 from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
@@ -130,6 +131,8 @@ class Settings:
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal
       (`terms.tco`): capex plus the energy of its maximum power over
       `life_years` at `usd_per_kwh`, times the facility's `pue`.
+    catalog: a user's parts file (or its dict) joined to the catalog for
+      this run (`codesign.spec.user_parts`); None: the shipped parts.
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -155,6 +158,7 @@ class Settings:
   life_years: float = LIFE_YEARS
   usd_per_kwh: float = USD_PER_KWH
   pue: float = PUE
+  catalog: str | dict | None = None
 
 
 def within_limits(fig: dict, limits: dict) -> bool:
@@ -251,6 +255,16 @@ def run(
     InputError: bad settings, or no buildable platform meets the limits
       (the sentence names the constraint and by how much).
   """
+  parts = inputs.load_catalog(settings.catalog)
+  with catalog.using(parts):  # the user's parts, for this run only
+    result, history = _run(settings, progress, on_step)
+  if parts:
+    result['user_parts'] = user_parts.as_json(parts)
+  return result, history
+
+
+def _run(settings, progress, on_step) -> tuple[dict, list[dict]]:
+  """`run` with the user's parts in the catalog."""
   progress = progress or (lambda line: None)
   t_start = time.perf_counter()
   request = _request(settings, on_step)  # inputs loaded, limits checked
@@ -803,7 +817,13 @@ def parts_line(pj: dict, prices=()) -> str:
 def table(result: dict) -> str:
   """The proposal beside the continuous optimum and the presets, with the
   bottleneck of each and the reason beside a NO, as plain text (a `run`
-  result; with its `timing`, the search's wall time too)."""
+  result; with its `timing`, the search's wall time too; its parts read
+  with the user's it records)."""
+  with catalog.using(user_parts.from_json(result.get('user_parts'))):
+    return _table(result)
+
+
+def _table(result: dict) -> str:
   objective, limits = result['objective'], result['limits']
 
   def row(name, pj, fig):
