@@ -85,6 +85,8 @@ def main():
   from codesign.boundary import inputs
   from codesign.core import results
   from codesign.model import rank_stats, report
+  from codesign.spec import schema
+  from codesign.studies import shared
 
   w, p, plan, s = common.resolve_inputs()
   workdir = results.make_workdir('evaluate', FLAGS.workdir)
@@ -94,7 +96,10 @@ def main():
   results.write_json(workdir / 'ranks.json', ranks)
   results.write_csv(workdir / 'breakdown.csv', *report.csv_table(result))
   results.write_csv(workdir / 'ranks.csv', *rank_stats.csv_table(ranks))
-  print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
+  hw = shared.design_name(
+    shared.platform_design(schema.platform_to_json(p)), short=False
+  )
+  print(report.table(result, f'{w.name} on {p.name} {hw} with {s.name}'))
   print(rank_stats.table(ranks))
   warning = inputs.rank_batch_warning(result['rank_batch'], s.name)
   if warning:

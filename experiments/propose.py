@@ -33,7 +33,6 @@ constraint and by how much, exit status 2, and no files.
 """
 
 import dataclasses
-import sys
 
 from absl import flags
 
@@ -195,10 +194,8 @@ def main():
     stack=common.load_stack(),
     presets=tuple(FLAGS.presets),
   )
-  # Progress on stdout: stderr holds only the one-sentence error of a
-  # request no platform meets.
-  progress = common.progress_printer(sys.stdout, heartbeat_s=5.0)
-  on_step = common.search_step_printer(progress, settings.steps)
+  progress = common.progress_printer()
+  on_step = progress.on_step(settings.steps)
   result, metrics = proposal.run(settings, progress=progress, on_step=on_step)
   workdir = results.make_workdir('propose', FLAGS.workdir)
   extra = {k: result[k] for k in proposal.EXTRA_KEYS}

@@ -553,14 +553,9 @@ def _presets(request: _Request, progress) -> list:
   def preset(name):
     interrupts.check()  # the search beside it failed or was stopped
     pp = part_tables.priced(presets_lib.get(name), request.prices)
-    pplan = planner.make(w, pp, request.stacks[pp.trainer])
+    pplan, fig = shared.preset_figures(w, pp, request.stacks[pp.trainer])
     progress(f'evaluated preset {name}')
-    return (
-      name,
-      pp,
-      pplan,
-      report.design_figures(pp, w, pplan, request.stacks[pp.trainer]),
-    )
+    return name, pp, pplan, fig
 
   # Two threads: most of a preset's evaluation is XLA compiling (outside
   # Python's lock); each is deterministic, so the order of work does not
@@ -735,19 +730,17 @@ def _search_section(request: _Request, found) -> dict:
 
 
 def _hw(pj: dict) -> str:
-  """The shape of a platform (JSON) in a few characters."""
-  acc = pj['accelerator']['name'].split(' ')[0]
+  """The shape of a platform (JSON) in a few characters, with its DDR
+  and NICs (`shared.design_name`)."""
+  design = shared.platform_design(pj)
   if pj['name'] == 'continuous_optimum':  # a mixture: "w1 part1 + w2 part2"
-    acc = '+'.join(
+    design['accelerator'] = '+'.join(
       f'{t.split()[1].split("-")[0]}:{float(t.split()[0]):.2f}'
       for t in pj['accelerator']['name'].split(' + ')[:2]
     )
-  if pj['trainer'] == 'accelerator':
-    return (
-      f'{pj["nodes"]:.0f}x({pj["sockets_per_node"]:.0f}S+'
-      f'{pj["accelerators_per_node"]:.0f} {acc})'
-    )
-  return f'{pj["nodes"]:.0f}x({pj["sockets_per_node"]:.0f}S CPU trainer)'
+    return shared.design_name(design, short=False)
+  design['accelerator'] = design['accelerator'].split(' ')[0]
+  return shared.design_name(design, short=False)
 
 
 def why_not(fig: dict, limits: dict) -> str:
@@ -824,27 +817,7 @@ def table(result: dict) -> str:
 
 
 def _table(result: dict) -> str:
-  objective, limits = result['objective'], result['limits']
-
-  def row(name, pj, fig):
-    value = objective_of(
-      fig, objective, limits['samples'], limits.get('energy_usd_per_w', 0.0)
-    )
-    ok = 'yes' if within_limits(fig, limits) else 'NO'
-    reason = '' if ok == 'yes' else f' ({why_not(fig, limits)})'
-    return (
-      f'{name:22s} {_hw(pj):34s} {fig["throughput_samples_per_s"]:>12,.0f} '
-      f'{fig["capex_usd"]:>12,.0f} {fig["power_w"]:>9,.0f} '
-      f'{value:>10.4g} {ok:>5s}  {fig["bottleneck"]}{reason}'
-    )
-
-  lines = [
-    f'{result["workload"]}: objective {objective}; limits {limits}',
-    f'{"platform":22s} {"hardware":34s} {"samples/s":>12s} '
-    f'{"capex $":>12s} {"power W":>9s} '
-    f'{result["objective_unit"]:>10s} {"ok":>5s}  bottleneck',
-    *(row(*r) for r in _rows(result)),
-  ]
+  lines = _figure_lines(result)
   pj = result['proposal']['platform']
   lines.append(
     'proposal: '
@@ -881,6 +854,38 @@ def _table(result: dict) -> str:
       f'{t["total_wall_s"]:.1f} s'
     )
   return '\n'.join(lines)
+
+
+def _figure_lines(result: dict) -> list[str]:
+  """The limits in words, then a row per design: hardware, samples/s,
+  time to train, capex, power, objective, within the limits (why not)
+  and bottleneck."""
+  objective, limits = result['objective'], result['limits']
+
+  def row(name, pj, fig):
+    value = objective_of(
+      fig, objective, limits['samples'], limits.get('energy_usd_per_w', 0.0)
+    )
+    ok = 'yes' if within_limits(fig, limits) else 'NO'
+    reason = '' if ok == 'yes' else f' ({why_not(fig, limits)})'
+    thr = fig['throughput_samples_per_s']
+    return (
+      f'{name:22s} {_hw(pj):46s} {thr:>12,.0f} '
+      f'{report.time_to_train_text(thr, limits["samples"]):>9s} '
+      f'{fig["capex_usd"]:>12,.0f} {fig["power_w"]:>9,.0f} '
+      f'{value:>10.4g} {ok:>5s}  {fig["bottleneck"]}{reason}'
+    )
+
+  return [
+    f'{result["workload"]}: objective {objective}; '
+    + shared.limits_words(limits),
+    f'{"platform":22s} {"hardware":46s} {"samples/s":>12s} '
+    f'{"to train":>9s} {"capex $":>12s} {"power W":>9s} '
+    f'{result["objective_unit"]:>10s} {"ok":>5s}  bottleneck',
+    *(row(*r) for r in _rows(result)),
+    shared.time_to_train_note(limits['samples'], flag=True)
+    + '; presets with the auto plan, as evaluate',
+  ]
 
 
 def _honesty_lines(result: dict) -> list[str]:

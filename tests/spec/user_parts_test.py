@@ -23,6 +23,7 @@ from codesign.spec import (
   workload_presets,
 )
 from codesign.studies import proposal
+from tests import streams
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PARTS_FILE = ROOT / 'examples' / 'inputs' / 'my_parts.json'
@@ -192,3 +193,7 @@ def test_the_new_accelerator_is_searched(tmp_path):
   assert list(result['user_parts']['accelerators']) == [NEW]
   assert result['prices']['proposal_parts'][0]['part'] == NEW
   assert f'{NEW} 20,000 USD' in proc.stdout  # the parts line under the table
+  # A tiny propose: progress on stderr only, never silent for 5 s.
+  assert streams.progress_lines(proc.stdout) == []
+  assert streams.longest_silence(proc.stderr) <= 5.0, proc.stderr[-3000:]
+  assert 'accelerator continuous: 4/4 (100%' in proc.stderr
