@@ -156,8 +156,10 @@ def eta_s(start: float, now: float, done: float, total: float):
 
 
 class _RichBars:
-  """`rich`'s live progress on a terminal: a spinner with the elapsed
-  time for the phase, a bar with its ETA for each count."""
+  """`rich`'s live progress on a terminal: each phase line printed for
+  good (with the seconds since the start) and, below, a spinner with
+  its elapsed time for the running phase and a bar with its ETA for
+  each count under way (a finished count leaves one line)."""
 
   def __init__(self, stream):
     from rich.console import Console
@@ -171,36 +173,75 @@ class _RichBars:
       TimeRemainingColumn,
     )
 
+    self.start = time.perf_counter()
     self.progress = Progress(
       SpinnerColumn(),
       TextColumn('{task.description}'),
-      BarColumn(),
+      BarColumn(bar_width=24),
       MofNCompleteColumn(),
       TimeElapsedColumn(),
       TextColumn('ETA'),
       TimeRemainingColumn(),
       console=Console(file=stream, stderr=stream is None),
       refresh_per_second=4,
+      # stdout stays the results' stream (rich would send it to stderr's
+      # console); the first result printed ends the drawing instead.
+      redirect_stdout=False,
     )
     self.progress.start()
     self.phase_task = None
     self.tasks: dict = {}
+    self.stdout = sys.stdout
+    sys.stdout = _StopOnWrite(self.stdout, self.stop)
+
+  def _print(self, line: str) -> None:
+    now = time.perf_counter() - self.start
+    self.progress.console.print(
+      f'[{now:6.1f} s] {line}', markup=False, highlight=False
+    )
 
   def phase(self, line: str) -> None:
     if self.phase_task is not None:
-      self.progress.update(self.phase_task, total=1, completed=1)
-    self.progress.console.print(line, markup=False, highlight=False)
-    self.phase_task = self.progress.add_task(line[:60], total=None)
+      self.progress.remove_task(self.phase_task)
+    self._print(line)
+    self.phase_task = self.progress.add_task(line[:40], total=None)
 
   def count(self, key: str, done: int, total: int, note: str) -> None:
     label = f'{key}: {note}' if note else key
     if key not in self.tasks:
-      self.tasks[key] = self.progress.add_task(label, total=total)
+      self.tasks[key] = self.progress.add_task(label[:40], total=total)
+    task = self.tasks[key]
+    if done >= total:  # finished: one line for good, the bar goes
+      self.progress.remove_task(task)
+      del self.tasks[key]
+      self._print(f'{label} ({done}/{total})')
+      return
     self.progress.update(
-      self.tasks[key], completed=done, total=total, description=label
+      task, completed=done, total=total, description=label[:40]
     )
 
   def stop(self) -> None:
+    if (
+      isinstance(sys.stdout, _StopOnWrite) and sys.stdout.stream is self.stdout
+    ):
+      sys.stdout = self.stdout
     if self.phase_task is not None:
-      self.progress.update(self.phase_task, total=1, completed=1)
+      self.progress.remove_task(self.phase_task)
+      self.phase_task = None
     self.progress.stop()
+
+
+class _StopOnWrite:
+  """stdout while bars are drawn: the first write (a result) stops them
+  (`stop`), then writes go to `stream` as they are."""
+
+  def __init__(self, stream, stop):
+    self.stream = stream
+    self._stop = stop
+
+  def write(self, text: str) -> int:
+    self._stop()
+    return self.stream.write(text)
+
+  def __getattr__(self, name):
+    return getattr(self.stream, name)

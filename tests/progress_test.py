@@ -5,6 +5,7 @@ are read in tests/experiments_test.py, tests/studies/zion_decision_test.py
 and tests/spec/user_parts_test.py (`tests.streams`)."""
 
 import io
+import sys
 import time
 
 from experiments import progress
@@ -53,14 +54,20 @@ def test_a_silent_phase_gets_a_line():
 
 def test_a_terminal_gets_rich_bars_with_an_eta():
   out = io.StringIO()
+  before = sys.stdout
   r = progress.Reporter(stream=out, terminal=True)
   r('evaluating')
   r.count('presets', 3, 10, 'zion')
   time.sleep(0.3)
   r.count('presets', 6, 10, 'zion')
+  stdout = sys.stdout
+  assert stdout is not before  # watched: results end the drawing
+  print('a result')
+  assert sys.stdout is before
   r.close()
   text = out.getvalue()
   assert 'evaluating' in text and '6/10' in text and 'ETA' in text
+  assert 'a result' not in text  # results stay on stdout
 
 
 def test_eta_is_the_rate_so_far():
