@@ -310,13 +310,6 @@ def progress_printer(stream=None, heartbeat_s: float | None = None):
 _REPORTERS: list = []
 
 
-def search_step_printer(progress, steps: int):
-  """An `on_step` callable for `studies.proposal.run`: a bar per search
-  (its trainer, phase and the best feasible objective so far) of
-  `steps` Adam steps, on `progress`'s reporter."""
-  return progress.on_step(steps)
-
-
 def enable_x64(on: bool) -> None:
   """Switches JAX's float64 on or off. JAX is first imported here, in
   `main`, after the flags are parsed: a bad flag is answered without
