@@ -38,7 +38,8 @@ def _section(d: dict, what: str) -> dict:
 
 def _json(name_or_path, loader, what: str) -> dict:
   if isinstance(name_or_path, dict):
-    return _section(name_or_path, what)
+    # A partial dict's base: a preset, or a file from the current folder.
+    return inputs.resolve_base(_section(name_or_path, what), what)
   if isinstance(name_or_path, os.PathLike):
     name_or_path = os.fspath(name_or_path)
   if not isinstance(name_or_path, str):
@@ -58,7 +59,8 @@ def load_workload(name_or_path: NameOrPath) -> wl.Workload:
       file in the dumped schema (or a run's config.json), or such a dict
       (or a dict holding it as its `workload` section). Table sizes are in
       rows and floats per row, the batch in samples per step (global, over
-      all ranks).
+      all ranks). A partial one names its `base` (a preset or file) and
+      the keys it changes: `{'base': 'rm1', 'global_batch': 4096}`.
 
   Returns:
     A validated `Workload`.
@@ -79,7 +81,9 @@ def load_platform(name_or_path: NameOrPath) -> hardware.Platform:
       a path to a JSON file in the dumped schema (keys in boundary units:
       GB, GB/s, TFLOP/s, us, USD, W; or a run's config.json or
       proposal.json), or such a dict (or one holding it as its `platform`
-      section).
+      section). A partial one names its `base` (a preset or file) and
+      the keys it changes, objects merged key by key:
+      `{'base': 'dgx_h100', 'nodes': 4, 'nic': {'count': 4}}`.
 
   Returns:
     A validated `Platform` with SI leaves (bytes, bytes/s, FLOP/s, s, USD,
@@ -101,7 +105,8 @@ def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
       the numbers fitted on the published cases), a path to a stack JSON
       file (keys in boundary units such as `step_floor_us`; or a run's
       config.json), or such a dict (or one holding it as its `stack`
-      section).
+      section). A partial one names its `base` and the keys it changes:
+      `{'base': 'torchrec', 'step_floor_us': 300}`.
 
   Returns:
     A validated `Stack` with SI leaves (seconds, fractions).
@@ -179,6 +184,7 @@ def make_plan(
   """
   with jax.enable_x64(typecheck.flag('x64', x64)):
     w, p = _workload(workload), _platform(platform)
+    inputs.check_rank_batch(w, p)
     s = _stack(stack, p)
     return planner.make(w, p, s, placement=placement, sharding=sharding)
 
@@ -233,18 +239,23 @@ def evaluate(
     `overflowing_tiers`, `feasibility_margin` (positive when everything
     fits), `capex_usd` (whole cluster), `power_w` (whole cluster at the wall),
     `perf_per_usd` (samples/s per USD), `perf_per_watt` (samples/s per
-    W), and the `workload`, `platform` and `stack` names.
+    W), `rank_batch` (the samples each rank trains against the least the
+    stack's numbers were fitted at, `inputs.rank_batch`), and the
+    `workload`, `platform` and `stack` names.
 
   Raises:
-    InputError: bad inputs.
+    InputError: bad inputs, or a global batch of less than one sample
+      per rank.
   """
   with jax.enable_x64(typecheck.flag('x64', x64)):
     w, p = _workload(workload), _platform(platform)
+    inputs.check_rank_batch(w, p)
     s = _stack(stack, p)
     pl = _plan(plan, w, p, s)
     r = cost_model.evaluate_design(hardware.as_arrays(p), w, pl, s)
     result = report.to_result(r)
     result['capex_breakdown'] = report.capex_breakdown(p)
+  result['rank_batch'] = inputs.rank_batch(w, p, s)
   result['buildability_violations'] = buildability_violations(p)
   result['calibration'] = calibration_of(
     p, s, result['throughput_samples_per_s']
@@ -310,6 +321,7 @@ def propose(
   usd_per_kwh: float = 0.08,
   pue: float = 1.58,
   override: tuple[str, ...] = (),
+  catalog: str | os.PathLike | dict | None = None,
 ) -> dict:
   """Proposes the platform to build for a workload, under limits.
 
@@ -367,6 +379,10 @@ def propose(
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal.
     override: 'section.key=value' strings for the `workload.` and
       `stack.` sections, as `--override` (the stack's apply to `stack`).
+    catalog: a parts JSON file or dict (`codesign.spec.user_parts`, as
+      `--catalog`): its accelerators and CPUs join the catalog for this
+      call only, searched beside the shipped parts and named by
+      `only_parts`, `exclude_parts` and `price`.
 
   Returns:
     A dict: `proposal` (`platform` and `plan` JSON, `objective_value`,
@@ -376,7 +392,8 @@ def propose(
     `evaluate` read back), `continuous_optimum`, `presets` (one row of
     figures per preset), `objective`, `objective_unit`, `limits`,
     `search` (settings and evaluations used), `timing` (wall seconds) and
-    `history` (per Adam step: best feasible objective and violations).
+    `history` (per Adam step: best feasible objective and violations);
+    with `catalog`, `user_parts` (the parts as the catalog holds them).
     Every key but `proposal_json`, `timing` and `history` is the
     command line's result.json.
 
@@ -477,4 +494,17 @@ def _proposal_settings(proposal, **kw):
     life_years=t.real('life_years', kw['life_years']),
     usd_per_kwh=t.real('usd_per_kwh', kw['usd_per_kwh']),
     pue=t.real('pue', kw['pue']),
+    catalog=_catalog(kw['catalog']),
+  )
+
+
+def _catalog(value):
+  """propose's `catalog`: a path (as text) or a dict, or None."""
+  if value is None or isinstance(value, dict | str):
+    return value
+  if isinstance(value, os.PathLike):
+    return os.fspath(value)
+  raise InputError(
+    'catalog must be a parts JSON file path, a dict or None, got '
+    f'{type(value).__name__}'
   )

@@ -73,8 +73,19 @@ flags.DEFINE_string(
   'takes any (torchrec, nvidia_pytorch and hugectr) or a comma-separated '
   'list: one search per stack, the best design of each side by side.',
 )
+flags.DEFINE_bool(
+  'quiet',
+  False,
+  'Print the results only (stdout): no progress lines or bars on stderr.',
+)
 # Flags that say where and how to re-run, never what to compute.
-_NOT_REPLAYED = ('from_config', 'workdir', 'overwrite', 'compile_cache')
+_NOT_REPLAYED = (
+  'from_config',
+  'workdir',
+  'overwrite',
+  'compile_cache',
+  'quiet',
+)
 # codesign.core.compile_cache.ENV_VAR (spelled out: flags load first)
 CACHE_ENV_VAR = 'CODESIGN_COMPILE_CACHE'
 
@@ -220,6 +231,18 @@ def define_input_flags(
     )
 
 
+def define_cpu_stack_flag() -> None:
+  """--cpu_stack: the stack of the CPU-trainer platforms of a script that
+  evaluates several (--stack trains the others), as propose's."""
+  flags.DEFINE_string(
+    'cpu_stack',
+    'ipex_cpu',
+    'Software stack of the CPU-trainer platforms (a preset or a stack JSON '
+    "file); --stack trains the accelerator ones. Each platform's stack is "
+    'the one evaluate gives its trainer by default.',
+  )
+
+
 def define_sharding_flag(what: str, searched: bool = False) -> None:
   """--sharding: one plan sharding for every table of `what`; with
   `searched`, also `search` (the default): each table's sharding is a
@@ -272,57 +295,21 @@ def check_flag_values() -> None:
 
 
 def progress_printer(stream=None, heartbeat_s: float | None = None):
-  """A `progress` callable for the studies: prints each line to `stream`
-  (default stderr, so that stdout keeps only the tables) with the seconds
-  since this call, so that a long phase is never silent. With
-  `heartbeat_s`, a phase that prints nothing for that long (an XLA
-  compile, a batch of evaluations) gets a line saying it is still
-  running, from a daemon thread."""
-  import threading
-  import time
+  """The `progress` callable of a script (`experiments.progress.Reporter`):
+  phase lines, bars with their ETA, never silent, on stderr (`stream`
+  for tests); nothing with --quiet. It stops drawing when the script's
+  main returns."""
+  from experiments import progress
 
-  start = time.perf_counter()
-  lock = threading.Lock()
-  state = {'last': start, 'line': None}
-
-  def emit(line):
-    out = stream or sys.stderr
-    print(f'[{time.perf_counter() - start:6.1f} s] {line}', file=out)
-    out.flush()
-
-  def progress(line: str) -> None:
-    with lock:
-      state.update(last=time.perf_counter(), line=line)
-      emit(line)
-
-  def beat():
-    while True:
-      time.sleep(0.5)
-      with lock:
-        quiet = time.perf_counter() - state['last']
-        if state['line'] is not None and quiet >= heartbeat_s:
-          emit(f'still running ({quiet:.0f} s since: {state["line"][:60]})')
-          state['last'] = time.perf_counter()
-
-  if heartbeat_s:
-    threading.Thread(target=beat, daemon=True).start()
-  return progress
+  quiet = 'quiet' in flags.FLAGS and flags.FLAGS.quiet
+  kw = {} if heartbeat_s is None else {'heartbeat_s': heartbeat_s}
+  reporter = progress.Reporter(quiet=quiet, stream=stream, **kw)
+  _REPORTERS.append(reporter)
+  return reporter
 
 
-def search_step_printer(progress, steps: int):
-  """An `on_step` callable for `studies.proposal.run`: a progress line per
-  chunk of Adam steps of each search (its trainer, phase, step and best
-  feasible objective so far)."""
-
-  def on_step(step, m):
-    best = m['objective']
-    progress(
-      f'{m.get("trainer", "")} {m["phase"]} step {step}/{steps}: '
-      f'best feasible {m["searching"]} '
-      + ('none yet' if best is None else f'{best:.4g}')
-    )
-
-  return on_step
+# The reporters of this script's main (closed when it returns).
+_REPORTERS: list = []
 
 
 def enable_x64(on: bool) -> None:
@@ -470,7 +457,11 @@ def _checked_main(main_fn, argv, xla_flags: bool = True):
       fv.workdir = str(
         results.reserve_workdir(experiment, fv.workdir, fv.overwrite)
       )
-    out = main_fn()
+    try:
+      out = main_fn()
+    finally:
+      for reporter in _REPORTERS:
+        reporter.close()
     for path in results.finish_runs():
       print(f'wrote {path}')
     return out

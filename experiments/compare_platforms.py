@@ -70,6 +70,7 @@ common.define_input_flags(
   override='workload,stack',
   workload_help='Its tables are scaled to each size of the sweep.',
 )
+common.define_cpu_stack_flag()
 common.define_run_flags(
   'compare_platforms',
 )
@@ -113,6 +114,7 @@ def main():
     points=FLAGS.points,
     refine_steps=FLAGS.refine_steps,
     stack=stack,
+    cpu_stack=FLAGS.cpu_stack,
   )
   result, metrics = study.run(settings, progress=common.progress_printer())
   workdir = results.make_workdir('compare_platforms', FLAGS.workdir)

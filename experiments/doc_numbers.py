@@ -14,6 +14,7 @@ in place (each file written whole, atomically). A figure whose anchor
 text is gone ends in one sentence and exit status 2.
 """
 
+import functools
 import json
 import logging
 import pathlib
@@ -47,7 +48,24 @@ flags.DEFINE_string(
   str(pathlib.Path(__file__).resolve().parent.parent),
   'Folder that holds README.md and WORKSPACE.md (default: this checkout).',
 )
+flags.DEFINE_bool(
+  'quiet',
+  False,
+  'Print the results only (stdout): no progress lines on stderr.',
+)
 FLAGS = flags.FLAGS
+
+
+@functools.cache
+def _reporter():
+  """The script's progress on stderr (`experiments.progress`)."""
+  from experiments import progress
+
+  return progress.Reporter(quiet=FLAGS.quiet)
+
+
+def _progress(line: str) -> None:
+  _reporter()(line)
 
 
 def run_in_process(run) -> dict:
@@ -71,7 +89,7 @@ def run_subprocess(run) -> dict:
 
   with tempfile.TemporaryDirectory() as tmp:
     workdir = pathlib.Path(tmp) / 'run'
-    print(f'running {doc_numbers.command(run)}', flush=True)
+    _progress(f'running {doc_numbers.command(run)}')
     done = subprocess.run(
       [sys.executable, *doc_numbers.arguments(run), f'--workdir={workdir}'],
       cwd=pathlib.Path(__file__).resolve().parent.parent,

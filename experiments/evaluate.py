@@ -12,8 +12,10 @@ plan), env.json, result.json, ranks.json, breakdown.csv and ranks.csv to
 reproduce the result exactly.
 
   python -m experiments.evaluate --dump_schema
+  python -m experiments.evaluate --dump_schema=json
 
-prints every key of the JSON inputs with its type, unit, default and doc.
+print every key of the JSON inputs with its type, unit, default and doc
+(a table), or a JSON Schema with units and valid ranges.
 """
 
 from absl import flags
@@ -29,12 +31,38 @@ common.define_input_flags(
   device_profile=True,
 )
 common.define_run_flags('evaluate')
-flags.DEFINE_bool(
-  'dump_schema',
-  False,
-  'Print the JSON schema of workload, platform, plan and stack (one line '
-  'per key: type, unit, default, doc, valid values) and exit; writes '
-  'nothing.',
+
+
+class _SchemaFormat(flags.ArgumentParser):
+  """--dump_schema's values: bare (or text, true) the table, json the JSON
+  Schema, false or empty off (a config.json records false)."""
+
+  VALUES = {'': '', 'false': '', '0': '', 'true': 'text', '1': 'text'}
+
+  def parse(self, argument) -> str:
+    text = str(argument).strip().lower()
+    value = {**self.VALUES, 'text': 'text', 'json': 'json'}.get(text)
+    if value is None:
+      raise ValueError(f'takes text or json, got {argument!r}')
+    return value
+
+  def flag_type(self) -> str:
+    return 'string'
+
+
+flags.DEFINE_flag(
+  flags.Flag(
+    _SchemaFormat(),
+    flags.ArgumentSerializer(),
+    'dump_schema',
+    '',
+    'Print the schema of the JSON inputs (workload, platform, plan, stack) '
+    'and exit, writing nothing: --dump_schema (or =text) one line per key '
+    '(type, unit, default, doc, valid values); --dump_schema=json a JSON '
+    'Schema (draft 2020-12) with units (x-unit) and valid ranges '
+    '(minimum, maximum).',
+    boolean=True,
+  )
 )
 flags.DEFINE_bool(
   'strict',
@@ -49,6 +77,13 @@ FLAGS = flags.FLAGS
 
 
 def main():
+  if FLAGS.dump_schema == 'json':
+    import json
+
+    from codesign.spec import json_schema
+
+    print(json.dumps(json_schema.json_schema(), indent=1))
+    return
   if FLAGS.dump_schema:
     from codesign.spec import schema
 
@@ -56,8 +91,11 @@ def main():
     return
   common.enable_x64(FLAGS.x64)
   from codesign import api
+  from codesign.boundary import inputs
   from codesign.core import results
   from codesign.model import rank_stats, report
+  from codesign.spec import schema
+  from codesign.studies import shared
 
   w, p, plan, s = common.resolve_inputs()
   broken = api.buildability_violations(p)
@@ -73,7 +111,10 @@ def main():
   results.write_json(workdir / 'ranks.json', ranks)
   results.write_csv(workdir / 'breakdown.csv', *report.csv_table(result))
   results.write_csv(workdir / 'ranks.csv', *rank_stats.csv_table(ranks))
-  print(report.table(result, f'{w.name} on {p.name} with {s.name}'))
+  hw = shared.design_name(
+    shared.platform_design(schema.platform_to_json(p)), short=False
+  )
+  print(report.table(result, f'{w.name} on {p.name} {hw} with {s.name}'))
   for v in broken:
     print(f'NOT BUILDABLE ({v["rule"]}): {v["sentence"]}')
   from codesign.calibration import coverage
@@ -82,6 +123,9 @@ def main():
     coverage.sentence(result['calibration'], result['throughput_samples_per_s'])
   )
   print(rank_stats.table(ranks))
+  warning = inputs.rank_batch_warning(result['rank_batch'], s.name)
+  if warning:
+    print(warning)
 
 
 if __name__ == '__main__':

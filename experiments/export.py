@@ -24,6 +24,12 @@ flags.DEFINE_enum(
   ['torchrec'],
   'Tool to export to: torchrec (sharding-planner inputs).',
 )
+flags.DEFINE_bool(
+  'quiet',
+  False,
+  'Print the results only (this script prints no progress: accepted as '
+  'every script does).',
+)
 FLAGS = flags.FLAGS
 SECTIONS = ('workload', 'platform', 'plan', 'stack')
 

@@ -68,6 +68,7 @@ common.define_input_flags(
   workload='zion_scale',
   override='workload,stack',
 )
+common.define_cpu_stack_flag()
 common.define_run_flags(
   'pareto',
   x64_help='Search in float64.',

@@ -33,7 +33,6 @@ constraint and by how much, exit status 2, and no files.
 """
 
 import dataclasses
-import sys
 
 from absl import flags
 
@@ -186,6 +185,15 @@ flags.DEFINE_integer(
   'NIC line rates that shipped by then (part_tables.NIC_YEARS).',
   lower_bound=1900,
 )
+flags.DEFINE_string(
+  'catalog',
+  None,
+  'A parts JSON file whose accelerators and CPUs join the catalog for '
+  'this run (keys and units: codesign/spec/user_parts.py; an example: '
+  'examples/inputs/my_parts.json): searched beside the shipped parts, '
+  'and named by --only_parts, --exclude_parts and --price. Each part is '
+  'checked as the shipped ones are.',
+)
 common.define_input_flags(
   workload='zion_scale',
   override='workload,stack',
@@ -214,10 +222,8 @@ def main():
     stack=_stack(proposal),
     presets=tuple(FLAGS.presets),
   )
-  # Progress on stdout: stderr holds only the one-sentence error of a
-  # request no platform meets.
-  progress = common.progress_printer(sys.stdout, heartbeat_s=5.0)
-  on_step = common.search_step_printer(progress, settings.steps)
+  progress = common.progress_printer()
+  on_step = progress.on_step(settings.steps)
   result, metrics = proposal.run(settings, progress=progress, on_step=on_step)
   workdir = results.make_workdir('propose', FLAGS.workdir)
   extra = {k: result[k] for k in proposal.EXTRA_KEYS}

@@ -128,10 +128,12 @@ def _inputs():
 
   overrides = FLAGS.override
   inputs.split_overrides(overrides)  # a malformed override fails first
+  p = inputs.load_platform(FLAGS.platform, overrides, FLAGS.device_profile)
   return (
     inputs.load_workload(FLAGS.workload, overrides),
-    inputs.load_platform(FLAGS.platform, overrides, FLAGS.device_profile),
-    inputs.load_stack(FLAGS.stack, overrides),
+    p,
+    # No --stack: the platform trainer's default, as evaluate.
+    inputs.load_stack(FLAGS.stack, overrides, p.trainer),
   )
 
 

@@ -35,7 +35,6 @@ comparison table).
 """
 
 import dataclasses
-import sys
 
 from absl import flags
 
@@ -129,8 +128,9 @@ def main():
     **{n: FLAGS[n].value for n in names - {'presets'}},
     presets=tuple(FLAGS.presets),
   )
+  progress = common.progress_printer()
   result, metrics = study.run(
-    settings, progress=common.progress_printer(sys.stdout)
+    settings, progress=progress, on_step=progress.on_step(settings.steps)
   )
   workdir = results.make_workdir('zion_decision', FLAGS.workdir)
   config = {'flags': common.flag_values(), **result['inputs']}

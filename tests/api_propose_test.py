@@ -44,7 +44,14 @@ FLAGS = [
 # The flags of experiments.propose that say where and how a run is
 # written, not what it answers; `stack` and the preset list are checked
 # by name below.
-NOT_ANSWERS = {'workdir', 'overwrite', 'from_config', 'x64', 'compile_cache'}
+NOT_ANSWERS = {
+  'workdir',
+  'overwrite',
+  'from_config',
+  'x64',
+  'compile_cache',
+  'quiet',
+}
 
 API_SCRIPT = """
 import json, sys

@@ -25,6 +25,7 @@ from codesign.spec import (
 )
 from codesign.spec import workload as wl
 from codesign.studies import sweeps
+from tests import streams
 
 STACK = stack_presets.get('torchrec')
 
@@ -42,6 +43,7 @@ TINY = {
     '--refine_steps=1',
   ],
   'sensitivity': [
+    '--quiet',  # results only: read in test_progress_goes_to_stderr
     '--workload=mlperf_dlrm_v1',
     '--platform=big_basin',
     # 8 GB of HBM per accelerator: the tables spill, so replanning runs.
@@ -114,9 +116,10 @@ def _run(name, args):
 
 
 @pytest.fixture(scope='module')
-def runs(tmp_path_factory):
-  """Each experiment once on its tiny setting: name -> workdir. The runs
-  start together (they are independent) and share the CPU cores."""
+def ran(tmp_path_factory):
+  """Each experiment once on its tiny setting: name -> (workdir, stdout,
+  stderr). The runs start together (they are independent) and share the
+  CPU cores."""
   procs, out = {}, {}
   for name, args in TINY.items():
     workdir = tmp_path_factory.mktemp(name)
@@ -124,15 +127,37 @@ def runs(tmp_path_factory):
       _command(name, [*args, f'--workdir={workdir}']),
       cwd=ROOT,
       env=ENV,
-      stdout=subprocess.DEVNULL,
+      stdout=subprocess.PIPE,
       stderr=subprocess.PIPE,
       text=True,
     )
     out[name] = workdir
-  errors = {name: p.communicate(timeout=600)[1] for name, p in procs.items()}
+  streams_of = {name: p.communicate(timeout=600) for name, p in procs.items()}
   for name, p in procs.items():
-    assert p.returncode == 0, (name, errors[name][-2000:])
-  return out
+    assert p.returncode == 0, (name, streams_of[name][1][-2000:])
+  return {name: (out[name], *streams_of[name]) for name in procs}
+
+
+@pytest.fixture(scope='module')
+def runs(ran):
+  """name -> the workdir of its tiny run."""
+  return {name: workdir for name, (workdir, _, _) in ran.items()}
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize('name', sorted(TINY))
+def test_progress_goes_to_stderr(ran, name):
+  """Results on stdout, progress on stderr, never silent for 5 s (the
+  runs share 2 cores); --quiet prints the results alone."""
+  _, stdout, stderr = ran[name]
+  assert streams.progress_lines(stdout) == []
+  assert f'wrote {ran[name][0]}' in stdout
+  if '--quiet' in TINY[name]:
+    assert streams.stamps(stderr) == [], stderr[-2000:]
+    assert stdout.strip().splitlines()[0]  # the table
+    return
+  assert streams.stamps(stderr), stderr[-2000:]
+  assert streams.longest_silence(stderr) <= 5.0, stderr[-3000:]
 
 
 @pytest.mark.heavy

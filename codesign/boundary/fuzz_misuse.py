@@ -22,6 +22,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,9 @@ class Outcome:
   detail: str = ''
 
 
+_PROGRESS = re.compile(r'^\[\s*[0-9.]+ s\] ')
+
+
 def run_script(root, args, timeout=600, **kw):
   env = {**os.environ, 'PYTHONPATH': str(root)}
   return subprocess.run(
@@ -69,9 +73,12 @@ def judge(proc, out: Outcome, expect: str) -> None:
   """The rules every script run keeps: `expect` is 'run' (must write),
   'refuse' (exit 2, one line) or 'either'."""
   err = proc.stderr.decode('utf-8', 'replace')
+  # Progress lines (`[  1.2 s] ...`, experiments/progress.py) may come
+  # before a refusal found late; the refusal itself is one line.
+  said = [x for x in err.strip().splitlines() if not _PROGRESS.match(x)]
   if 'Traceback' in err or proc.returncode not in (0, 2):
     out.failures.append('traceback')
-  elif proc.returncode == 2 and len(err.strip().splitlines()) != 1:
+  elif proc.returncode == 2 and len(said) != 1:
     out.failures.append('traceback')
   if _CONTROL & set(proc.stdout + proc.stderr):
     out.failures.append('raw control characters')

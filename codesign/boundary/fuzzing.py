@@ -22,7 +22,7 @@ import numpy as np
 from codesign.boundary import inputs
 from codesign.core.errors import InputError
 from codesign.core.units import UNITS
-from codesign.model import cost_model, planner
+from codesign.model import cost_model, planner, terms
 from codesign.spec import (
   hardware,
   platform_presets,
@@ -72,12 +72,21 @@ def fields(base: Base = Base()) -> list[Field]:
   documented range, in the key's unit."""
   p = platform_presets.get(base.platform)
   s = stack_presets.get(base.stack)
+  w = inputs.load_workload(base.workload, list(base.overrides))
+  # One sample per rank at least (`inputs.check_rank_batch`): the node
+  # count and the batch bound each other at the base's other values.
+  ranks_per_node = float(terms.ranks_per_node(p))
+  joint = {
+    'nodes': w.global_batch // ranks_per_node,
+    'global_batch': float(p.nodes) * ranks_per_node,
+  }
   out = []
   for path in hardware.leaf_paths(p):
     scale = _unit_scale(schema.field_at(p, path))
     lo, hi = hardware.BOUNDS[path]
+    hi = min(hi, joint.get(path, hi))
     key = 'platform.' + schema.json_path(p, path)
-    out.append(Field(key, lo / scale, hi / scale))
+    out.append(Field(key, lo / scale, hi / scale, path in hardware.COUNTS))
   for path in stack_lib.leaf_paths(s):
     scale = _unit_scale(schema.field_at(s, path))
     lo, hi = stack_lib.BOUNDS[path]
@@ -94,6 +103,7 @@ def fields(base: Base = Base()) -> list[Field]:
       key = f'workload.tables.0.{name}'
     else:
       key = f'workload.{name}'
+    lo = max(lo, joint.get(name, lo))
     out.append(Field(key, lo, hi, name in wl.INTEGERS))
   for name in ('hbm_fraction', 'cpu_lookup_fraction', 'overlap'):
     out.append(Field(f'plan.{name}', 0.0, 1.0))
@@ -167,6 +177,7 @@ def check(base: Base, overrides: list[str]) -> tuple[str, str]:
   try:
     w = inputs.load_workload(base.workload, list(base.overrides) + overrides)
     p = inputs.load_platform(base.platform, overrides)
+    inputs.check_rank_batch(w, p)
     s = inputs.load_stack(base.stack, overrides)
     plj = inputs.with_overrides(dict(_plan_json(base)), 'plan', overrides)
     plan = schema.plan_from_json(plj, w)

@@ -7,6 +7,7 @@ what makes a library call (`codesign.propose` in a notebook) stop at the
 next chunk instead of running its other threads to the end.
 """
 
+import contextvars
 import threading
 from collections.abc import Callable, Iterable
 from concurrent import futures
@@ -34,12 +35,15 @@ def thread_map(fn: Callable, items: Iterable, workers: int) -> list:
   Each call runs under the caller's precision: `jax.enable_x64(...)` is
   thread-local, so a caller inside it (`codesign.propose`) would
   otherwise trace float64 programs in its own thread and float32 ones in
-  the pool's, and mix the two."""
+  the pool's, and mix the two. Each call also runs in a copy of the
+  caller's context variables (`catalog.using`: a user's parts), which
+  threads do not inherit."""
   x64 = bool(jax.config.jax_enable_x64)
+  context = contextvars.copy_context()  # the caller's (a user's parts)
 
   def call(item):
     with jax.enable_x64(x64):
-      return fn(item)
+      return context.copy().run(fn, item)
 
   pool = futures.ThreadPoolExecutor(max_workers=workers)
   try:

@@ -1,5 +1,7 @@
 """A `CostReport` in boundary units: the result dict and a readable table."""
 
+import math
+
 import numpy as np
 
 from codesign.model import cost_model, terms
@@ -100,6 +102,34 @@ def design_figures(p: Platform, w, plan, stack) -> dict:
   return fig
 
 
+# Samples a time to train counts where nothing else says: the default of
+# propose's --samples (no workload preset names a number of samples that
+# trains it to its target quality).
+DEFAULT_TRAIN_SAMPLES = 1e9
+TRAIN_SAMPLES_NOTE = (
+  'the workload names no target, so 1e9 samples, the default of propose '
+  '--samples'
+)
+
+
+def duration_text(seconds: float) -> str:
+  """Seconds in the largest unit that keeps a number above 1: '42 s',
+  '3.5 min', '2.1 h', '4.0 d' (None or not finite: '-')."""
+  if seconds is None or not math.isfinite(seconds) or seconds < 0:
+    return '-'
+  for unit, size in (('d', 86400.0), ('h', 3600.0), ('min', 60.0)):
+    if seconds >= size:
+      return f'{seconds / size:.1f} {unit}'
+  return f'{seconds:.0f} s'
+
+
+def time_to_train_text(throughput: float, samples: float) -> str:
+  """The time to train `samples` at `throughput` samples/s, in words."""
+  if not throughput or throughput <= 0:
+    return '-'
+  return duration_text(samples / throughput)
+
+
 def table(result: dict, title: str = '') -> str:
   """A plain-text breakdown table of a `to_result` dict."""
   lines = [title] if title else []
@@ -120,7 +150,11 @@ def table(result: dict, title: str = '') -> str:
   )
   lines.append(
     f'throughput {result["throughput_samples_per_s"]:,.0f} samples/s; '
-    f'bottleneck {result["bottleneck"]}'
+    f'bottleneck {result["bottleneck"]}; time to train '
+    + time_to_train_text(
+      result['throughput_samples_per_s'], DEFAULT_TRAIN_SAMPLES
+    )
+    + f' ({TRAIN_SAMPLES_NOTE})'
   )
   for tier, m in result['memory'].items():
     if m['available_bytes'] == 0 and m['required_bytes'] == 0:

@@ -288,9 +288,22 @@ def channel_populations_gb() -> tuple[int, ...]:
   return tuple(sorted(set(DIMM_GB) | two))
 
 
-@functools.cache
+def fabrics_of(name: str) -> dict:
+  """The topologies accelerator `name` forms, each with the most per
+  node (`FABRICS`; a user's part, its `max_per_node` on a switch)."""
+  if name in FABRICS:
+    return FABRICS[name]
+  return catalog.raw()['accelerators'].get(name, {}).get('user_fabrics', {})
+
+
 def catalog_facts() -> dict:
-  """Per catalog part the numbers the rules need (name -> dict)."""
+  """Per catalog part the numbers the rules need (name -> dict): the
+  shipped parts and the user's in effect (`catalog.using`)."""
+  return _catalog_facts(catalog.user_parts())
+
+
+@functools.cache
+def _catalog_facts(parts: catalog.UserParts) -> dict:
   raw = catalog.raw()
   out = {}
   for name, d in raw['cpus'].items():
@@ -317,7 +330,7 @@ def catalog_facts() -> dict:
       'kind': 'accelerator',
       'pcie_gen': int(d['pcie_gen']),
       'links': float(d['link_count']),
-      'fabrics': FABRICS[name],
+      'fabrics': fabrics_of(name),
       'c2c': d['host_link_GBps_per_direction'] * GB if c2c else None,
     }
   return out
@@ -335,7 +348,7 @@ def in_system(name: str, system: str) -> bool:
   (`FABRICS`: a PCIe card no switch, an SXM module no bridged pair), and
   its host is the system's (a superchip GPU's is its Grace,
   `is_superchip`; the other systems' are DIMM sockets)."""
-  forms = FABRICS.get(name, {})
+  forms = fabrics_of(name)
   superchip = is_superchip(name)
   return SYSTEM_TOPOLOGY[system] in forms and superchip == (
     system == 'superchip'
@@ -367,7 +380,7 @@ def in_system_cpus(name: str, system: str) -> bool:
 def design_domain(name: str, system: str = 'board') -> float:
   """Accelerators per scale-up domain the design space of `system`
   allows the part (its domain on the system's topology)."""
-  return float(FABRICS[name][SYSTEM_TOPOLOGY[system]])
+  return float(fabrics_of(name)[SYSTEM_TOPOLOGY[system]])
 
 
 def lowest_nic_bandwidth() -> float:
@@ -805,12 +818,21 @@ def _fabric_rules(p, acc):
 
 
 def boards_of(name: str) -> tuple:
-  """The boards (`BOARDS`) a catalog accelerator is sold on; () for a part
-  outside the catalog (no board rule)."""
+  """The boards (`BOARDS`; a user's part, its own `boards`) a catalog
+  accelerator is sold on; () for a part outside the catalog, or a user's
+  part that names none (no board rule)."""
+  user = catalog.raw()['accelerators'].get(name, {}).get('user_boards')
+  if user is not None:
+    return tuple(tuple(map(_frozen, b)) for b in user)
   for prefix, boards in BOARDS.items():
     if name.startswith(prefix):
       return boards
   return ()
+
+
+def _frozen(x):
+  """A board's field from JSON: lists as tuples."""
+  return tuple(x) if isinstance(x, list) else x
 
 
 def board_allows(accelerator: str, cpu: str, n: float, sockets: float):

@@ -165,6 +165,9 @@ class DesignSpace:
       host link, soldered LPDDR5X, and hosts per NVLink domain a
       further axis, `DOMAIN_HOSTS`) or `pcie` (PCIe cards, NVLink
       bridges on pairs); `cpu` for a CPU trainer.
+    user_parts: the user's parts in the catalog when the space was made
+      (`catalog.using`, --catalog): part of the space's identity, so that
+      programs cached for one set of parts are never run for another.
   """
 
   accelerators: tuple[str, ...]
@@ -179,6 +182,7 @@ class DesignSpace:
   prices: pt.Prices = ()
   trainer: str = 'accelerator'
   system: str = 'board'
+  user_parts: catalog.UserParts = ()
 
   @property
   def axes(self) -> tuple[str, ...]:
@@ -281,6 +285,7 @@ def make_space(
     prices=tuple(prices),
     trainer=trainer,
     system=system,
+    user_parts=catalog.user_parts(),
   )
 
 

@@ -4,8 +4,17 @@
 Numbers the catalog lacks are *assumptions*: they are named in `ASSUMED`
 with the reason, and every part records, per field, where its number came
 from ('catalog: <entry> (<sources>)' or 'assumption: <why>').
+
+A user's own parts (`codesign.spec.user_parts`, `--catalog`) join the
+shipped ones inside `using(parts)`: `raw()` is the shipped catalog with
+them merged in, for that block (and the threads `core.interrupts` starts
+from it) only. No state outlives the block, so one run's parts never
+reach another call; the search's design space records them
+(`DesignSpace.user_parts`), so its cached programs are keyed by them.
 """
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import json
@@ -16,10 +25,55 @@ from codesign.core.units import GB, TFLOPS
 from codesign.spec import dimms
 from codesign.spec.hardware import Accelerator, CpuSocket
 
+# A user's parts: (table, name, the part's catalog entry as JSON text),
+# sorted; hashable, so that a design space can carry it.
+UserParts = tuple[tuple[str, str, str], ...]
+_USER_PARTS: contextvars.ContextVar = contextvars.ContextVar(
+  'codesign_user_parts', default=()
+)
+
 
 @functools.cache
-def raw() -> dict:
+def _shipped() -> dict:
   return json.loads((DATA_DIR / 'catalog.json').read_text())
+
+
+@functools.cache
+def _with_parts(parts: UserParts) -> dict:
+  if not parts:
+    return _shipped()
+  out = dict(_shipped())
+  for table in ('accelerators', 'cpus'):
+    out[table] = dict(out[table])
+  for table, name, text in parts:
+    out[table][name] = json.loads(text)
+  return out
+
+
+def raw() -> dict:
+  """The catalog: the shipped parts, and the user's inside `using`. Read
+  only (shared between calls)."""
+  return _with_parts(_USER_PARTS.get())
+
+
+def user_parts() -> UserParts:
+  """The user's parts in effect (`using`); () outside."""
+  return _USER_PARTS.get()
+
+
+@contextlib.contextmanager
+def using(parts: UserParts):
+  """A block in which `raw()` holds the user's `parts` too."""
+  token = _USER_PARTS.set(tuple(parts))
+  try:
+    yield
+  finally:
+    _USER_PARTS.reset(token)
+
+
+def is_user_part(name: str) -> bool:
+  """Whether `name` is one of the user's parts in effect."""
+  return any(n == name for _, n, _ in user_parts())
 
 
 # Values the public record does not give. Each is a modelling parameter with
@@ -205,8 +259,13 @@ VENDOR_PREFIXES = (
 
 
 def vendor(part: str) -> str | None:
-  """The maker of a catalog part (`stack.VENDORS`), or None when the name
-  does not say (a preset's own part, such as Zion's assumed OAM)."""
+  """The maker of a catalog part (`stack.VENDORS`; a user's part says,
+  if it does), or None when the name does not say (a preset's own part,
+  such as Zion's assumed OAM)."""
+  for table in ('accelerators', 'cpus'):
+    entry = raw()[table].get(part, {})
+    if 'user_vendor' in entry:
+      return entry['user_vendor']
   for prefixes, who in VENDOR_PREFIXES:
     if part.startswith(prefixes):
       return who
@@ -478,7 +537,7 @@ def _socket(name, d, src, memory: dict, memory_sources: dict) -> CpuSocket:
   price, price_src = _cpu_price(name, d, src)
   link_bw, link_src = _socket_link(d, src)
   lanes = d['pcie_lanes']
-  speedup = _CPU_BF16_SPEEDUP.get(name, 1.0)
+  speedup = _CPU_BF16_SPEEDUP.get(name, d.get('bf16_over_fp32', 1.0))
   fp32 = d['peak_fp32_tflops_at_base'] * TFLOPS
   return CpuSocket(
     name=name,

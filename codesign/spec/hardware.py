@@ -341,6 +341,21 @@ BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
+# The leaves that count things: a platform a user gives (a file, an
+# override, a built object) holds whole numbers there. Relaxed counts
+# belong to the search (its decoded designs are never read back as input).
+COUNTS = (
+  'nodes',
+  'sockets_per_node',
+  'accelerators_per_node',
+  'cpu.socket_links',
+  'fabric.links_per_accelerator',
+  'fabric.hosts_per_domain',
+  'nic.count',
+  'nic.switch_radix',
+)
+
+
 def leaf_paths(platform: Platform) -> list[str]:
   """Dotted paths of the continuous fields, in pytree order."""
   out = []

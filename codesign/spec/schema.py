@@ -76,6 +76,18 @@ def json_key(f: dataclasses.Field) -> str:
   return f'{f.name}_{unit}' if unit else f.name
 
 
+def json_fields(cls) -> dict[str, tuple]:
+  """JSON key -> (field, its dataclass type or None) of dataclass `cls`."""
+  hints = type_hints(cls)
+  return {
+    json_key(f): (
+      f,
+      hints[f.name] if _is_dataclass_type(hints[f.name]) else None,
+    )
+    for f in dataclasses.fields(cls)
+  }
+
+
 def _is_leaf(f: dataclasses.Field) -> bool:
   """Whether `f` is a pytree data leaf (hardware, stack and plan numbers).
 
@@ -91,12 +103,12 @@ def _has_default(f: dataclasses.Field) -> bool:
   )
 
 
-def _optional(f: dataclasses.Field) -> bool:
+def is_optional(f: dataclasses.Field) -> bool:
   """Whether the key of `f` may be left out of a JSON object."""
   return f.name == 'sources' or _has_default(f)
 
 
-def _hints(cls) -> dict:
+def type_hints(cls) -> dict:
   return typing.get_type_hints(cls)
 
 
@@ -104,7 +116,7 @@ def _is_dataclass_type(tp) -> bool:
   return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
-def _tuple_item(tp):
+def tuple_item(tp):
   """X of `tuple[X, ...]`, else None."""
   if typing.get_origin(tp) is tuple:
     args = typing.get_args(tp)
@@ -119,7 +131,7 @@ def _tuple_item(tp):
 def dataclass_to_json(obj) -> dict:
   """A workload, platform (or part), plan or stack as a JSON dict with
   unit-suffixed keys; numbers in the key's unit."""
-  hints = _hints(type(obj))
+  hints = type_hints(type(obj))
   return {
     json_key(f): _value_to_json(getattr(obj, f.name), f, hints[f.name])
     for f in dataclasses.fields(obj)
@@ -192,7 +204,7 @@ def check_table_count(section: str, d, label: str | None = None) -> None:
 def _fill(cls, d):
   if not isinstance(d, dict):
     return d
-  hints = _hints(cls)
+  hints = type_hints(cls)
   out = dict(d)
   for f in dataclasses.fields(cls):
     key, tp = json_key(f), hints[f.name]
@@ -203,7 +215,7 @@ def _fill(cls, d):
         )
         out[key] = _value_to_json(default, f, tp)
       continue
-    item = _tuple_item(tp)
+    item = tuple_item(tp)
     if _is_dataclass_type(tp):
       out[key] = _fill(tp, out[key])
     elif _is_dataclass_type(item) and isinstance(out[key], list):
@@ -281,7 +293,7 @@ def _parse(tp, f, value, where: str, problems: list[str]):
     return tuple((str(k), str(v)) for k, v in value.items())
   if _is_dataclass_type(tp):
     return _parse_dataclass(tp, value, where, problems)
-  item = _tuple_item(tp)
+  item = tuple_item(tp)
   if item is None and tp is not np.ndarray:
     return _scalar(tp, f, value, where, problems)
   if not isinstance(value, list):
@@ -306,7 +318,7 @@ def _parse_dataclass(cls, d, where: str, problems: list[str]):
   if not isinstance(d, dict):
     problems.append(f'{where} must be a JSON object, got {_show(d)}')
     return None
-  hints = _hints(cls)
+  hints = type_hints(cls)
   fields = {json_key(f): f for f in dataclasses.fields(cls)}
   unknown = [k for k in d if k not in fields]
   if unknown:
@@ -321,7 +333,7 @@ def _parse_dataclass(cls, d, where: str, problems: list[str]):
       )
     elif f.name == 'sources' and not _has_default(f):
       kwargs[f.name] = ()
-    elif not _optional(f):
+    elif not is_optional(f):
       problems.append(f'missing key {where}.{key}')
       kwargs[f.name] = None
   return cls(**kwargs)
@@ -410,6 +422,11 @@ def platform_problems(p: hardware.Platform) -> list[str]:
         f'platform.{json_path(p, path)} must lie in [{lo:g}, {hi:g}]'
         f'{" " + unit if unit else ""}, got {x:g}'
       )
+    elif path in hardware.COUNTS and not x.is_integer():
+      out.append(
+        f'platform.{json_path(p, path)} is a count and must be a whole '
+        f'number, got {x:g} (relaxed counts are for the search)'
+      )
   for part in ('cpu', 'accelerator'):
     g = getattr(getattr(p, part, None), 'access_granularity', None)
     if g is not None and not 1 <= g <= MAX_ACCESS_GRANULARITY:
@@ -466,7 +483,7 @@ def json_path(obj, path: str) -> str:
 # ---- the schema, described -------------------------------------------------
 
 
-def _attribute_docs(cls) -> dict[str, str]:
+def attribute_docs(cls) -> dict[str, str]:
   """`name: text` entries of the `Attributes:` section of a docstring."""
   out, name, inside = {}, None, False
   for line in (inspect.getdoc(cls) or '').splitlines():
@@ -486,12 +503,21 @@ def _attribute_docs(cls) -> dict[str, str]:
   return out
 
 
+def default_json(f: dataclasses.Field, tp):
+  """The JSON value of field `f`'s default (of type `tp`), or None when
+  it has none (a required key; `sources`, which may be left out)."""
+  if f.name == 'sources' or not _has_default(f):
+    return None
+  value = f.default_factory() if f.default is dataclasses.MISSING else f.default
+  return _value_to_json(value, f, tp)
+
+
 def _type_name(cls, f: dataclasses.Field, tp) -> str:
   if f.name == 'sources':
     return 'object (field -> source)'
   if _is_dataclass_type(tp):
     return 'object'
-  item = _tuple_item(tp)
+  item = tuple_item(tp)
   if tp is np.ndarray:
     item = float
   names = {bool: 'true/false', int: 'integer', float: 'number', str: 'string'}
@@ -505,8 +531,8 @@ def _type_name(cls, f: dataclasses.Field, tp) -> str:
 
 
 def _describe(cls, prefix: str, out: list[dict]) -> None:
-  hints = _hints(cls)
-  docs = _attribute_docs(cls)
+  hints = type_hints(cls)
+  docs = attribute_docs(cls)
   for f in dataclasses.fields(cls):
     tp = hints[f.name]
     key = f'{prefix}.{json_key(f)}'
@@ -531,7 +557,7 @@ def _describe(cls, prefix: str, out: list[dict]) -> None:
         'choices': list(choices) if choices else None,
       }
     )
-    item = _tuple_item(tp)
+    item = tuple_item(tp)
     if _is_dataclass_type(tp):
       _describe(tp, key, out)
     elif item is not None and _is_dataclass_type(item):

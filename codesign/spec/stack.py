@@ -234,6 +234,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'comm_overlap': (0.0, 1.0),
 }
 
+# Valid ranges of the static numbers (inclusive).
+STATIC_BOUNDS: dict[str, tuple[float, float]] = {
+  'per_table_kernels': (1, 1000),
+  'input_dist_collectives': (0, 16),
+  'kjt_copies': (0, 100),
+  'allreduce_bucket_bytes': (1e6, 1e10),
+}
+
 # Where a calibration may move a value (inside BOUNDS), and why.
 FIT_RANGES: dict[str, tuple[float, float]] = {
   'step_floor': (20e-6, 30e-3),
@@ -331,12 +339,11 @@ def problems(s: Stack) -> list[str]:
     value = getattr(s, key)
     if value is not None and not isinstance(value, bool):
       out.append(f'stack.{key} must be true or false')
-  within('per_table_kernels', 1, 1000, 'be an integer in [1, 1000]')
+  for key, (lo, hi) in STATIC_BOUNDS.items():
+    kind = 'lie in' if key == 'allreduce_bucket_bytes' else 'be an integer in'
+    within(key, lo, hi, f'{kind} [{lo:g}, {hi:g}]')
   if s.id_bytes is not None and s.id_bytes not in ID_BYTES:
     out.append(f'stack.id_bytes must be 4 or 8, got {s.id_bytes}')
-  within('input_dist_collectives', 0, 16, 'be an integer in [0, 16]')
-  within('kjt_copies', 0, 100, 'be an integer in [0, 100]')
-  within('allreduce_bucket_bytes', 1e6, 1e10, 'lie in [1e6, 1e10]')
   units = {f.name: f.metadata.get('unit') for f in dataclasses.fields(s)}
   for path in leaf_paths(s):
     lo, hi = BOUNDS[path]

@@ -711,6 +711,21 @@ def check_runs_on(s: Stack, p) -> Stack:
   return s
 
 
+# The smallest batch per rank (samples) each preset's numbers were fitted
+# at: the least global batch over ranks of the published cases it runs
+# (codesign/data/calibration_cases.json; `calibration.public_cases`).
+# No stack documents a hard floor; below this one its fitted host and
+# kernel costs are extrapolated, so a run there is flagged
+# (`boundary.inputs.rank_batch`). jax_xla is fitted on the local device's
+# own cases only: none.
+FITTED_RANK_BATCH = {
+  'torchrec': (256, 'C16: 2,048 samples on 8 A100 (p4d)'),
+  'hugectr': (1120, 'C10: 71,680 samples on 64 A100 (8 DGX A100)'),
+  'nvidia_pytorch': (6912, 'C5: 55,296 samples on 8 A100 (DGX A100)'),
+  'ipex_cpu': (8192, 'C7: 32,768 samples on 4 Cooper Lake sockets'),
+}
+
+
 # Leaves shared by several stacks: tie name -> (stack, field) pairs.
 TIES = {
   'op_host_time': (

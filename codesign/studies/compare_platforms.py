@@ -24,7 +24,7 @@ import numpy as np
 
 from codesign.boundary import inputs
 from codesign.core.errors import InputError
-from codesign.model import cost_model
+from codesign.model import cost_model, report
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
@@ -68,7 +68,11 @@ class Settings:
     points: log-spaced sizes in the sweep, ends included (>= 2).
     refine_steps: rounds of 32-fold multisection that locate spill onsets
       and capacity limits between grid points (0: grid points only).
-    stack: a `Stack`, or a preset name / stack JSON file.
+    stack: a `Stack`, or a preset name / stack JSON file: it trains the
+      accelerator platforms.
+    cpu_stack: the same, for the CPU-trainer platforms (as propose's
+      --cpu_stack): each platform is trained by the stack evaluate gives
+      its trainer.
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -87,6 +91,7 @@ class Settings:
   points: int = 16
   refine_steps: int = 0
   stack: str | stack_lib.Stack = 'torchrec'
+  cpu_stack: str | stack_lib.Stack = 'ipex_cpu'
 
   def __post_init__(self):
     if self.points < 2:
@@ -122,7 +127,7 @@ def _load_platforms(platforms) -> dict[str, Platform]:
   return {n: shared.platform(n) for n in platforms}
 
 
-def _thresholds(platforms, base, stack, sizes, data, steps, progress):
+def _thresholds(platforms, base, stacks, sizes, data, steps, progress):
   """Where each platform starts spilling and becomes infeasible.
 
   Returns:
@@ -148,7 +153,7 @@ def _thresholds(platforms, base, stack, sizes, data, steps, progress):
         found[key] = [None, float(sizes[0])]
         continue
 
-      def pred(s, p=p, key=key):
+      def pred(s, p=p, key=key, stack=stacks[name]):
         r = sweeps.size_sweep(p, base, stack, s)
         return r['spilling'] if key == 'spill_onset' else ~r['feasible']
 
@@ -326,18 +331,22 @@ def run(
   """
   progress = progress or (lambda line: None)
   base = shared.load_workload(settings.workload)
-  stack = shared.load_stack(settings.stack)
+  by_trainer = {
+    'accelerator': shared.load_stack(settings.stack),
+    'cpu': shared.load_stack(settings.cpu_stack),
+  }
   platforms = _load_platforms(settings.platforms)
+  stacks = {n: by_trainer[p.trainer] for n, p in platforms.items()}
   sizes = sweeps.log_space(
     settings.min_size_gb * 1e9, settings.max_size_gb * 1e9, settings.points
   )
   data = {}
   for name, p in platforms.items():
     progress(f'sweeping {len(sizes)} sizes on {name}')
-    data[name] = sweeps.size_sweep(p, base, stack, sizes)
+    data[name] = sweeps.size_sweep(p, base, stacks[name], sizes)
   names = list(platforms)
   thresholds = _thresholds(
-    platforms, base, stack, sizes, data, settings.refine_steps, progress
+    platforms, base, stacks, sizes, data, settings.refine_steps, progress
   )
   leaders, crossings = _leaders_and_crossovers(names, sizes, data, thresholds)
   story = _story(
@@ -357,6 +366,7 @@ def run(
     'crossovers': crossings,
     'story': story,
     'summary': summary,
+    'stacks': {n: stacks[n].name for n in names},
     'why_infeasible': {n: _why_infeasible(data[n]) for n in names},
   }
   return result, _metrics(names, sizes, data)
@@ -403,13 +413,16 @@ def table(result: dict) -> str:
   names = list(result['platforms'])
   why = result.get('why_infeasible', {})
   width = {n: max(14, len(n) + 2) for n in names}
+  stacks = result.get('stacks', {})
   lines = [
     f'{result["workload"]}: throughput (samples/s) with the tables scaled, '
-    'auto plan per platform',
+    "auto plan per platform (as evaluate), each trained by its trainer's "
+    'stack (' + ', '.join(f'{n} {s}' for n, s in stacks.items()) + ')',
     f'{"tables GB":>12s}'
     + ''.join(f'{n:>{width[n]}s}' for n in names)
-    + '  leader',
+    + f'  {"to train":>9s}  leader',
   ]
+  samples = report.DEFAULT_TRAIN_SAMPLES
   for j, size in enumerate(result['sizes_gb']):
     cells = []
     for n in names:
@@ -419,9 +432,20 @@ def table(result: dict) -> str:
       cells.append(
         f'{d["throughput_samples_per_s"][j]:>{width[n] - 2},.0f}{mark}'
       )
-    lead = result['leaders']['throughput_samples_per_s'][j] or 'none feasible'
-    lines.append(f'{size:>12,.1f}' + ''.join(cells) + f'  {lead}')
+    lead = result['leaders']['throughput_samples_per_s'][j]
+    ttt = '-'
+    if lead:
+      thr = result['platforms'][lead]['throughput_samples_per_s'][j]
+      ttt = report.time_to_train_text(thr, samples)
+    lines.append(
+      f'{size:>12,.1f}'
+      + ''.join(cells)
+      + f'  {ttt:>9s}  {lead or "none feasible"}'
+    )
   lines.append('~: spilling to host DDR; x: infeasible (value for reference)')
+  lines.append(
+    shared.time_to_train_note(samples, flag=False) + ', at the leader'
+  )
   for n in names:
     reasons = why.get(n) or []
     j = next((k for k, r in enumerate(reasons) if r), None)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from codesign.core.errors import InputError
+from codesign.model import report
 from codesign.search import design_space as ds
 from codesign.search import gradient, multi_search
 from codesign.spec import stack as stack_lib
@@ -419,9 +420,10 @@ def table(result: dict) -> str:
   lines = [
     f'{result["workload"]} grown in embeddings and compute; capex <= '
     f'${result["budget_usd"]:,.0f}; throughput in samples/s per factor',
-    f'{"design":12s} {"hardware":18s} {"capex $":>12s}{head} '
-    f'{"mean regret":>11s} {"% below best":>12s}',
+    f'{"design":12s} {"hardware":36s} {"capex $":>12s}{head} '
+    f'{"to train x1":>12s} {"mean regret":>11s} {"% below best":>12s}',
   ]
+  samples = report.DEFAULT_TRAIN_SAMPLES
   rows = [*result['designs'].items()]
   best = {
     'throughput_samples_per_s': result['best_found_throughput_samples_per_s']
@@ -439,7 +441,9 @@ def table(result: dict) -> str:
     )
     hw = display['design_names'].get(name, '')
     capex = f'{d["capex_usd"]:>12,.0f}' if 'capex_usd' in d else f'{"":>12s}'
-    lines.append(f'{name:12s} {hw:18s} {capex}{thr}{tail}')
+    first = d['throughput_samples_per_s'][0]
+    ttt = report.time_to_train_text(first, samples) if first else '-'
+    lines.append(f'{name:12s} {hw:36s} {capex}{thr} {ttt:>12s}{tail}')
   for name, d in rows:
     for j, why in enumerate(display['reasons'][name]):
       if d['throughput_samples_per_s'][j] is None:
@@ -448,6 +452,7 @@ def table(result: dict) -> str:
     '% below best: the geometric mean over the factors of how far the '
     "design's throughput is below the best found, in % of the best."
   )
+  lines.append(shared.time_to_train_note(samples, flag=False) + ', at x1')
   return '\n'.join([*lines, '', *result['summary']])
 
 

@@ -58,6 +58,9 @@ class Settings:
     seed: seed of the uniform starts.
     presets: platform presets (names or JSON files) placed against the
       frontier; may be empty.
+    cpu_stack: the stack of the CPU-trainer presets (`stack` trains the
+      others and the searched designs), as propose's --cpu_stack: each
+      preset is trained by the stack evaluate gives its trainer.
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -74,6 +77,7 @@ class Settings:
   snap_top: int = 4
   seed: int = 0
   presets: tuple[str, ...] = PRESETS
+  cpu_stack: str | stack_lib.Stack = 'ipex_cpu'
 
 
 def check(settings: Settings) -> None:
@@ -162,6 +166,7 @@ class _Request:
   Attributes:
     settings: the settings.
     w, stack: the workload and stack loaded.
+    cpu_stack: the stack of the CPU-trainer presets, loaded.
     presets: preset name -> platform.
     space: the design space (auto plans, the settings' sharding).
     limits: (2k,) the searches' limits: k capex (USD), then k power (W).
@@ -172,6 +177,7 @@ class _Request:
   settings: Settings
   w: wl.Workload
   stack: stack_lib.Stack
+  cpu_stack: stack_lib.Stack
   presets: dict[str, hardware.Platform]
   space: ds.DesignSpace
   limits: np.ndarray
@@ -200,7 +206,10 @@ def _request(settings: Settings) -> _Request:
   )
   kinds = np.repeat([0, 1], k)
   tasks = multi_search.Tasks(space, (w,), stack)
-  return _Request(settings, w, stack, presets, space, limits, kinds, tasks)
+  cpu_stack = shared.load_stack(settings.cpu_stack)
+  return _Request(
+    settings, w, stack, cpu_stack, presets, space, limits, kinds, tasks
+  )
 
 
 def _search(request: _Request, progress) -> dict:
@@ -281,25 +290,18 @@ def _envelope(front: list[dict], x: float) -> float | None:
 
 
 def _presets(request: _Request, fronts: dict, progress):
-  """(points, reasons): per preset (auto plan, the searches' sharding)
-  its throughput, capex, power, feasibility and share of the frontier at
-  the same capex and power; and why it is infeasible ('' where not)."""
-  w, stack = request.w, request.stack
+  """(points, reasons): per preset its `preset_point` with its share of
+  the frontier at the same capex and power; and why it is infeasible (''
+  where not)."""
   progress(
     f'pareto: evaluating {len(request.presets)} presets and the found designs'
   )
   points, reasons = {}, {}
   for n, p in request.presets.items():
-    # The same sharding as the searched designs.
-    plan = planner.make(w, p, stack, sharding=request.settings.sharding)
-    r = cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
-    row = {
-      'throughput_samples_per_s': float(r.throughput),
-      'capex_usd': float(r.capex),
-      'power_w': float(r.power),
-      'feasible': bool(r.feasible),
-    }
-    reasons[n] = shared.why_not(report.to_result(r))
+    stack = request.stack if p.trainer == 'accelerator' else request.cpu_stack
+    row, reasons[n] = preset_point(
+      request.w, p, stack, request.settings.sharding
+    )
     for key, cost in (('capex', row['capex_usd']), ('power', row['power_w'])):
       best = _envelope(fronts[key], cost)
       row[f'frontier_at_same_{key}'] = best
@@ -308,6 +310,26 @@ def _presets(request: _Request, fronts: dict, progress):
       )
     points[n] = row
   return points, reasons
+
+
+def preset_point(w, p, stack, sharding: str) -> tuple[dict, str]:
+  """(figures, why not) of a preset as the frontier is judged: the
+  searched designs' plan (`sharding` for every table, HBM fractions
+  fitted); beside them its throughput with evaluate's auto plan (the
+  planner's fastest sharding per table, `shared.preset_figures`)."""
+  plan = planner.make(w, p, stack, sharding=sharding)
+  r = cost_model.evaluate(hardware.as_arrays(p), w, plan, stack)
+  _, auto = shared.preset_figures(w, p, stack)
+  row = {
+    'throughput_samples_per_s': float(r.throughput),
+    'capex_usd': float(r.capex),
+    'power_w': float(r.power),
+    'feasible': bool(r.feasible),
+    'stack': stack.name,
+    'plan': f'{sharding} (every table)',
+    'auto_plan_throughput_samples_per_s': auto['throughput_samples_per_s'],
+  }
+  return row, shared.why_not(report.to_result(r))
 
 
 def _summary(request, points: dict, adopted: list, fronts: dict) -> list:
@@ -436,53 +458,75 @@ def _limit_text(s: dict) -> str:
 
 def table(result: dict) -> str:
   """Every search's best design (with the reason beside a NO), then the
-  presets against the frontier, then the summary, as plain text."""
-  display = result['display']
+  presets against the frontier (the plan they use, and evaluate's auto
+  plan beside it), then the summary, as plain text."""
+  return '\n'.join(
+    [*_search_lines(result), *_preset_lines(result), '', *result['summary']]
+  )
+
+
+def _search_lines(result: dict) -> list[str]:
+  display, samples = result['display'], report.DEFAULT_TRAIN_SAMPLES
   on = {
     key: {f['search'] for f in result['frontier'][key]}
     for key in ('capex', 'power')
   }
   lines = [
     f'{result["workload"]}: best buildable throughput found per limit',
-    f'{"limit":22s} {"design":18s} {"samples/s":>12s} {"capex $":>12s} '
-    f'{"power W":>9s} {"frontier":>11s} {"ok":>3s}',
+    f'{"limit":22s} {"design":36s} {"samples/s":>12s} {"to train":>9s} '
+    f'{"capex $":>12s} {"power W":>9s} {"frontier":>11s} {"ok":>3s}',
   ]
   for t, s in enumerate(result['searches']):
     front = ','.join(k for k in ('capex', 'power') if t in on[k]) or '-'
     ok = 'yes' if s['feasible'] else 'NO'
     reason = display['search_reasons'][t]
+    thr = s['throughput_samples_per_s']
     lines.append(
-      f'{_limit_text(s):22s} {display["design_names"][t]:18s} '
-      f'{s["throughput_samples_per_s"]:>12,.0f} {s["capex_usd"]:>12,.0f} '
-      f'{s["power_w"]:>9,.0f} {front:>11s} {ok:>3s}'
+      f'{_limit_text(s):22s} {display["design_names"][t]:36s} '
+      f'{thr:>12,.0f} {report.time_to_train_text(thr, samples):>9s} '
+      f'{s["capex_usd"]:>12,.0f} {s["power_w"]:>9,.0f} {front:>11s} {ok:>3s}'
       + (f'  {reason}' if ok == 'NO' and reason else '')
     )
-  if result['presets']:
-    lines += [
-      '',
-      f'{"preset":16s} {"samples/s":>12s} {"capex $":>12s} {"power W":>9s} '
-      f'{"% frontier@capex":>16s} {"% frontier@power":>16s} {"ok":>3s}',
-    ]
+  return [*lines, shared.time_to_train_note(samples, flag=False)]
+
+
+def _preset_lines(result: dict) -> list[str]:
+  if not result['presets']:
+    return []
+  samples = report.DEFAULT_TRAIN_SAMPLES
+  lines = [
+    '',
+    f'{"preset":16s} {"plan":22s} {"samples/s":>12s} {"to train":>9s} '
+    f'{"capex $":>12s} {"power W":>9s} {"% frontier@capex":>16s} '
+    f'{"% frontier@power":>16s} {"ok":>3s}  auto plan samples/s',
+  ]
+
+  def pct(x):
+    return f'{100 * x:16.0f}' if x is not None else f'{"none cheaper":>16s}'
+
   for n, v in result['presets'].items():
-
-    def pct(x):
-      return f'{100 * x:16.0f}' if x is not None else f'{"none cheaper":>16s}'
-
     ok = 'yes' if v['feasible'] else 'NO'
-    reason = display['preset_reasons'][n]
+    reason = result['display']['preset_reasons'][n]
+    thr = v['throughput_samples_per_s']
+    auto = v.get('auto_plan_throughput_samples_per_s')
     lines.append(
-      f'{n:16s} {v["throughput_samples_per_s"]:>12,.0f} '
+      f'{n:16s} {v.get("plan", ""):22s} {thr:>12,.0f} '
+      f'{report.time_to_train_text(thr, samples):>9s} '
       f'{v["capex_usd"]:>12,.0f} {v["power_w"]:>9,.0f} '
       f'{pct(v["share_of_frontier_at_same_capex"])} '
-      f'{pct(v["share_of_frontier_at_same_power"])} {ok:>3s}'
+      f'{pct(v["share_of_frontier_at_same_power"])} {ok:>3s}  '
+      + (f'{auto:,.0f}' if auto is not None else '-')
       + (f'  {reason}' if ok == 'NO' and reason else '')
     )
-  if result['presets']:
-    lines.append(
-      "% frontier@capex: the preset's throughput in % of the best searched "
-      'design costing no more ("none cheaper": no searched design does).'
-    )
-  return '\n'.join([*lines, '', *result['summary']])
+  return [
+    *lines,
+    "% frontier@capex: the preset's throughput in % of the best searched "
+    'design costing no more ("none cheaper": no searched design does).',
+    "plan: the presets use the searched designs' plan (one sharding for "
+    'every table, --sharding; HBM fractions fitted), so that they are '
+    "judged as the frontier is; evaluate and propose use the planner's "
+    'auto plan (its fastest sharding per table): the last column.',
+  ]
 
 
 CSV_HEADER = [

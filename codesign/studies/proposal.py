@@ -28,6 +28,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from codesign.boundary import inputs
 from codesign.calibration import coverage
 from codesign.core import interrupts
 from codesign.core.errors import InputError
@@ -40,7 +41,7 @@ from codesign.search import (
   part_tables,
   plan_space,
 )
-from codesign.spec import catalog, hardware, schema
+from codesign.spec import catalog, hardware, schema, user_parts
 from codesign.spec import plan as plan_lib
 from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
@@ -147,6 +148,8 @@ class Settings:
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal
       (`terms.tco`): capex plus the energy of its maximum power over
       `life_years` at `usd_per_kwh`, times the facility's `pue`.
+    catalog: a user's parts file (or its dict) joined to the catalog for
+      this run (`codesign.spec.user_parts`); None: the shipped parts.
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -174,6 +177,7 @@ class Settings:
   life_years: float = LIFE_YEARS
   usd_per_kwh: float = USD_PER_KWH
   pue: float = PUE
+  catalog: str | dict | None = None
 
 
 def within_limits(fig: dict, limits: dict) -> bool:
@@ -373,6 +377,16 @@ def run_one(
     InputError: bad settings, or no buildable platform meets the limits
       (the sentence names the constraint and by how much).
   """
+  parts = inputs.load_catalog(settings.catalog)
+  with catalog.using(parts):  # the user's parts, for this run only
+    result, history = _run(settings, progress, on_step)
+  if parts:
+    result['user_parts'] = user_parts.as_json(parts)
+  return result, history
+
+
+def _run(settings, progress, on_step) -> tuple[dict, list[dict]]:
+  """`run` with the user's parts in the catalog."""
   progress = progress or (lambda line: None)
   t_start = time.perf_counter()
   request = _request(settings, on_step)  # inputs loaded, limits checked
@@ -816,14 +830,9 @@ def _presets(request: _Request, progress) -> list:
   def preset(name):
     interrupts.check()  # the search beside it failed or was stopped
     pp = part_tables.priced(presets_lib.get(name), request.prices)
-    pplan = planner.make(w, pp, request.stacks[pp.trainer])
+    pplan, fig = shared.preset_figures(w, pp, request.stacks[pp.trainer])
     progress(f'evaluated preset {name}')
-    return (
-      name,
-      pp,
-      pplan,
-      report.design_figures(pp, w, pplan, request.stacks[pp.trainer]),
-    )
+    return name, pp, pplan, fig
 
   # Two threads: most of a preset's evaluation is XLA compiling (outside
   # Python's lock); each is deterministic, so the order of work does not
@@ -1047,19 +1056,17 @@ def _search_section(request: _Request, found) -> dict:
 
 
 def _hw(pj: dict) -> str:
-  """The shape of a platform (JSON) in a few characters."""
-  acc = pj['accelerator']['name'].split(' ')[0]
+  """The shape of a platform (JSON) in a few characters, with its DDR
+  and NICs (`shared.design_name`)."""
+  design = shared.platform_design(pj)
   if pj['name'] == 'continuous_optimum':  # a mixture: "w1 part1 + w2 part2"
-    acc = '+'.join(
+    design['accelerator'] = '+'.join(
       f'{t.split()[1].split("-")[0]}:{float(t.split()[0]):.2f}'
       for t in pj['accelerator']['name'].split(' + ')[:2]
     )
-  if pj['trainer'] == 'accelerator':
-    return (
-      f'{pj["nodes"]:.0f}x({pj["sockets_per_node"]:.0f}S+'
-      f'{pj["accelerators_per_node"]:.0f} {acc})'
-    )
-  return f'{pj["nodes"]:.0f}x({pj["sockets_per_node"]:.0f}S CPU trainer)'
+    return shared.design_name(design, short=False)
+  design['accelerator'] = design['accelerator'].split(' ')[0]
+  return shared.design_name(design, short=False)
 
 
 def why_not(fig: dict, limits: dict) -> str:
@@ -1129,29 +1136,14 @@ def parts_line(pj: dict, prices=()) -> str:
 def table(result: dict) -> str:
   """The proposal beside the continuous optimum and the presets, with the
   bottleneck of each and the reason beside a NO, as plain text (a `run`
-  result; with its `timing`, the search's wall time too)."""
-  objective, limits = result['objective'], result['limits']
+  result; with its `timing`, the search's wall time too; its parts read
+  with the user's it records)."""
+  with catalog.using(user_parts.from_json(result.get('user_parts'))):
+    return _table(result)
 
-  def row(name, pj, fig):
-    value = objective_of(
-      fig, objective, limits['samples'], limits.get('energy_usd_per_w', 0.0)
-    )
-    ok = 'yes' if within_limits(fig, limits) else 'NO'
-    reason = '' if ok == 'yes' else f' ({why_not(fig, limits)})'
-    return (
-      f'{name:22s} {_hw(pj):34s} {fig["throughput_samples_per_s"]:>12,.0f} '
-      f'{fig["capex_usd"]:>12,.0f} {fig["power_w"]:>9,.0f} '
-      f'{value:>10.4g} {ok:>5s}  {fig["bottleneck"]}{reason}'
-    )
 
-  lines = [
-    *stacks_table(result),
-    f'{result["workload"]}: objective {objective}; limits {limits}',
-    f'{"platform":22s} {"hardware":34s} {"samples/s":>12s} '
-    f'{"capex $":>12s} {"power W":>9s} '
-    f'{result["objective_unit"]:>10s} {"ok":>5s}  bottleneck',
-    *(row(*r) for r in _rows(result)),
-  ]
+def _table(result: dict) -> str:
+  lines = [*stacks_table(result), *_figure_lines(result)]
   pj = result['proposal']['platform']
   lines.append(proposal_line(result))
   if 'capex_breakdown' in result['proposal']:
@@ -1243,6 +1235,38 @@ def _win_margin(result: dict) -> tuple[float, str] | None:
   other = (max if up else min)(rows[1:], key=lambda c: c['objective_value'])
   v = other['objective_value']
   return (best / v - 1.0 if up else v / best - 1.0), other['name']
+
+
+def _figure_lines(result: dict) -> list[str]:
+  """The limits in words, then a row per design: hardware, samples/s,
+  time to train, capex, power, objective, within the limits (why not)
+  and bottleneck."""
+  objective, limits = result['objective'], result['limits']
+
+  def row(name, pj, fig):
+    value = objective_of(
+      fig, objective, limits['samples'], limits.get('energy_usd_per_w', 0.0)
+    )
+    ok = 'yes' if within_limits(fig, limits) else 'NO'
+    reason = '' if ok == 'yes' else f' ({why_not(fig, limits)})'
+    thr = fig['throughput_samples_per_s']
+    return (
+      f'{name:22s} {_hw(pj):46s} {thr:>12,.0f} '
+      f'{report.time_to_train_text(thr, limits["samples"]):>9s} '
+      f'{fig["capex_usd"]:>12,.0f} {fig["power_w"]:>9,.0f} '
+      f'{value:>10.4g} {ok:>5s}  {fig["bottleneck"]}{reason}'
+    )
+
+  return [
+    f'{result["workload"]}: objective {objective}; '
+    + shared.limits_words(limits),
+    f'{"platform":22s} {"hardware":46s} {"samples/s":>12s} '
+    f'{"to train":>9s} {"capex $":>12s} {"power W":>9s} '
+    f'{result["objective_unit"]:>10s} {"ok":>5s}  bottleneck',
+    *(row(*r) for r in _rows(result)),
+    shared.time_to_train_note(limits['samples'], flag=True)
+    + '; presets with the auto plan, as evaluate',
+  ]
 
 
 def _honesty_lines(result: dict) -> list[str]:

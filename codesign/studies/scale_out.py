@@ -591,21 +591,25 @@ def table(result: dict) -> str:
     f'{result["own_nic_gbit_per_s_per_accelerator"]:,.0f} Gb/s per '
     f'accelerator; target efficiency {result["target_efficiency"]:.0%}',
     f'{"nodes":>5s} {"global batch":>12s} {"samples/s":>13s} '
-    f'{"efficiency":>10s} {"step ms":>9s} {"needed NIC Gb/s/accel":>26s}  '
-    f'{"bottleneck (% of step)":30s} feasible',
+    f'{"to train":>9s} {"efficiency":>10s} {"step ms":>9s} '
+    f'{"needed NIC Gb/s/accel":>26s}  {"bottleneck (% of step)":30s} '
+    'feasible',
   ]
+  samples = report.DEFAULT_TRAIN_SAMPLES
   for i, r in enumerate(rows):
     step = step_time_s(r)
     share = r['breakdown_s'][r['bottleneck']] / step
     feasible = 'yes' if r['feasible'] else f'NO: {why[i] or "see memory"}'
+    thr = float(r['throughput_samples_per_s'])
     lines.append(
-      f'{r["nodes"]:>5d} {r["global_batch"]:>12,d} '
-      f'{float(r["throughput_samples_per_s"]):>13,.0f} '
+      f'{r["nodes"]:>5d} {r["global_batch"]:>12,d} {thr:>13,.0f} '
+      f'{report.time_to_train_text(thr, samples):>9s} '
       f'{r["efficiency"]:>10.0%} {step * 1e3:>9.3f} '
       f'{_needed_text(r, i == 0):>26s}  '
       f'{r["bottleneck"] + f" ({share:.0%})":30s} {feasible}'
     )
   lines.append(shared.OVERLAP_NOTE)
+  lines.append(shared.time_to_train_note(samples, flag=False))
   lines.append('')
   lines.append('step components at the own NIC bandwidth, ms (before overlap)')
   lines.append(

@@ -9,6 +9,7 @@ import numpy as np
 
 from codesign.boundary import inputs
 from codesign.core.errors import InputError
+from codesign.model import planner, report
 from codesign.search import buildability, gradient
 from codesign.spec import plan as plan_lib
 from codesign.spec import stack as stack_lib
@@ -104,16 +105,92 @@ def accelerator_short(name: str) -> str:
   return name.split(' ')[0].split('-')[0]
 
 
-def design_name(design: dict) -> str:
-  """A buildable design (`design_space.describe_index`) in a few
-  characters: nodes x (sockets S + accelerators per node, part), e.g.
-  '2x(2S+8 H100)'; a node without accelerators reads '2x(2S CPU)'."""
-  nodes = f'{design["nodes"]:g}x'
-  sockets = f'{design["sockets_per_node"]:g}S'
+def design_name(design: dict, short: bool = True) -> str:
+  """A design (`design_space.describe_index`, or `platform_design` of a
+  platform) in a few characters: nodes x (sockets S with the node's DDR
+  + accelerators per node, the part; NICs per node x line rate), e.g.
+  '2x(2S 1,024GB+8 H100; 4x400G NIC)'; a node without accelerators reads
+  '2x(2S 512GB CPU; 1x100G NIC)'. DDR and NICs where the design gives
+  them; the part's short name (`accelerator_short`) unless not `short`."""
+  s = design['sockets_per_node']
+  sockets = f'{_count(s)}S'
+  if design.get('ddr_per_socket_gb') is not None:
+    sockets += f' {s * design["ddr_per_socket_gb"]:,.0f}GB'
+  nic = ''
+  if design.get('nic_count') is not None:
+    rate = design['nic_bandwidth_gbit_per_s']
+    nic = f'; {_count(design["nic_count"])}x{_count(rate)}G NIC'
+  nodes = f'{_count(design["nodes"])}x'
   if design['accelerators_per_node'] <= 0:
-    return f'{nodes}({sockets} CPU)'
-  acc = accelerator_short(design['accelerator'])
-  return f'{nodes}({sockets}+{design["accelerators_per_node"]:g} {acc})'
+    return f'{nodes}({sockets} CPU{nic})'
+  acc = design['accelerator']
+  acc = accelerator_short(acc) if short else acc
+  return (
+    f'{nodes}({sockets}+{_count(design["accelerators_per_node"])} {acc}{nic})'
+  )
+
+
+def _count(x) -> str:
+  """A count as printed: whole as it is, relaxed to 3 digits."""
+  x = float(x)
+  return f'{x:.0f}' if x.is_integer() else f'{x:.3g}'
+
+
+def platform_design(pj: dict) -> dict:
+  """The `design_name` fields of a platform's JSON (`schema`)."""
+  return {
+    'nodes': pj['nodes'],
+    'sockets_per_node': pj['sockets_per_node'],
+    'accelerators_per_node': (
+      pj['accelerators_per_node'] if pj['trainer'] == 'accelerator' else 0
+    ),
+    'accelerator': pj['accelerator']['name'],
+    'ddr_per_socket_gb': pj['cpu']['ddr_capacity_gb'],
+    'nic_count': pj['nic']['count'],
+    'nic_bandwidth_gbit_per_s': pj['nic']['bandwidth_gbit_per_s'],
+  }
+
+
+def limits_words(limits: dict) -> str:
+  """A search's limits (a result's `limits`) in words with units."""
+  budget, power, rack = (
+    limits.get(k) for k in ('budget_usd', 'power_w', 'rack_w')
+  )
+  out = [
+    f'capex at most ${budget:,.0f}' if budget else 'no capex budget',
+    f'power at most {power:,.0f} W' if power else 'no power limit',
+    f'{rack / 1e3:g} kW per rack (--rack_kw)' if rack else 'no rack limit',
+  ]
+  if limits.get('max_nodes'):
+    out.append(f'at most {limits["max_nodes"]:,} nodes')
+  if limits.get('samples'):
+    out.append(f'time to train counts {limits["samples"]:,.0f} samples')
+  if limits.get('energy_usd_per_w'):
+    out.append(
+      f'energy {limits["energy_usd_per_w"]:.2f} USD per W of maximum power '
+      'over the TCO life'
+    )
+  return '; '.join(out)
+
+
+def time_to_train_note(samples: float, flag: bool) -> str:
+  """What a table's time-to-train column counts: `samples` from the
+  --samples flag (`flag`), else the default (no workload names one)."""
+  if flag:
+    return f'to train: {samples:,.0f} samples (--samples) / samples/s'
+  return (
+    f'to train: {report.DEFAULT_TRAIN_SAMPLES:,.0f} samples / samples/s '
+    f'({report.TRAIN_SAMPLES_NOTE})'
+  )
+
+
+def preset_figures(w: wl.Workload, p: Platform, stack: stack_lib.Stack):
+  """(plan, figures) of a preset as every script shows it by default, as
+  evaluate does: the auto plan (`planner.make`: the hottest rows in the
+  HBM the stack allows, the planner's fastest sharding per table) and
+  `report.design_figures` (`report.to_result` keys, `rack_unit_w`)."""
+  plan = planner.make(w, p, stack)
+  return plan, report.design_figures(p, w, plan, stack)
 
 
 def system_of(pj: dict) -> str:

@@ -45,6 +45,7 @@ import numpy as np
 
 from codesign.core import interrupts
 from codesign.core.errors import InputError
+from codesign.model import report
 from codesign.search import part_tables
 from codesign.spec import catalog, schema
 from codesign.spec import platform_presets as presets_lib
@@ -170,17 +171,9 @@ def era_stack(settings: Settings, era: str) -> stack_lib.Stack:
 
 
 def hardware_name(pj: dict) -> str:
-  """A platform (JSON) in a few characters: '2x(2S+8 H100)'."""
-  return shared.design_name(
-    {
-      'nodes': pj['nodes'],
-      'sockets_per_node': pj['sockets_per_node'],
-      'accelerators_per_node': (
-        pj['accelerators_per_node'] if pj['trainer'] == 'accelerator' else 0
-      ),
-      'accelerator': pj['accelerator']['name'],
-    }
-  )
+  """A platform (JSON) in a few characters, with its DDR and NICs:
+  '2x(2S 1,024GB+8 H100; 4x400G NIC)'."""
+  return shared.design_name(shared.platform_design(pj))
 
 
 def zion_likeness(pj: dict, fig: dict, min_sockets: int) -> dict:
@@ -253,8 +246,9 @@ def elasticities(pj, plj, w, stack, top: int) -> dict:
   }
 
 
-def _era_run(settings, era, w, stack, progress):
-  """proposal.run for one era: (its result, history)."""
+def _era_run(settings, era, w, stack, progress, on_step=None):
+  """proposal.run for one era: (its result, history); `on_step` (or
+  None) hears its searches' steps with `era` in their metrics."""
   budget = getattr(settings, f'budget_{era}_usd')
   ps = proposal.Settings(
     workload=w,
@@ -270,7 +264,15 @@ def _era_run(settings, era, w, stack, progress):
     stack=stack,
     available_by=YEAR_2019 if era == '2019' else None,
   )
-  return proposal.run(ps, progress=lambda line: progress(f'{era}: {line}'))
+
+  def era_step(step, m):
+    on_step(step, {**m, 'era': era})
+
+  return proposal.run(
+    ps,
+    progress=lambda line: progress(f'{era}: {line}'),
+    on_step=None if on_step is None else era_step,
+  )
 
 
 def _workload_entry(w: wl.Workload) -> dict:
@@ -423,7 +425,9 @@ def summary(result: dict) -> list[str]:
 
 
 def run(
-  settings: Settings, progress: Callable[[str], None] | None = None
+  settings: Settings,
+  progress: Callable[[str], None] | None = None,
+  on_step: Callable[[int, dict], None] | None = None,
 ) -> tuple[dict, list[dict]]:
   """Both eras' searches, elasticities, comparisons and the verdict.
 
@@ -431,6 +435,8 @@ def run(
     settings: the eras' workloads, the objective and budgets, the search.
     progress: called with one line per phase of each era (the search,
       compile included; the evaluations; the elasticities).
+    on_step: called as on_step(step, metrics) after every chunk of each
+      era's search steps (`proposal.run`'s, with `era` in metrics).
 
   Returns:
     (result, metrics). result: the dict `experiments.zion_decision`
@@ -456,7 +462,9 @@ def run(
   # programs (outside Python's lock), so one era's compiles overlap the
   # other's; each era is deterministic and the rows keep the eras' order.
   eras = interrupts.thread_map(
-    lambda era: _era(settings, era, workloads[era], stacks[era], progress),
+    lambda era: _era(
+      settings, era, workloads[era], stacks[era], progress, on_step
+    ),
     ERAS,
     workers=len(ERAS),
   )
@@ -500,13 +508,13 @@ def _eras_inputs(settings: Settings) -> tuple[dict, dict]:
   return workloads, stacks
 
 
-def _era(settings: Settings, era: str, w, s, progress):
+def _era(settings: Settings, era: str, w, s, progress, on_step=None):
   """(proposal, comparisons, history, timing) of one era: its proposal
   entry with the elasticities, the proposal beside each preset, the
   search's history rows and wall seconds; an era whose limits no
   buildable platform meets raises `InputError` naming it."""
   try:
-    res, history = _era_run(settings, era, w, s, progress)
+    res, history = _era_run(settings, era, w, s, progress, on_step)
   except InputError as e:
     raise InputError(f'era {era} ({w.name}): {e}') from None
   progress(f'{era}: elasticities of the proposal (one reverse pass)')
@@ -708,20 +716,27 @@ def table(result: dict) -> str:
     '(elasticity: % change of throughput per 1% change of the field; '
     'nodes at a fixed global batch)',
     '',
-    f'{"era":6s} {"platform":10s} {"hardware":20s} {"samples/s":>12s} '
-    f'{"capex $":>12s} {unit:>12s} {"x prop.":>7s} {"ok":>3s} '
-    f'{"Zion-like":>9s}  bottleneck',
+    f'{"era":6s} {"platform":10s} {"hardware":36s} {"samples/s":>12s} '
+    f'{"to train":>9s} {"capex $":>12s} {unit:>12s} {"x prop.":>7s} '
+    f'{"ok":>3s} {"Zion-like":>9s}  bottleneck',
   ]
+  samples = report.DEFAULT_TRAIN_SAMPLES
   for c in result['comparisons']:
     ok = 'yes' if c['within_limits'] else 'NO'
     reason = f' ({c["why_not"]})' if c['why_not'] else ''
+    thr = c['throughput_samples_per_s']
     lines.append(
-      f'{c["era"]:6s} {c["platform"]:10s} {c["hardware"]:20s} '
-      f'{c["throughput_samples_per_s"]:>12,.0f} {c["capex_usd"]:>12,.0f} '
+      f'{c["era"]:6s} {c["platform"]:10s} {c["hardware"]:36s} '
+      f'{thr:>12,.0f} {report.time_to_train_text(thr, samples):>9s} '
+      f'{c["capex_usd"]:>12,.0f} '
       f'{c["objective_value"]:>12.4g} {c["vs_proposal_objective"]:>7.2f} '
       f'{ok:>3s} {"yes" if c["zion_like"] else "no":>9s}  '
       f'{c["bottleneck"]}{reason}'
     )
+  lines.append(
+    shared.time_to_train_note(samples, flag=False)
+    + '; presets with the auto plan, as evaluate'
+  )
   v = result['verdict']
   lines += [
     '',

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from codesign.core import interrupts
+from tests import streams
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -66,7 +67,7 @@ def _started_propose(run: pathlib.Path) -> subprocess.Popen:
     text=True,
   )
   deadline = time.monotonic() + 240
-  for line in proc.stdout:  # wait until the search is under way
+  for line in proc.stderr:  # wait until the search is under way
     if 'searching' in line or time.monotonic() > deadline:
       break
   return proc
@@ -80,7 +81,10 @@ def test_ctrl_c_in_a_script_ends_it_with_one_line_and_no_run(tmp_path):
   proc.send_signal(signal.SIGINT)  # a second Ctrl-C is handled the same
   _, err = proc.communicate(timeout=60)
   assert proc.returncode == 130
-  assert err.strip().splitlines() == ['interrupted: stopped; no run written']
+  # Progress (stderr, timestamped) may come before; then the one line.
+  said = [x for x in err.strip().splitlines() if not streams.STAMP.match(x)]
+  assert said == ['interrupted: stopped; no run written'], err[-2000:]
+  assert err.strip().splitlines()[-1] == said[0]
   assert list(tmp_path.iterdir()) == []
 
 

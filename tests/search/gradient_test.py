@@ -25,6 +25,7 @@ from codesign.search import design_space as ds
 from codesign.spec import hardware, stack_presets
 from codesign.spec import workload_presets as wp
 from codesign.studies import shared
+from tests import streams
 
 STACK = stack_presets.get('torchrec')
 
@@ -365,8 +366,12 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
 def test_propose_infeasible_budget_is_one_sentence(tmp_path):
   out = _propose(tmp_path, 'poor', '--budget_usd=5000', '--max_nodes=4')
   assert out.returncode == 2
-  lines = out.stderr.strip().splitlines()
+  # Progress lines (stderr, timestamped) come first; then one sentence.
+  lines = [
+    x for x in out.stderr.strip().splitlines() if not streams.STAMP.match(x)
+  ]
   assert len(lines) == 1 and 'capex budget of $5,000' in lines[0], lines
+  assert lines[0] == out.stderr.strip().splitlines()[-1]
   assert 'Traceback' not in out.stderr
   assert not (tmp_path / 'poor').exists()
 

@@ -18,6 +18,7 @@ from codesign.search import buildability, part_tables
 from codesign.spec import catalog, schema, workload_presets
 from codesign.spec import workload as wl
 from codesign.studies import zion_decision
+from tests import streams
 
 ROOT = os.path.dirname(
   os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -197,3 +198,14 @@ def test_era_workloads_have_the_stated_sizes():
   assert {t.precision for t in today.tables} == {'fp16'}
   # Both exceed the HBM of an 8 x 32 GB node several times over.
   assert wl.embedding_bytes(w19) > 3.5 * 8 * 32e9
+
+
+def test_progress_goes_to_stderr_and_is_never_silent(runs):
+  _, out = runs
+  rc, stdout, stderr = out['good']
+  assert rc == 0, stderr[-2000:]
+  assert streams.progress_lines(stdout) == []
+  assert streams.longest_silence(stderr) <= 5.0, stderr[-3000:]
+  # Each era's search steps as bars, the era named.
+  assert '2019 accelerator continuous: ' in stderr
+  assert 'today accelerator polish: ' in stderr
