@@ -76,7 +76,8 @@ flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
-def main():
+def _dump_schema() -> None:
+  """Prints the schema --dump_schema asks for."""
   if FLAGS.dump_schema == 'json':
     import json
 
@@ -84,18 +85,42 @@ def main():
 
     print(json.dumps(json_schema.json_schema(), indent=1))
     return
-  if FLAGS.dump_schema:
-    from codesign.spec import schema
+  from codesign.spec import schema
 
-    print(schema.schema_text())
-    return
-  common.enable_x64(FLAGS.x64)
-  from codesign import api
+  print(schema.schema_text())
+
+
+def _print(w, p, s, result, ranks, broken) -> None:
+  """The tables and the lines under them: buildability, calibration, the
+  per-rank batch."""
   from codesign.boundary import inputs
-  from codesign.core import results
+  from codesign.calibration import coverage
   from codesign.model import rank_stats, report
   from codesign.spec import schema
   from codesign.studies import shared
+
+  hw = shared.design_name(
+    shared.platform_design(schema.platform_to_json(p)), short=False
+  )
+  print(report.table(result, f'{w.name} on {p.name} {hw} with {s.name}'))
+  for v in broken:
+    print(f'NOT BUILDABLE ({v["rule"]}): {v["sentence"]}')
+  thr = result['throughput_samples_per_s']
+  print(coverage.sentence(result['calibration'], thr))
+  print(rank_stats.table(ranks))
+  warning = inputs.rank_batch_warning(result['rank_batch'], s.name)
+  if warning:
+    print(warning)
+
+
+def main():
+  if FLAGS.dump_schema:
+    _dump_schema()
+    return
+  common.enable_x64(FLAGS.x64)
+  from codesign import api
+  from codesign.core import results
+  from codesign.model import rank_stats, report
 
   w, p, plan, s = common.resolve_inputs()
   broken = api.buildability_violations(p)
@@ -111,21 +136,7 @@ def main():
   results.write_json(workdir / 'ranks.json', ranks)
   results.write_csv(workdir / 'breakdown.csv', *report.csv_table(result))
   results.write_csv(workdir / 'ranks.csv', *rank_stats.csv_table(ranks))
-  hw = shared.design_name(
-    shared.platform_design(schema.platform_to_json(p)), short=False
-  )
-  print(report.table(result, f'{w.name} on {p.name} {hw} with {s.name}'))
-  for v in broken:
-    print(f'NOT BUILDABLE ({v["rule"]}): {v["sentence"]}')
-  from codesign.calibration import coverage
-
-  print(
-    coverage.sentence(result['calibration'], result['throughput_samples_per_s'])
-  )
-  print(rank_stats.table(ranks))
-  warning = inputs.rank_batch_warning(result['rank_batch'], s.name)
-  if warning:
-    print(warning)
+  _print(w, p, s, result, ranks, broken)
 
 
 if __name__ == '__main__':

@@ -389,24 +389,18 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
+  hosts = float(hosts[0]) if hosts else 1.0
   cpu_trainer = space.trainer == 'cpu'
-  c2c = space.system == 'superchip'
   accels = 0.0 if cpu_trainer else accels
-  raw = catalog.raw()
-  d = raw['accelerators'][acc_name]
-  cpu_gen = raw['cpus'][cpu_name]['pcie_gen']
-  # The NICs' slots: the generation both ends run (a CPU trainer's NICs
-  # sit on the sockets: the CPU's; `buildability.nic_slot_generation`).
-  gen = cpu_gen if cpu_trainer else min(d['pcie_gen'], cpu_gen)
+  gen = _slot_generation(space, acc_name, cpu_name)
   f = bd.catalog_facts()[cpu_name]
   # A superchip's GPU reaches its Grace over NVLink-C2C: no root port.
-  on_pcie = 0.0 if c2c else accels
   # Whole domains (a design whose nodes are not whole domains breaks the
   # `fabric_domain` rule; its NICs are those of the whole ones).
   w = bd.wiring(
-    nodes // (hosts[0] if hosts else 1.0),
+    nodes // hosts,
     sockets,
-    on_pcie,
+    0.0 if space.system == 'superchip' else accels,
     nics,
     nic_bw,
     f['pcie_lanes'],
@@ -421,16 +415,10 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   )
   topology = 'pcie_only' if cpu_trainer else bd.SYSTEM_TOPOLOGY[space.system]
   fab = replace(
-    platform_presets.accel_fabric(acc_name, topology),
-    hosts_per_domain=float(hosts[0]) if hosts else 1.0,
+    platform_presets.accel_fabric(acc_name, topology), hosts_per_domain=hosts
   )
   ddr = float(f['ddr_channels']) * ddr_ch
   cpu = replace(catalog.cpu(cpu_name, ddr / GB), ddr_capacity=ddr)
-  if c2c:
-    link = platform_presets.c2c_host_link(acc_name)
-  else:
-    link = platform_presets.host_link(gen)
-    link = replace(link, bandwidth=link.bandwidth * float(w['host_share']))
   switches = float(w['switches'])
   chassis = 'assumption: design_space NODE_*, buildability.SWITCH_* per switch'
   platform = hardware.Platform(
@@ -442,7 +430,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     cpu=cpu,
     accelerator=catalog.accelerator(acc_name),
     fabric=fab,
-    host_link=link,
+    host_link=_host_link(space, acc_name, gen, float(w['host_share'])),
     nic=nic,
     node_price=_node_price(accels, sockets, switches),
     node_power=_node_power(accels, sockets, switches),
@@ -453,6 +441,26 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     ),
   )
   return pt.priced(platform, space.prices)
+
+
+def _slot_generation(space: DesignSpace, acc_name: str, cpu_name: str) -> int:
+  """The PCIe generation of the NICs' slots: the one both ends run (a CPU
+  trainer's NICs sit on the sockets: the CPU's;
+  `buildability.nic_slot_generation`)."""
+  raw = catalog.raw()
+  cpu_gen = raw['cpus'][cpu_name]['pcie_gen']
+  if space.trainer == 'cpu':
+    return cpu_gen
+  return min(raw['accelerators'][acc_name]['pcie_gen'], cpu_gen)
+
+
+def _host_link(space, acc_name: str, gen: int, share: float):
+  """A superchip's NVLink-C2C host link, or the x16 of generation `gen`
+  at `share` of its rate (uplinks shared behind PCIe switches)."""
+  if space.system == 'superchip':
+    return platform_presets.c2c_host_link(acc_name)
+  link = platform_presets.host_link(gen)
+  return replace(link, bandwidth=link.bandwidth * share)
 
 
 ACCELERATOR_NOTE = (
@@ -505,42 +513,42 @@ def _node_power(accels, sockets, switches):
 def _assemble(space, template, acc, cpu, numbers):
   """A platform from part rows (acc, cpu) and the number-axis values."""
   nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = numbers
-  if space.trainer == 'cpu':
-    accels = 0.0 * accels
+  accels = 0.0 * accels if space.trainer == 'cpu' else accels
   c2c = space.system == 'superchip'
   na = len(pt.ACC_FIELDS)
   nc = len(pt.CPU_FIELDS)
-  links, link_bw, acc_pcie, domain, c2c_bw, nvls = (
-    acc[na + i] for i in range(6)
-  )
-  cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = (
-    cpu[nc + i] for i in range(7)
-  )
+  links, link_bw, acc_pcie, domain, c2c_bw, nvls = acc[na : na + 6]
+  cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = cpu[
+    nc : nc + 7
+  ]
   post = cpu[nc + 7]  # the host's NIC post overhead (its maker's)
-  cpu_fields = {f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)}
-  if not c2c:  # soldered memory: no DIMMs, the row's speed and price
-    # DIMMs per channel, their size and the channel speed they allow
-    # (`dimms.population`; the row's DDR bandwidth and price are at 1DPC).
-    _, _, ddr_speed, ddr_usd = dimms.population(ddr_ch, cpu[nc + 8])
-    cpu_fields['ddr_bandwidth'] = cpu_fields['ddr_bandwidth'] * ddr_speed
-    cpu_fields['ddr_price'] = ddr_usd
+  cpu_fields = _cpu_fields(space, cpu, ddr_ch)
   cpu_trainer = space.trainer == 'cpu'
   slot = cpu_pcie if cpu_trainer else jnp.minimum(acc_pcie, cpu_pcie)
   on_pcie = 0.0 * accels if c2c else accels  # C2C takes no root port
   domains = nodes / hosts[0] if hosts else nodes
   w = bd.wiring(domains, sockets, on_pcie, nics, nic_bw, lanes, multi)
-  ddr = channels * ddr_ch
   acc_part = replace(
     template.accelerator,
     **{f: acc[i] for i, f in enumerate(pt.ACC_FIELDS)},
   )
-  cpu_part = replace(template.cpu, ddr_capacity=ddr, **cpu_fields)
+  cpu_part = replace(template.cpu, ddr_capacity=channels * ddr_ch, **cpu_fields)
   host_bw = c2c_bw if c2c else slot * w['host_share']
   fabric = replace(
-    template.fabric, links_per_accelerator=links, link_bandwidth=link_bw
+    template.fabric,
+    links_per_accelerator=links,
+    link_bandwidth=link_bw,
+    hosts_per_domain=hosts[0] if hosts else template.fabric.hosts_per_domain,
   )
-  if hosts:
-    fabric = replace(fabric, hosts_per_domain=hosts[0])
+  nic = replace(
+    template.nic,
+    count=w['nic_count'],
+    bandwidth=w['nic_bandwidth'],
+    # A x16 slot of the generation both parts run (as `build` does).
+    slot_bandwidth=slot,
+    post_overhead=post,
+    switch_radix=_switch_radix(w['nic_bandwidth']),
+  )
   return replace(
     template,
     nodes=nodes,
@@ -550,15 +558,7 @@ def _assemble(space, template, acc, cpu, numbers):
     accelerator=acc_part,
     fabric=fabric,
     host_link=replace(template.host_link, bandwidth=host_bw),
-    nic=replace(
-      template.nic,
-      count=w['nic_count'],
-      bandwidth=w['nic_bandwidth'],
-      # A x16 slot of the generation both parts run (as `build` does).
-      slot_bandwidth=slot,
-      post_overhead=post,
-      switch_radix=_switch_radix(w['nic_bandwidth']),
-    ),
+    nic=nic,
     node_price=_node_price(accels, sockets, w['switches']),
     node_power=_node_power(accels, sockets, w['switches']),
   ), {
@@ -572,6 +572,21 @@ def _assemble(space, template, acc, cpu, numbers):
     'gpudirect': 0.0 if cpu_trainer else 1.0,
     'nvls_share': nvls,
   }
+
+
+def _cpu_fields(space: DesignSpace, cpu, ddr_ch) -> dict:
+  """The socket's fields of a CPU row at `ddr_ch` bytes per channel: DIMMs
+  per channel, their size and the channel speed they allow
+  (`dimms.population`; the row's DDR bandwidth and price are at 1DPC);
+  a superchip's soldered memory as its row says (no DIMMs)."""
+  nc = len(pt.CPU_FIELDS)
+  out = {f: cpu[i] for i, f in enumerate(pt.CPU_FIELDS)}
+  if space.system == 'superchip':
+    return out
+  _, _, ddr_speed, ddr_usd = dimms.population(ddr_ch, cpu[nc + 8])
+  out['ddr_bandwidth'] = out['ddr_bandwidth'] * ddr_speed
+  out['ddr_price'] = ddr_usd
+  return out
 
 
 def part_rows(space: DesignSpace) -> tuple[np.ndarray, np.ndarray]:
