@@ -77,6 +77,14 @@ flags.DEFINE_list(
   'Kinds of platform each era searches: accelerator, cpu (CPU sockets '
   "that train alone, the paper's CPU-only baseline).",
 )
+flags.DEFINE_list(
+  'systems',
+  # codesign.search.design_space.SYSTEMS (spelled out: flags load first)
+  ['board', 'superchip', 'pcie'],
+  'System classes of the accelerator trainer each era searches (those its '
+  'parts allow): board (SXM and OAM baseboards), superchip (GH200 and '
+  'GB200 with NVLink domains across hosts), pcie (PCIe cards).',
+)
 flags.DEFINE_bool(
   'cpu_lookups_2019',
   True,
@@ -125,8 +133,9 @@ def main():
 
   names = {f.name for f in dataclasses.fields(study.Settings)}
   settings = study.Settings(
-    **{n: FLAGS[n].value for n in names - {'presets'}},
+    **{n: FLAGS[n].value for n in names - {'presets', 'systems'}},
     presets=tuple(FLAGS.presets),
+    systems=tuple(FLAGS.systems),
   )
   progress = common.progress_printer()
   result, metrics = study.run(

@@ -94,7 +94,13 @@ _SCALE_OUT = Run('scale_out')
 # the fewest local steps.
 _CALIBRATE = Run('calibrate', (('smoke', 'true'),))
 _ROW_WISE = Run('scale_out', (('sharding', 'row_wise'),))
-_NETWORK = evaluate('criteo_kaggle', 'dgx_h100', '', 'platform.nodes=1024')
+_NETWORK = evaluate(
+  'criteo_kaggle',
+  'dgx_h100',
+  '',
+  'platform.nodes=1024',
+  'workload.global_batch=65536',
+)
 _NVL72 = evaluate(_DCNV2, 'gb200_nvl72', 'hugectr')
 
 FIGURES: tuple[Figure, ...] = (

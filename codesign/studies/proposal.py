@@ -840,6 +840,20 @@ def _presets(request: _Request, progress) -> list:
   return interrupts.thread_map(preset, request.preset_names, workers=2)
 
 
+def _allowed(request: _Request, p: hardware.Platform) -> bool:
+  """Whether a preset's parts are among those the user left to the search
+  (--only_parts, --exclude_parts, --available_by): a preset of other
+  parts is printed beside the proposal but does not compete with it."""
+  chosen = request.parts.get('parts')
+  if not chosen:
+    return True
+  acc = {n for a, _ in chosen.values() for n in a}
+  cpu = {n for _, c in chosen.values() for n in c}
+  if p.trainer == 'cpu':
+    return p.cpu.name in cpu
+  return p.accelerator.name in acc and p.cpu.name in cpu
+
+
 def _other_spaces(found, score) -> list[robustness.Candidate]:
   """The best design of every other space searched (another system class,
   or the CPU trainer), with its final figures, where within the limits:
@@ -877,7 +891,11 @@ def _ranking(request, found, proposal: _Proposal, presets, progress):
     *_other_spaces(found, score),
   ]
   for name, pp, pplan, f in presets:
-    if score(f) is not None and proposal.source != f'preset {name}':
+    if (
+      score(f) is not None
+      and proposal.source != f'preset {name}'
+      and _allowed(request, pp)
+    ):
       candidates.append(robustness.Candidate(name, 'preset', pp, pplan, f))
   perts, left_out = robustness.perturbations(
     candidates, request.w, request.prices

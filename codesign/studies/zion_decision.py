@@ -104,8 +104,9 @@ class Settings:
     budget_2019_usd, budget_today_usd: capex limit of each era's cluster,
       USD (0: none).
     max_nodes: largest number of nodes of either search.
-    starts, steps, seed, sharding, trainers: of each search
-      (`proposal.Settings`).
+    starts, steps, seed, sharding, trainers, systems: of each search
+      (`proposal.Settings`; an era searches the system classes its parts
+      allow).
     stack: a `Stack`, a preset name or a stack JSON file, for both eras.
     cpu_lookups_2019: run the 2019 era with the stack's UVM caching off
       (DDR rows looked up by the CPU sockets, as Zion was built for).
@@ -128,6 +129,7 @@ class Settings:
   seed: int = 0
   sharding: str = 'search'
   trainers: tuple[str, ...] = ('accelerator', 'cpu')
+  systems: tuple[str, ...] = proposal.Settings.systems
   stack: str | stack_lib.Stack = 'torchrec'
   cpu_lookups_2019: bool = True
   presets: tuple[str, ...] = PRESETS
@@ -260,6 +262,7 @@ def _era_run(settings, era, w, stack, progress, on_step=None):
     seed=settings.seed,
     sharding=settings.sharding,
     trainers=tuple(settings.trainers),
+    systems=tuple(settings.systems),
     presets=era_presets(settings.presets, era),
     stack=stack,
     available_by=YEAR_2019 if era == '2019' else None,

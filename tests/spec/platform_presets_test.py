@@ -289,7 +289,8 @@ def test_gb200_nvl72_is_one_domain_in_one_rack():
   0.05) W of B200 and NVLink, fans 15%, supplies 94%) and its 4 x 400
   Gb/s NICs (25 W each); the rack rule's unit is the 18 trays (133.5
   kW). One domain buys no scale-out switch or link; two racks buy the
-  fat tree of 36 nodes of 4 NICs (8 leaves + 4 top: 2 tiers)."""
+  fat tree of 36 nodes of 4 NICs (144 NICs on 5 leaves of 32, 144
+  uplinks to 3 spines: 2 tiers)."""
   p = platform_presets.get('gb200_nvl72')
   assert float(p.fabric.hosts_per_domain) == 18.0
   assert p.fabric.in_switch_reduction
@@ -303,7 +304,8 @@ def test_gb200_nvl72_is_one_domain_in_one_rack():
   assert float(bill['switches']) == float(bill['links']) == 0.0
   assert float(bill['nic_usd']) == pytest.approx(72 * 2000.0)
   two = terms.network_bill(hardware.with_value(p, 'nodes', 36.0))
-  assert float(two['switches']) == 12.0 and float(two['tiers']) == 2.0
+  assert float(two['switches']) == 8.0 and float(two['tiers']) == 2.0
   r = terms.racks(p, 140e3)
   assert (r['racks'], r['nodes_per_rack'], r['fits']) == (1, 18, True)
+  assert r['cooling'] == 'liquid' and r['cooling_usd'] > 0.0
   assert not terms.racks(p, 40.8e3)['fits']

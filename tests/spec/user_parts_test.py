@@ -196,4 +196,4 @@ def test_the_new_accelerator_is_searched(tmp_path):
   # A tiny propose: progress on stderr only, never silent for 5 s.
   assert streams.progress_lines(proc.stdout) == []
   assert streams.longest_silence(proc.stderr) <= 5.0, proc.stderr[-3000:]
-  assert 'accelerator continuous: 4/4 (100%' in proc.stderr
+  assert 'board continuous: 4/4 (100%' in proc.stderr

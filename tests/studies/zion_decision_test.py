@@ -27,7 +27,8 @@ ENV = dict(os.environ, JAX_PLATFORMS='cpu')
 TINY = [
   '--workload_2019=criteo_kaggle',
   '--workload_today=criteo_kaggle',
-  '--presets=zion',
+  '--presets=zion,dgx_h100',
+  '--systems=board',
   '--max_nodes=2',
   '--starts=2',
   '--steps=4',
@@ -130,8 +131,12 @@ def test_tiny_run_writes_the_result_schema(runs):
     ('2019', 'proposal'),
     ('2019', 'zion'),
     ('today', 'proposal'),
-    ('today', 'zion'),
+    ('today', 'dgx_h100'),
   ]
+  # A break-even line per era: what would flip its answer.
+  for p in r['proposals']:
+    assert p['break_even']['sentence'].startswith('break-even: ')
+    assert f'{p["era"]} break-even: ' in stdout
   v = r['verdict']
   assert v['answer'] in ('YES', 'NO')
   assert v['zion_like'] == (v['answer'] == 'YES') == v['agrees_with_paper']
@@ -207,5 +212,5 @@ def test_progress_goes_to_stderr_and_is_never_silent(runs):
   assert streams.progress_lines(stdout) == []
   assert streams.longest_silence(stderr) <= 5.0, stderr[-3000:]
   # Each era's search steps as bars, the era named.
-  assert '2019 accelerator continuous: ' in stderr
-  assert 'today accelerator polish: ' in stderr
+  assert '2019 board continuous: ' in stderr
+  assert 'today board polish: ' in stderr

@@ -16,8 +16,9 @@ The tree, right-sized to the ports it serves:
   SuperPOD reference architecture; below a unit, rails share leaves
   rather than leave ports unused);
 - each leaf buys the uplinks its used down ports need, used / o: a
-  cluster's uplinks are ceil(endpoints / o), not every leaf's spare
-  ports (a leaf of 9 NICs needs 9 uplinks, not 32);
+  cluster's uplinks are endpoints / o (whole at 1:1; oversubscribed,
+  fractional, a link's share), not every leaf's spare ports (a leaf of 9
+  NICs needs 9 uplinks, not 32);
 - above the leaves, middle tiers of switches with k/2 ports down and k/2
   up, ceil(uplinks / (k/2)) each, while the leaves exceed what the tiers
   above reach (k leaves under 2 tiers, x k/2 per middle tier), and a top
@@ -102,7 +103,7 @@ def fat_tree(nodes, rails, radix, oversubscription):
   leaves = ceil_div(endpoints, down)
   reach = k * _powers(xp, 0.5 * k, MAX_EXTRA_TIERS)
   middle_tiers = xp.sum(step(xp.asarray(leaves)[..., None] - reach), axis=-1)
-  uplinks = ceil_div(endpoints, oversubscription)
+  uplinks = endpoints / oversubscription
   middle = ceil_div(uplinks, 0.5 * k)
   any_middle = step(middle_tiers)
   top = ceil_div(uplinks, k)
