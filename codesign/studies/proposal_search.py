@@ -311,7 +311,9 @@ _SHRUNK_AXES = ('nodes', 'accelerators_per_node')
 _GROWN_AXES = ('ddr_per_channel',)
 _TRIM_BASES = 4  # the proposal and up to this many other found designs
 # Designs of the trim's cost-throughput frontier judged with their final
-# plans (the concrete platform, the better of its searched and auto plans).
+# plans (the concrete platform, the better of its searched and auto plans)
+# beside the rule's choice on the screened figures: those nearest it in
+# price.
 FRONTIER = 12
 
 
@@ -452,8 +454,9 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
       for i in index
     ]
   )
-  rows = _frontier(np.flatnonzero(feasible), thr, capex)
-  rows = list(dict.fromkeys([*rows[:FRONTIER], 0]))  # the search's best too
+  rows = _judged_rows(
+    _frontier(np.flatnonzero(feasible), thr, capex), thr, capex, tolerance
+  )
   judged = []
   for row in rows:
     pz = _written(problem, index, plan_z, ev, row)
@@ -495,6 +498,25 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
       for t, c, v in zip(thr_of, capexes, values, strict=True)
     ],
   }
+
+
+def _judged_rows(rows, thr, capex, tolerance) -> list[int]:
+  """The frontier designs (fastest first) judged by their final figures:
+  the rule's choice on the screened figures and the `FRONTIER` nearest it
+  in price (the knee's neighbours); on the way from the fastest down to
+  it, at every `shared.KNEE_PRICE` of the price the fastest design that
+  costs no more (the steps the rule can take); the fastest, and the
+  search's best (row 0)."""
+  if not rows:
+    return [0]
+  pick = rows[shared.decide(thr[rows], capex[rows], 'throughput', tolerance)[0]]
+  near = sorted(rows, key=lambda r: abs(np.log(capex[r] / capex[pick])))
+  steps, level = [], capex[rows[0]]
+  while level > capex[pick]:
+    under = [r for r in rows if capex[r] <= level]  # fastest first
+    steps.append(under[0])
+    level *= shared.KNEE_PRICE
+  return list(dict.fromkeys([pick, *near[:FRONTIER], *steps, rows[0], 0]))
 
 
 def _frontier(rows, thr, capex) -> list[int]:
