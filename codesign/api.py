@@ -310,6 +310,10 @@ def propose(
   usd_per_kwh: float = 0.08,
   pue: float = 1.58,
   override: tuple[str, ...] = (),
+  readers: str = 'auto',
+  with_failures: str = 'auto',
+  checkpoint: str = 'full',
+  convergence: bool = True,
 ) -> dict:
   """Proposes the platform to build for a workload, under limits.
 
@@ -367,6 +371,10 @@ def propose(
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal.
     override: 'section.key=value' strings for the `workload.` and
       `stack.` sections, as `--override` (the stack's apply to `stack`).
+    readers, with_failures, checkpoint, convergence: the system around
+      the trainers, as `--readers` (`auto`, `local` or a count of reader
+      nodes), `--with_failures` (`auto`, `true`, `false`), `--checkpoint`
+      (`full`, `incremental`) and `--convergence`.
 
   Returns:
     A dict: `proposal` (`platform` and `plan` JSON, `objective_value`,
@@ -477,4 +485,10 @@ def _proposal_settings(proposal, **kw):
     life_years=t.real('life_years', kw['life_years']),
     usd_per_kwh=t.real('usd_per_kwh', kw['usd_per_kwh']),
     pue=t.real('pue', kw['pue']),
+    readers=str(kw['readers']),
+    with_failures=str(kw['with_failures']).lower(),
+    checkpoint=t.choice(
+      'checkpoint', kw['checkpoint'], ('full', 'incremental')
+    ),
+    convergence=t.flag('convergence', kw['convergence']),
   )

@@ -142,3 +142,21 @@ def point(workload: str, batch: float) -> dict | None:
     'curve': f'E(B) = {c.e_min:.4g} (1 + B / {c.b_noise:,.0f}) epochs',
     'source': c.source,
   }
+
+
+def sentence(pt: dict) -> str:
+  """One line of a `point`: the samples to the target at the batch, the
+  curve, its knee and whether the batch is extrapolated."""
+  lo, hi = pt['reference_batches']
+  where = (
+    f'EXTRAPOLATED beyond the reference batches {lo:,.0f}-{hi:,.0f}'
+    if pt['extrapolated']
+    else f'within the reference batches {lo:,.0f}-{hi:,.0f}'
+  )
+  knee = 'past' if pt['past_knee'] else 'below'
+  return (
+    f'convergence: {pt["samples_to_target"]:,.4g} samples to '
+    f'{pt["target"]} at global batch {pt["global_batch"]:,.0f} '
+    f'({pt["epochs_to_target"]:.3f} epochs; {pt["curve"]}, {knee} its '
+    f'knee at {pt["knee_batch"]:,.0f}; {where})'
+  )

@@ -250,3 +250,62 @@ def figures_dict(f: Figures, fig: dict, s: ws.WholeSystem) -> dict:
     'checkpoint_write_s': x['checkpoint_s'],
     'restart_s': x['restart_s'],
   }
+
+
+def lines(sysd: dict) -> list[str]:
+  """The system around a design, as printed: its readers, storage and
+  front-end network with their shares of capex and power, what the
+  readers feed, and the goodput terms (a `figures_dict`)."""
+  b = sysd['bill']
+
+  def part(k):
+    return (
+      f'${b[k]["usd"]:,.0f} ({100 * b[k]["capex_share"]:.1f}% of capex, '
+      f'{100 * b[k]["power_share"]:.1f}% of power)'
+    )
+
+  out = []
+  if sysd['readers_setting'] != 'local':
+    out.append(
+      f'readers: {sysd["reader_nodes"]:,.0f} reader node(s) '
+      f'({sysd["readers_setting"]}) {part("readers")}: they feed '
+      f'{sysd["readers_feed_samples_per_s"]:,.0f} samples/s '
+      f'({sysd["reader_samples_per_s"]:,.0f} each, '
+      f'{sysd["sample_bytes"]:,.0f} B a sample); the trainers alone reach '
+      f'{sysd["trainer_throughput_samples_per_s"]:,.0f}, the system '
+      f'{sysd["fed_throughput_samples_per_s"]:,.0f} before failures'
+    )
+  if sysd['storage_nodes'] > 0:
+    out.append(
+      f'storage: {sysd["storage_nodes"]:,.0f} storage node(s) '
+      f'{part("storage")}; front-end network {part("network")}'
+    )
+  if sysd['mtbf_s'] > 0 and sysd['goodput'] < 1.0:
+    out.append(
+      f'failures: goodput {sysd["goodput"]:.4f} ({sysd["checkpoint"]} '
+      f'checkpoints): MTBF {sysd["mtbf_s"] / 3600:,.1f} h, a checkpoint '
+      f'written in {sysd["checkpoint_write_s"]:,.1f} s every '
+      f'{sysd["checkpoint_interval_s"] / 60:,.1f} min (Young/Daly), '
+      f'restart {sysd["restart_s"] / 60:,.1f} min'
+    )
+  return out
+
+
+def goodput_of(p: Platform, w: wl.Workload, s: ws.WholeSystem) -> dict:
+  """The goodput of a concrete design `p` training `w` with its data
+  local and the checkpoints on the storage they need (`s`'s failures
+  and checkpoint setting): goodput, storage_nodes, mtbf_s, interval_s,
+  checkpoint_s and restart_s (1 and zeros where failures do not count)."""
+  parts = ws.parts()
+  s = dataclasses.replace(s, readers='local')
+  gpus, _ = _counts(p, True)
+  weight = ws.failure_weight(s, gpus)
+  b = ing.bytes_per_sample(w, parts.format)
+  storage, ckpt_nodes = _storage(0.0, b, w, s, parts, weight)
+  nodes_bw = ing.smooth_max(storage, ckpt_nodes)
+  good = _goodput(p, w, s, parts, nodes_bw, True)
+  keys = ('goodput', 'mtbf_s', 'interval_s', 'checkpoint_s', 'restart_s')
+  out = {k: float(np.asarray(v)) for k, v in zip(keys, good, strict=True)}
+  if weight == 0.0:
+    out.update(mtbf_s=0.0, interval_s=0.0, checkpoint_s=0.0, restart_s=0.0)
+  return {**out, 'storage_nodes': float(storage)}

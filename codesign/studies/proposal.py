@@ -31,7 +31,7 @@ import numpy as np
 from codesign.calibration import coverage
 from codesign.core import interrupts
 from codesign.core.errors import InputError
-from codesign.model import planner, report, terms
+from codesign.model import convergence, planner, report, terms, whole_system
 from codesign.search import (
   batching,
   buildability,
@@ -44,6 +44,7 @@ from codesign.spec import catalog, hardware, schema
 from codesign.spec import plan as plan_lib
 from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
+from codesign.spec import whole_system as whole_system_spec
 from codesign.spec import workload as wl
 from codesign.studies import proposal_search, robustness, shared
 
@@ -147,6 +148,16 @@ class Settings:
     life_years, usd_per_kwh, pue: the TCO printed beside the proposal
       (`terms.tco`): capex plus the energy of its maximum power over
       `life_years` at `usd_per_kwh`, times the facility's `pue`.
+    readers: `local` (the data already on the trainers: the step alone),
+      `auto` (reader nodes sized to feed the trainers, billed apart) or
+      a count of reader nodes (`whole_system.WholeSystem`).
+    with_failures: `true`, `false` or `auto` (counted above 64
+      accelerators): the throughput is the goodput and the bill holds
+      the checkpoints' storage.
+    checkpoint: `full` or `incremental` (Check-N-Run).
+    convergence: for `time_to_train`, the samples to the accuracy target
+      from the workload's samples-to-target curve at its batch
+      (`model.convergence`) in place of `samples`, where it has one.
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -174,6 +185,10 @@ class Settings:
   life_years: float = LIFE_YEARS
   usd_per_kwh: float = USD_PER_KWH
   pue: float = PUE
+  readers: str = 'auto'
+  with_failures: str = 'auto'
+  checkpoint: str = 'full'
+  convergence: bool = True
 
 
 def within_limits(fig: dict, limits: dict) -> bool:
@@ -405,9 +420,20 @@ def run_one(
     **trims,
     'board_violations': _boards(proposal),
     'memory_headroom': settings.memory_headroom,
+    'convergence': _convergence(request),
   }
   timing = {'search_wall_s': t_search, 'total_wall_s': t_total}
   return {**result, 'timing': timing}, found.result.history
+
+
+def _convergence(request) -> dict | None:
+  """result.json's `convergence`: for `time_to_train` with the setting
+  on, what the workload's samples-to-target curve says at its batch
+  (`convergence.point`); None otherwise."""
+  settings, w = request.settings, request.w
+  if settings.objective != 'time_to_train' or not settings.convergence:
+    return None
+  return convergence.point(w.name, w.global_batch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -424,6 +450,10 @@ class _Request:
     parts: the search's part selection (`accelerators`, `cpus`), or {}.
     config: the gradient search's configuration, checked.
     on_step: the caller's per-chunk callback, or None.
+    system: the system around the trainers (`whole_system.WholeSystem`),
+      or None where it changes nothing (the step alone).
+    samples: the samples `time_to_train` counts (`settings.samples`, or
+      the samples to the target from the workload's curve).
   """
 
   settings: Settings
@@ -435,6 +465,8 @@ class _Request:
   parts: dict
   config: gradient.Config
   on_step: Callable[[int, dict], None] | None
+  system: object = None
+  samples: float = 1e9
 
   def on_step_of(self, objective: str):
     """The search's per-chunk callback that reports `objective` as the
@@ -494,7 +526,35 @@ def _request(settings: Settings, on_step) -> _Request:
     parts,
     config,
     on_step,
+    system_of(settings),
+    samples_of(settings, w),
   )
+
+
+def system_of(settings: Settings):
+  """The `WholeSystem` of the settings, or None where it changes
+  nothing (the data local and failures not counted)."""
+  s = whole_system_spec.check(
+    whole_system_spec.WholeSystem(
+      readers=whole_system_spec.readers_setting(settings.readers),
+      with_failures=whole_system_spec.failures_setting(settings.with_failures),
+      checkpoint=settings.checkpoint,
+      dataset_samples=float(settings.samples),
+    )
+  )
+  return s if s.active else None
+
+
+def samples_of(settings: Settings, w: wl.Workload) -> float:
+  """The samples `time_to_train` counts: for that objective the samples
+  to the accuracy target at the workload's batch from its curve
+  (`convergence`, where it has one and the setting is on), else
+  `settings.samples`."""
+  point = convergence.point(w.name, w.global_batch)
+  timed = settings.objective == 'time_to_train'
+  if timed and settings.convergence and point is not None:
+    return point['samples_to_target']
+  return float(settings.samples)
 
 
 def with_headroom(s: stack_lib.Stack, headroom: float) -> stack_lib.Stack:
@@ -592,7 +652,8 @@ def _search(request: _Request, progress) -> proposal_search.Found:
       'objective': settings.objective,
       'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
       'power_w': float(settings.power_w) if settings.power_w else None,
-      'samples': float(settings.samples),
+      'samples': request.samples,
+      'system': request.system,
       'energy_usd_per_w': terms.energy_usd_per_w(
         settings.life_years, settings.usd_per_kwh, settings.pue
       ),
@@ -707,9 +768,10 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
   pj, plj = schema.platform_to_json(p), schema.plan_to_json(plan)
   p_back = schema.platform_from_json(pj)
   plan_back = schema.plan_from_json(plj, w)
-  fig = report.design_figures(p_back, w, plan_back, stack)
+  system = problem.system
+  fig = report.design_figures(p_back, w, plan_back, stack, system)
   auto_plan = planner.make(w, p_back, stack)
-  auto_fig = report.design_figures(p_back, w, auto_plan, stack)
+  auto_fig = report.design_figures(p_back, w, auto_plan, stack, system)
   plan_z = res.best_plan_z
   plan_source = 'search'
   if _auto_plan_wins(problem, auto_fig, fig, limits):
@@ -718,7 +780,7 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
     plan_source = 'auto'
     plj = schema.plan_to_json(auto_plan)
     plan_back = schema.plan_from_json(plj, w)
-    fig = report.design_figures(p_back, w, plan_back, stack)
+    fig = report.design_figures(p_back, w, plan_back, stack, system)
     plan_z = plan_space.vector_of(problem.space, auto_plan)
   # Recomputed on one device, so that the result does not depend on the
   # devices the batched search ran on; in the search's own program (its
@@ -768,7 +830,9 @@ def _oversubscribed(problem, prop: _Proposal, w, stack, tolerance):
     q = dataclasses.replace(
       p, nic=dataclasses.replace(p.nic, oversubscription=o, sources=src)
     )
-    rows.append((q, report.design_figures(q, w, prop.plan, stack)))
+    rows.append(
+      (q, report.design_figures(q, w, prop.plan, stack, problem.system))
+    )
   values = [_score(problem, prop.limits, f) for _, f in rows]
   order = shared.decide(
     values,
@@ -790,7 +854,9 @@ def _oversubscribed(problem, prop: _Proposal, w, stack, tolerance):
     if prop.limits['power_w']
     else -1.0
   )
-  auto = report.design_figures(q, w, planner.make(w, q, stack), stack)
+  auto = report.design_figures(
+    q, w, planner.make(w, q, stack), stack, problem.system
+  )
   return dataclasses.replace(
     prop, p=q, pj=schema.platform_to_json(q), fig=fig, auto_fig=auto, g_best=g
   )
@@ -802,7 +868,9 @@ def _continuous(request: _Request, found) -> tuple:
   return (
     pc,
     planc,
-    report.design_figures(pc, request.w, planc, _stack(request, found)),
+    report.design_figures(
+      pc, request.w, planc, _stack(request, found), found.problem.system
+    ),
   )
 
 
@@ -822,7 +890,9 @@ def _presets(request: _Request, progress) -> list:
       name,
       pp,
       pplan,
-      report.design_figures(pp, w, pplan, request.stacks[pp.trainer]),
+      report.design_figures(
+        pp, w, pplan, request.stacks[pp.trainer], request.system
+      ),
     )
 
   # Two threads: most of a preset's evaluation is XLA compiling (outside
@@ -886,6 +956,7 @@ def _ranking(request, found, proposal: _Proposal, presets, progress):
     problem.objective,
     request.prices,
     request.settings.tolerance,
+    request.system,
   )
   return {**rob, 'left_out': left_out}, candidates
 
@@ -1159,6 +1230,10 @@ def table(result: dict) -> str:
     lines.append(report.capex_line(bill))
     if 'racks' in bill:
       lines.append(report.racks_line(bill['racks']))
+  if 'system' in result['proposal']:
+    lines.extend(whole_system.lines(result['proposal']['system']))
+  if result.get('convergence'):
+    lines.append(convergence.sentence(result['convergence']))
   if 'tco' in result['proposal']:
     lines.append(tco_line(result['proposal']['tco']))
   prices = result.get('prices', {}).get('set_by_flag_usd', {})
