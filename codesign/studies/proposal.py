@@ -46,7 +46,12 @@ from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
 from codesign.spec import whole_system as whole_system_spec
 from codesign.spec import workload as wl
-from codesign.studies import proposal_search, robustness, shared
+from codesign.studies import (
+  batch_choice,
+  proposal_search,
+  robustness,
+  shared,
+)
 
 # Platform presets evaluated beside the proposal by default: today's
 # systems of every class the search reaches (superchips and NVLink
@@ -422,6 +427,14 @@ def run_one(
     'memory_headroom': settings.memory_headroom,
     'convergence': _convergence(request),
   }
+  if settings.objective == 'time_to_train':
+    result['batch'] = batch_choice.choose(
+      proposal.p,
+      request.w,
+      _stack(request, found, proposal),
+      request.system,
+      lambda f: _score(found.problem, proposal.limits, f),
+    )
   timing = {'search_wall_s': t_search, 'total_wall_s': t_total}
   return {**result, 'timing': timing}, found.result.history
 
@@ -1234,6 +1247,8 @@ def table(result: dict) -> str:
     lines.extend(whole_system.lines(result['proposal']['system']))
   if result.get('convergence'):
     lines.append(convergence.sentence(result['convergence']))
+  if result.get('batch'):
+    lines.append(result['batch']['sentence'])
   if 'tco' in result['proposal']:
     lines.append(tco_line(result['proposal']['tco']))
   prices = result.get('prices', {}).get('set_by_flag_usd', {})

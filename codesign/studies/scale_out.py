@@ -612,6 +612,28 @@ def _needed_text(r: dict, first: bool) -> str:
   return f'{need:,.1f}'
 
 
+def _count_lines(result: dict, rows: list, why: list) -> list[str]:
+  """One line per node count: throughput, efficiency (against the
+  reference, whose needed NIC reads `reference`), step, needed NIC,
+  bottleneck and feasibility."""
+  ref = (result.get('efficiency_reference') or {}).get(
+    'nodes', rows[0]['nodes']
+  )
+  out = []
+  for i, r in enumerate(rows):
+    step = step_time_s(r)
+    share = r['breakdown_s'][r['bottleneck']] / step
+    feasible = 'yes' if r['feasible'] else f'NO: {why[i] or "see memory"}'
+    out.append(
+      f'{r["nodes"]:>5d} {r["global_batch"]:>12,d} '
+      f'{float(r["throughput_samples_per_s"]):>13,.0f} '
+      f'{r["efficiency"]:>10.0%} {step * 1e3:>9.3f} '
+      f'{_needed_text(r, r["nodes"] == ref):>26s}  '
+      f'{r["bottleneck"] + f" ({share:.0%})":30s} {feasible}'
+    )
+  return out
+
+
 def table(result: dict) -> str:
   """Per node count: throughput, efficiency, needed NIC bandwidth, the
   bottleneck's share of the step and feasibility (with why); then the
@@ -627,20 +649,7 @@ def table(result: dict) -> str:
     f'{"efficiency":>10s} {"step ms":>9s} {"needed NIC Gb/s/accel":>26s}  '
     f'{"bottleneck (% of step)":30s} feasible',
   ]
-  ref = (result.get('efficiency_reference') or {}).get(
-    'nodes', rows[0]['nodes']
-  )
-  for i, r in enumerate(rows):
-    step = step_time_s(r)
-    share = r['breakdown_s'][r['bottleneck']] / step
-    feasible = 'yes' if r['feasible'] else f'NO: {why[i] or "see memory"}'
-    lines.append(
-      f'{r["nodes"]:>5d} {r["global_batch"]:>12,d} '
-      f'{float(r["throughput_samples_per_s"]):>13,.0f} '
-      f'{r["efficiency"]:>10.0%} {step * 1e3:>9.3f} '
-      f'{_needed_text(r, r["nodes"] == ref):>26s}  '
-      f'{r["bottleneck"] + f" ({share:.0%})":30s} {feasible}'
-    )
+  lines.extend(_count_lines(result, rows, why))
   lines.append(shared.OVERLAP_NOTE)
   lines.append('')
   lines.append('step components at the own NIC bandwidth, ms (before overlap)')
