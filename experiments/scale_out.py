@@ -205,7 +205,7 @@ def _plots(workdir, result, study):
     },
     title,
     'nodes',
-    'scaling efficiency\n(throughput per node / the reference\'s)',
+    "scaling efficiency\n(throughput per node / the reference's)",
     logx=True,
     hline=target,
     hline_label=f'target {target:.0%}',
