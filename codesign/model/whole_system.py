@@ -233,6 +233,10 @@ def figures_dict(f: Figures, fig: dict, s: ws.WholeSystem) -> dict:
     for k in ('readers', 'storage', 'network')
   }
   return {
+    'capex_usd': capex,
+    'power_w': power,
+    'trainers_usd': capex - sum(v['usd'] for v in parts.values()),
+    'trainers_w': power - sum(v['w'] for v in parts.values()),
     'readers_setting': s.readers,
     'with_failures': s.with_failures,
     'checkpoint': s.checkpoint,
@@ -265,6 +269,14 @@ def lines(sysd: dict) -> list[str]:
     )
 
   out = []
+  if 'capex_usd' in sysd:
+    out.append(
+      f'system: capex ${sysd["capex_usd"]:,.0f} = trainers '
+      f'${sysd["trainers_usd"]:,.0f} + readers ${b["readers"]["usd"]:,.0f} '
+      f'+ storage ${b["storage"]["usd"]:,.0f} + front-end network '
+      f'${b["network"]["usd"]:,.0f}; power {sysd["power_w"]:,.0f} W, the '
+      f'trainers {sysd["trainers_w"]:,.0f}'
+    )
   if sysd['readers_setting'] != 'local':
     out.append(
       f'readers: {sysd["reader_nodes"]:,.0f} reader node(s) '

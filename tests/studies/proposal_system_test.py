@@ -41,8 +41,14 @@ def test_the_proposal_bills_its_readers_and_storage(proposed):
   assert 0 < sysd['goodput'] < 1
   shares = [b['capex_share'] for b in sysd['bill'].values()]
   assert all(0 < x < 1 for x in shares)
+  bill = sum(b['usd'] for b in sysd['bill'].values())
+  assert sysd['trainers_usd'] + bill == pytest.approx(prop['capex_usd'])
+  assert sysd['trainers_usd'] == pytest.approx(
+    prop['capex_breakdown']['total_usd']
+  )
   text = proposal.table(proposed)
   assert 'readers: ' in text and 'storage: ' in text and 'goodput' in text
+  assert f'system: capex ${prop["capex_usd"]:,.0f} = trainers' in text
   # The presets beside it carry the same system.
   assert all('system' in r for r in proposed['presets'])
 
