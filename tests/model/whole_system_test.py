@@ -44,7 +44,8 @@ def test_auto_readers_feed_the_step_and_are_billed_apart(design):
   bill = sum(b['usd'] for b in sysd['bill'].values())
   assert f['capex_usd'] == pytest.approx(a['capex_usd'] + bill)
   assert f['power_w'] > a['power_w']
-  assert whole_system.lines(sysd)[0].startswith('readers: ')
+  text = whole_system.lines(sysd)
+  assert text[0].startswith('system: capex') and text[1].startswith('readers: ')
 
 
 def test_too_few_readers_bound_the_step(design):
