@@ -322,6 +322,10 @@ def propose(
   pue: float = 1.58,
   override: tuple[str, ...] = (),
   catalog: str | os.PathLike | dict | None = None,
+  readers: str = 'auto',
+  with_failures: str = 'auto',
+  checkpoint: str = 'full',
+  convergence: bool = True,
 ) -> dict:
   """Proposes the platform to build for a workload, under limits.
 
@@ -383,6 +387,10 @@ def propose(
       `--catalog`): its accelerators and CPUs join the catalog for this
       call only, searched beside the shipped parts and named by
       `only_parts`, `exclude_parts` and `price`.
+    readers, with_failures, checkpoint, convergence: the system around
+      the trainers, as `--readers` (`auto`, `local` or a count of reader
+      nodes), `--with_failures` (`auto`, `true`, `false`), `--checkpoint`
+      (`full`, `incremental`) and `--convergence`.
 
   Returns:
     A dict: `proposal` (`platform` and `plan` JSON, `objective_value`,
@@ -495,6 +503,12 @@ def _proposal_settings(proposal, **kw):
     usd_per_kwh=t.real('usd_per_kwh', kw['usd_per_kwh']),
     pue=t.real('pue', kw['pue']),
     catalog=_catalog(kw['catalog']),
+    readers=str(kw['readers']),
+    with_failures=str(kw['with_failures']).lower(),
+    checkpoint=t.choice(
+      'checkpoint', kw['checkpoint'], ('full', 'incremental')
+    ),
+    convergence=t.flag('convergence', kw['convergence']),
   )
 
 

@@ -8,7 +8,15 @@ Parses the flags and runs `codesign.studies.scale_out.run`: for each node
 count in --nodes, the platform gets that many nodes (weak
 scaling: the batch per node of the workload on the preset stays; strong:
 the global batch stays) and the auto plan for that size. Scaling
-efficiency is throughput / (nodes x single-node throughput). The NIC
+efficiency is throughput per node over the reference's: the smallest node
+count whose HBM holds every table (a node that spills its tables to DDR
+would make more nodes look faster than linear: holding them is reported
+apart as the capacity effect). Per node count it also prints the time to
+train: the samples to the accuracy target at that global batch (MLPerf's
+reference convergence points, extrapolation marked) over the throughput
+times the goodput, the batch per accelerator against the range the
+stack's published cases measured, and where the time to train stops
+falling. The NIC
 bandwidth per accelerator needed to keep efficiency at or above --target
 is found by multisection in log bandwidth over one batched evaluation per
 round (NICs per node as in the platform; their line rate varies). The
@@ -99,6 +107,27 @@ flags.DEFINE_integer(
   'Rounds of 32-fold multisection in log bandwidth (>= 1).',
   lower_bound=1,
 )
+flags.DEFINE_enum(
+  'with_failures',
+  'auto',
+  ['auto', 'true', 'false'],
+  'The time to train counts the goodput (checkpoints at the Young/Daly '
+  'interval, lost work, restarts; per-GPU and per-node failure rates of '
+  'Llama 3); auto: above 64 accelerators.',
+)
+flags.DEFINE_enum(
+  'checkpoint',
+  'full',
+  ['full', 'incremental'],
+  'How checkpoints are written: full, or incremental and quantized '
+  '(Check-N-Run).',
+)
+flags.DEFINE_float(
+  'samples',
+  1e9,
+  'Samples to train, for the time to train of a workload without a '
+  'samples-to-target curve (MLPerf DLRM v1 and DCNv2 have one).',
+)
 common.define_run_flags('scale_out')
 flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
@@ -178,7 +207,7 @@ def _plots(workdir, result, study):
     },
     title,
     'nodes',
-    'scaling efficiency\n(throughput / (nodes x 1-node throughput))',
+    "scaling efficiency\n(throughput per node / the reference's)",
     logx=True,
     hline=target,
     hline_label=f'target {target:.0%}',
@@ -300,6 +329,9 @@ def main():
     max_nic_gbit_per_s=FLAGS.max_nic_gbit_per_s,
     sharding=FLAGS.sharding,
     rounds=FLAGS.rounds,
+    with_failures=FLAGS.with_failures,
+    checkpoint=FLAGS.checkpoint,
+    samples=FLAGS.samples,
   )
   w0, p0, stack = _inputs()
   settings = dataclasses.replace(

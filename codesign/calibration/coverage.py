@@ -167,3 +167,24 @@ def sentence(cov: dict, throughput: float | None = None) -> str:
     f'calibration: EXTRAPOLATED ({"; ".join(cov["flags"])}); {band}nearest '
     f'cases {near}'
   )
+
+
+@functools.cache
+def batch_range(stack: str) -> dict | None:
+  """The batch per accelerator (or socket) the calibration cases of
+  `stack` ran: lo, hi and the cases, or None for a stack no case ran; a
+  run outside it is beyond what the published measurements saw."""
+  data = json.loads((DATA_DIR / 'calibration_cases.json').read_text())
+  batch = {c['id']: c['global_batch'] for c in data['cases']}
+  rows = [
+    (batch[k.case_id] / (k.nodes * k.devices), k.case_id)
+    for k in public_cases.case_keys()
+    if k.stack == stack
+  ]
+  if not rows:
+    return None
+  return {
+    'lo': min(b for b, _ in rows),
+    'hi': max(b for b, _ in rows),
+    'cases': sorted({c for _, c in rows}),
+  }

@@ -8,6 +8,9 @@
   planner     the auto plan: sharding choice and HBM placement
   report      a CostReport as the dict result.json holds
   rank_stats  per-rank loads of a plan, as a sharding planner sees them
+  whole_system  the system around the step: readers, storage, front-end
+              network, failures and goodput over a CostReport
+  convergence  samples to the accuracy target against the global batch
 
 Imports: core, spec.
 """

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from codesign.model import cost_model, terms
+from codesign.model import cost_model, terms, whole_system
 from codesign.model.cost_model import COMPONENTS, TIERS, CostReport
 from codesign.spec import hardware
 from codesign.spec.hardware import Platform
@@ -90,15 +90,22 @@ def to_result(r: CostReport) -> dict:
   }
 
 
-def design_figures(p: Platform, w, plan, stack) -> dict:
+def design_figures(p: Platform, w, plan, stack, system=None) -> dict:
   """`to_result` of a concrete design's evaluation (as experiments.evaluate)
   and what one rack must hold whole at the wall, `rack_unit_w`: a node
   with its NICs, or a scale-up domain's hosts (`terms.rack_unit_power`,
   the rack rule's). One compiled program (`cost_model.evaluate_design`)
-  serves the designs of a workload, at every skew."""
+  serves the designs of a workload, at every skew. With a `system`
+  (`whole_system.WholeSystem`) the figures are the whole system's
+  (`whole_system.apply`: readers, storage, goodput) and `system` holds
+  its bill and terms (`whole_system.figures_dict`)."""
   p = hardware.as_arrays(p)
-  fig = to_result(cost_model.evaluate_design(p, w, plan, stack))
+  r = cost_model.evaluate_design(p, w, plan, stack)
+  r, f = whole_system.apply(r, p, w, system)
+  fig = to_result(r)
   fig['rack_unit_w'] = _f(terms.rack_unit_power(p))
+  if f is not None:
+    fig['system'] = whole_system.figures_dict(f, fig, system)
   return fig
 
 

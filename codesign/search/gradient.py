@@ -83,7 +83,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from codesign.core.errors import InputError
-from codesign.model import cost_model, terms
+from codesign.model import cost_model, terms, whole_system
 from codesign.search import (
   batching,
   buildability,
@@ -92,6 +92,7 @@ from codesign.search import (
   snapping,
 )
 from codesign.search import design_space as ds
+from codesign.spec import whole_system as whole_system_spec
 from codesign.spec import workload as wl
 from codesign.spec.stack import Stack
 
@@ -135,6 +136,10 @@ class Problem:
       life, for `throughput_per_tco` (`terms.energy_usd_per_w`).
     rack_w: W one rack supplies, or None: a node (or a domain's hosts) at
       the wall above it is infeasible (`terms.rack_unit_power`).
+    system: the system around the trainers (`whole_system.WholeSystem`:
+      readers, storage, failures), or None: the step alone. Its
+      throughput, capex and power are what every objective and limit
+      sees (`model.whole_system.apply`).
   """
 
   space: ds.DesignSpace
@@ -146,6 +151,7 @@ class Problem:
   samples: float = 1e9
   energy_usd_per_w: float = 0.0
   rack_w: float | None = None
+  system: object = None
 
 
 def check_problem(problem: Problem) -> Problem:
@@ -161,6 +167,8 @@ def check_problem(problem: Problem) -> Problem:
       raise InputError(f'{key} must be a positive number, got {v}')
   if not (math.isfinite(problem.samples) and problem.samples > 0):
     raise InputError(f'samples must be positive, got {problem.samples}')
+  if problem.system is not None:
+    whole_system_spec.check(problem.system)
   return problem
 
 
@@ -340,6 +348,7 @@ def _judged(problem: Problem, p, plan, aux, question):
     aux['sharding_weights'],
     nvls_share=aux.get('nvls_share'),
   )
+  r, _ = whole_system.apply(r, p, problem.workload, problem.system)
   value = objective_value(problem, r, question)
   g = violations(problem, p, r, aux, question)
   return loss_of(problem, value, question), g, value

@@ -9,6 +9,8 @@ their JSON.
   catalog           real parts, prices and power (data/catalog.json)
   dimms             DDR as bought: price per GB by DIMM size, 2DPC speed
   schema            the inputs as JSON, in boundary units, and back
+  whole_system      the system around the trainers: readers, storage,
+                    failures and checkpoints (data/whole_system.json)
 
 Imports: core.
 """

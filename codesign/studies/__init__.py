@@ -28,6 +28,8 @@ table and plots print), so that result.json stays reproducible.
   calibration        the model against this device's train steps and C1-C17
   benchmark          how fast the cost model evaluates
   shared             what they share: loading, checks, names, reasons
+  training_time      scale_out's efficiency reference and time to train
+  batch_choice       the global batch as a decision of time_to_train
   sweeps             evaluation over a grid of designs, elasticities
   plotting           the figures the launchers draw
 

@@ -32,7 +32,7 @@ from codesign.boundary import inputs
 from codesign.calibration import coverage
 from codesign.core import interrupts
 from codesign.core.errors import InputError
-from codesign.model import planner, report, terms
+from codesign.model import convergence, planner, report, terms, whole_system
 from codesign.search import (
   batching,
   buildability,
@@ -45,8 +45,14 @@ from codesign.spec import catalog, hardware, schema, user_parts
 from codesign.spec import plan as plan_lib
 from codesign.spec import platform_presets as presets_lib
 from codesign.spec import stack as stack_lib
+from codesign.spec import whole_system as whole_system_spec
 from codesign.spec import workload as wl
-from codesign.studies import proposal_search, robustness, shared
+from codesign.studies import (
+  batch_choice,
+  proposal_search,
+  robustness,
+  shared,
+)
 
 # Platform presets evaluated beside the proposal by default: today's
 # systems of every class the search reaches (superchips and NVLink
@@ -150,6 +156,16 @@ class Settings:
       `life_years` at `usd_per_kwh`, times the facility's `pue`.
     catalog: a user's parts file (or its dict) joined to the catalog for
       this run (`codesign.spec.user_parts`); None: the shipped parts.
+    readers: `local` (the data already on the trainers: the step alone),
+      `auto` (reader nodes sized to feed the trainers, billed apart) or
+      a count of reader nodes (`whole_system.WholeSystem`).
+    with_failures: `true`, `false` or `auto` (counted above 64
+      accelerators): the throughput is the goodput and the bill holds
+      the checkpoints' storage.
+    checkpoint: `full` or `incremental` (Check-N-Run).
+    convergence: for `time_to_train`, the samples to the accuracy target
+      from the workload's samples-to-target curve at its batch
+      (`model.convergence`) in place of `samples`, where it has one.
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -178,6 +194,10 @@ class Settings:
   usd_per_kwh: float = USD_PER_KWH
   pue: float = PUE
   catalog: str | dict | None = None
+  readers: str = 'auto'
+  with_failures: str = 'auto'
+  checkpoint: str = 'full'
+  convergence: bool = True
 
 
 def within_limits(fig: dict, limits: dict) -> bool:
@@ -419,9 +439,28 @@ def _run(settings, progress, on_step) -> tuple[dict, list[dict]]:
     **trims,
     'board_violations': _boards(proposal),
     'memory_headroom': settings.memory_headroom,
+    'convergence': _convergence(request),
   }
+  if settings.objective == 'time_to_train':
+    result['batch'] = batch_choice.choose(
+      proposal.p,
+      request.w,
+      _stack(request, found, proposal),
+      request.system,
+      lambda f: _score(found.problem, proposal.limits, f),
+    )
   timing = {'search_wall_s': t_search, 'total_wall_s': t_total}
   return {**result, 'timing': timing}, found.result.history
+
+
+def _convergence(request) -> dict | None:
+  """result.json's `convergence`: for `time_to_train` with the setting
+  on, what the workload's samples-to-target curve says at its batch
+  (`convergence.point`); None otherwise."""
+  settings, w = request.settings, request.w
+  if settings.objective != 'time_to_train' or not settings.convergence:
+    return None
+  return convergence.point(w.name, w.global_batch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -438,6 +477,10 @@ class _Request:
     parts: the search's part selection (`accelerators`, `cpus`), or {}.
     config: the gradient search's configuration, checked.
     on_step: the caller's per-chunk callback, or None.
+    system: the system around the trainers (`whole_system.WholeSystem`),
+      or None where it changes nothing (the step alone).
+    samples: the samples `time_to_train` counts (`settings.samples`, or
+      the samples to the target from the workload's curve).
   """
 
   settings: Settings
@@ -449,6 +492,8 @@ class _Request:
   parts: dict
   config: gradient.Config
   on_step: Callable[[int, dict], None] | None
+  system: object = None
+  samples: float = 1e9
 
   def on_step_of(self, objective: str):
     """The search's per-chunk callback that reports `objective` as the
@@ -508,7 +553,35 @@ def _request(settings: Settings, on_step) -> _Request:
     parts,
     config,
     on_step,
+    system_of(settings),
+    samples_of(settings, w),
   )
+
+
+def system_of(settings: Settings):
+  """The `WholeSystem` of the settings, or None where it changes
+  nothing (the data local and failures not counted)."""
+  s = whole_system_spec.check(
+    whole_system_spec.WholeSystem(
+      readers=whole_system_spec.readers_setting(settings.readers),
+      with_failures=whole_system_spec.failures_setting(settings.with_failures),
+      checkpoint=settings.checkpoint,
+      dataset_samples=float(settings.samples),
+    )
+  )
+  return s if s.active else None
+
+
+def samples_of(settings: Settings, w: wl.Workload) -> float:
+  """The samples `time_to_train` counts: for that objective the samples
+  to the accuracy target at the workload's batch from its curve
+  (`convergence`, where it has one and the setting is on), else
+  `settings.samples`."""
+  point = convergence.point(w.name, w.global_batch)
+  timed = settings.objective == 'time_to_train'
+  if timed and settings.convergence and point is not None:
+    return point['samples_to_target']
+  return float(settings.samples)
 
 
 def with_headroom(s: stack_lib.Stack, headroom: float) -> stack_lib.Stack:
@@ -606,7 +679,8 @@ def _search(request: _Request, progress) -> proposal_search.Found:
       'objective': settings.objective,
       'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
       'power_w': float(settings.power_w) if settings.power_w else None,
-      'samples': float(settings.samples),
+      'samples': request.samples,
+      'system': request.system,
       'energy_usd_per_w': terms.energy_usd_per_w(
         settings.life_years, settings.usd_per_kwh, settings.pue
       ),
@@ -721,9 +795,10 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
   pj, plj = schema.platform_to_json(p), schema.plan_to_json(plan)
   p_back = schema.platform_from_json(pj)
   plan_back = schema.plan_from_json(plj, w)
-  fig = report.design_figures(p_back, w, plan_back, stack)
+  system = problem.system
+  fig = report.design_figures(p_back, w, plan_back, stack, system)
   auto_plan = planner.make(w, p_back, stack)
-  auto_fig = report.design_figures(p_back, w, auto_plan, stack)
+  auto_fig = report.design_figures(p_back, w, auto_plan, stack, system)
   plan_z = res.best_plan_z
   plan_source = 'search'
   if _auto_plan_wins(problem, auto_fig, fig, limits):
@@ -732,7 +807,7 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
     plan_source = 'auto'
     plj = schema.plan_to_json(auto_plan)
     plan_back = schema.plan_from_json(plj, w)
-    fig = report.design_figures(p_back, w, plan_back, stack)
+    fig = report.design_figures(p_back, w, plan_back, stack, system)
     plan_z = plan_space.vector_of(problem.space, auto_plan)
   # Recomputed on one device, so that the result does not depend on the
   # devices the batched search ran on; in the search's own program (its
@@ -782,7 +857,9 @@ def _oversubscribed(problem, prop: _Proposal, w, stack, tolerance):
     q = dataclasses.replace(
       p, nic=dataclasses.replace(p.nic, oversubscription=o, sources=src)
     )
-    rows.append((q, report.design_figures(q, w, prop.plan, stack)))
+    rows.append(
+      (q, report.design_figures(q, w, prop.plan, stack, problem.system))
+    )
   values = [_score(problem, prop.limits, f) for _, f in rows]
   order = shared.decide(
     values,
@@ -804,7 +881,9 @@ def _oversubscribed(problem, prop: _Proposal, w, stack, tolerance):
     if prop.limits['power_w']
     else -1.0
   )
-  auto = report.design_figures(q, w, planner.make(w, q, stack), stack)
+  auto = report.design_figures(
+    q, w, planner.make(w, q, stack), stack, problem.system
+  )
   return dataclasses.replace(
     prop, p=q, pj=schema.platform_to_json(q), fig=fig, auto_fig=auto, g_best=g
   )
@@ -816,7 +895,9 @@ def _continuous(request: _Request, found) -> tuple:
   return (
     pc,
     planc,
-    report.design_figures(pc, request.w, planc, _stack(request, found)),
+    report.design_figures(
+      pc, request.w, planc, _stack(request, found), found.problem.system
+    ),
   )
 
 
@@ -830,7 +911,9 @@ def _presets(request: _Request, progress) -> list:
   def preset(name):
     interrupts.check()  # the search beside it failed or was stopped
     pp = part_tables.priced(presets_lib.get(name), request.prices)
-    pplan, fig = shared.preset_figures(w, pp, request.stacks[pp.trainer])
+    pplan, fig = shared.preset_figures(
+      w, pp, request.stacks[pp.trainer], request.system
+    )
     progress(f'evaluated preset {name}')
     return name, pp, pplan, fig
 
@@ -913,6 +996,7 @@ def _ranking(request, found, proposal: _Proposal, presets, progress):
     problem.objective,
     request.prices,
     request.settings.tolerance,
+    request.system,
   )
   return {**rob, 'left_out': left_out}, candidates
 
@@ -1169,6 +1253,12 @@ def _table(result: dict) -> str:
     lines.append(report.capex_line(bill))
     if 'racks' in bill:
       lines.append(report.racks_line(bill['racks']))
+  if 'system' in result['proposal']:
+    lines.extend(whole_system.lines(result['proposal']['system']))
+  if result.get('convergence'):
+    lines.append(convergence.sentence(result['convergence']))
+  if result.get('batch'):
+    lines.append(result['batch']['sentence'])
   if 'tco' in result['proposal']:
     lines.append(tco_line(result['proposal']['tco']))
   prices = result.get('prices', {}).get('set_by_flag_usd', {})

@@ -575,11 +575,11 @@ def final_design(problem, index, plan_z) -> tuple:
   space searches the sharding (as `studies.proposal` keeps it)."""
   w, stack = problem.workload, problem.stack
   p, plan = gradient.buildable(problem, index, plan_z)
-  fig = report.design_figures(p, w, plan, stack)
+  fig = report.design_figures(p, w, plan, stack, problem.system)
   if problem.space.sharding != plan_space.SEARCH:
     return p, plan, fig
   auto_plan = planner.make(w, p, stack)
-  auto = report.design_figures(p, w, auto_plan, stack)
+  auto = report.design_figures(p, w, auto_plan, stack, problem.system)
   a, b = _score(problem, auto), _score(problem, fig)
   if a is None or (b is not None and not _beats(problem, a, b)):
     return p, plan, fig

@@ -241,6 +241,10 @@ def _repriced(c: Candidate, prices: dict) -> dict:
   p = part_tables.priced(c.platform, tuple(sorted(prices.items())))
   capex, _ = terms.capex_and_power(p)
   capex = float(capex)
+  # The system around the trainers (readers, storage, front-end network)
+  # keeps its own prices (`whole_system.json`).
+  bill = c.figures.get('system', {}).get('bill', {})
+  capex += sum(b['usd'] for b in bill.values())
   thr = c.figures['throughput_samples_per_s']
   return {**c.figures, 'capex_usd': capex, 'perf_per_usd': thr / capex}
 
@@ -265,16 +269,19 @@ def refit_hbm(w: wl.Workload, p, stack: Stack, plan) -> np.ndarray:
   return frac
 
 
-def _reskewed(c: Candidate, w: wl.Workload, stack: Stack | dict) -> dict:
+def _reskewed(
+  c: Candidate, w: wl.Workload, stack: Stack | dict, system=None
+) -> dict:
   """The figures of `c` on workload `w` (another skew), its HBM fractions
-  re-fitted (`refit_hbm`); `stack` may map trainer -> stack."""
+  re-fitted (`refit_hbm`); `stack` may map trainer -> stack; `system`:
+  the system around the trainers (`report.design_figures`)."""
   if isinstance(stack, dict):
     stack = stack[c.platform.trainer]
   plan = c.plan
   if c.platform.trainer != 'cpu':
     frac = refit_hbm(w, c.platform, stack, plan)
     plan = dataclasses.replace(plan, hbm_fraction=frac)
-  return report.design_figures(c.platform, w, plan, stack)
+  return report.design_figures(c.platform, w, plan, stack, system)
 
 
 def network_repriced(p: hardware.Platform, factor: float):
@@ -290,9 +297,12 @@ def network_repriced(p: hardware.Platform, factor: float):
   return dataclasses.replace(p, nic=nic)
 
 
-def figures_under(pert, candidates, w, stack, prices) -> list[dict]:
+def figures_under(
+  pert, candidates, w, stack, prices, system=None
+) -> list[dict]:
   """The candidates' figures under one perturbation (a `perturbations`
-  dict): repriced parts or network, or another popularity skew."""
+  dict): repriced parts or network, or another popularity skew (the
+  system around the trainers, `system`, evaluated again)."""
   if pert['kind'] == 'network_price':
     moved = [
       dataclasses.replace(
@@ -307,7 +317,7 @@ def figures_under(pert, candidates, w, stack, prices) -> list[dict]:
       moved[n] = pert['factor'] * part_tables.price_usd(n, prices)
     return [_repriced(c, moved) for c in candidates]
   w2 = dataclasses.replace(w, popularity_skew=pert['value'])
-  return [_reskewed(c, w2, stack) for c in candidates]
+  return [_reskewed(c, w2, stack, system) for c in candidates]
 
 
 def _ranking(values, objective: str, capex, tolerance=None) -> list[int]:
@@ -327,6 +337,7 @@ def check(
   objective: str,
   prices=(),
   tolerance: float | None = None,
+  system=None,
 ) -> dict:
   """Whether candidates[0] (the proposal) stays the best under each
   perturbation (a `perturbations` dict).
@@ -342,6 +353,8 @@ def check(
     prices: the part prices the user set (`part_tables.Prices`).
     tolerance: for throughput objectives, the rule's tolerance (None: the
       fastest is the best).
+    system: the system around the trainers, or None
+      (`whole_system.WholeSystem`).
 
   Returns:
     The `robustness` dict of result.json: `method`, `candidates` (name,
@@ -360,7 +373,7 @@ def check(
   order = _ranking(nominal, objective, capex(figs0), tolerance)
   rows = []
   for pert in perturbations_:
-    figs = figures_under(pert, candidates, w, stack, prices)
+    figs = figures_under(pert, candidates, w, stack, prices, system)
     values = [score(f) for f in figs]
     rank = _ranking(values, objective, capex(figs), tolerance)
     rows.append(
@@ -467,7 +480,7 @@ def found_designs(problem, res, score, limit: int = FOUND_DESIGNS):
     if not ok or kind(idx) in seen:
       continue
     p, plan = gradient.buildable(problem, idx, pz)
-    fig = report.design_figures(p, w, plan, stack)
+    fig = report.design_figures(p, w, plan, stack, problem.system)
     if score(fig) is not None:
       seen.append(kind(idx))
       found.append((p, plan, fig))

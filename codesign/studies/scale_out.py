@@ -29,7 +29,7 @@ from codesign.spec import plan as plan_lib
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
-from codesign.studies import shared, sweeps
+from codesign.studies import shared, sweeps, training_time
 
 # Keys of `run`'s result that are not part of result.json (kept out so that
 # result.json stays as it was before they existed); `table` uses them.
@@ -63,6 +63,11 @@ class Settings:
       embedding: `planner.hybrid_shardings`) or one of `plan.SHARDINGS`,
       for every table.
     rounds: rounds of 32-fold multisection in log bandwidth (>= 1).
+    with_failures: `auto` (above 64 accelerators), `true` or `false`:
+      the time to train counts the goodput (`training_time`).
+    checkpoint: `full` or `incremental` (Check-N-Run).
+    samples: samples to train, for a workload without a samples-to-target
+      curve (`model.convergence`).
   """
 
   workload: str | wl.Workload = 'zion_scale'
@@ -75,6 +80,9 @@ class Settings:
   max_nic_gbit_per_s: float = 8000.0
   sharding: str = 'auto'
   rounds: int = 3
+  with_failures: str = 'auto'
+  checkpoint: str = 'full'
+  samples: float = 1e9
 
   def __post_init__(self):
     counts = list(self.nodes)
@@ -164,7 +172,7 @@ def run(
   """
   progress = progress or (lambda line: None)
   request = _request(settings)  # inputs loaded, an accelerator platform
-  rows, why, single = _per_node_count(request, progress)
+  rows, why, single, ref = _per_node_count(request, progress)
   own_gbps = request.own_bw / _TO_BPS * request.per_accel
   result = {
     'workload': request.w0.name,
@@ -177,7 +185,16 @@ def run(
     'per_node_count': rows,
     'summary': _summary(rows, settings, own_gbps, request.per_accel),
     'measured_cases': measured_cases(request.w0, request.p0, request.stack),
-    'scaling_stopped_by': scaling_stop(rows, settings.target),
+    'scaling_stopped_by': scaling_stop(rows, settings.target, ref),
+    'efficiency_reference': training_time.efficiency_reference(rows, ref),
+    'time_to_train': training_time.section(
+      rows,
+      request.w0,
+      request.p0,
+      request.stack.name,
+      training_time.system_of(settings.with_failures, settings.checkpoint),
+      settings.samples,
+    ),
     'why_infeasible': why,
   }
   return result, _metrics(rows)
@@ -236,36 +253,51 @@ def _request(settings: Settings) -> _Request:
 
 
 def _per_node_count(request: _Request, progress):
-  """(rows, why, single): result.json's `per_node_count`, per node count
-  None or why it is infeasible, and the first node count's throughput
-  (the reference of the efficiencies)."""
+  """(rows, why, single, ref): result.json's `per_node_count`, per node
+  count None or why it is infeasible, the first node count's throughput,
+  and the index of the efficiencies' reference
+  (`training_time.reference_index`: the smallest count whose HBM holds
+  every table), whose throughput per node the efficiencies and the
+  needed NIC bandwidth are judged against."""
   settings = request.settings
-  rows, why, single = [], [], None
+  sized = []
   for n in settings.nodes:
-    progress(f'{n} nodes: auto plan, own NIC, needed NIC bandwidth')
+    progress(f'{n} nodes: auto plan, own NIC')
     p, w = sweeps.with_nodes(
       request.p0, request.w0, n, weak=settings.scaling == 'weak'
     )
     plan = planner.make(w, p, request.stack, sharding=settings.sharding)
     own = sweeps.nic_sweep(p, w, request.stack, plan, [request.own_bw])
-    own = {k: v[0] for k, v in own.items()}
-    if single is None:
-      single = float(own['throughput'])
+    sized.append((n, p, w, plan, {k: v[0] for k, v in own.items()}))
+  ref = training_time.reference_index(
+    [
+      {'feasible': bool(o['feasible']), 'hbm_fraction': _mean(pl)}
+      for _, _, _, pl, o in sized
+    ]
+  )
+  per_node = float(sized[ref][4]['throughput']) / sized[ref][0]
+  rows, why = [], []
+  for n, p, w, plan, own in sized:
+    progress(f'{n} nodes: needed NIC bandwidth')
     need = sweeps.required_nic_bandwidth(
       p,
       w,
       request.stack,
       plan,
-      single,
+      per_node,
       settings.target,
       request.lo,
       request.hi,
       settings.rounds,
     )
-    row = _row(request, n, w, plan, own, need, single)
+    row = _row(request, n, w, plan, own, need, per_node)
     rows.append({**row, 'capex_breakdown': report.capex_breakdown(p)})
     why.append(None if own['feasible'] else _why_infeasible(own))
-  return rows, why, single
+  return rows, why, float(sized[0][4]['throughput']), ref
+
+
+def _mean(plan) -> float:
+  return float(np.mean(plan.hbm_fraction))
 
 
 def _row(request: _Request, n, w, plan, own, need, single) -> dict:
@@ -278,7 +310,7 @@ def _row(request: _Request, n, w, plan, own, need, single) -> dict:
     'nodes': n,
     'global_batch': w.global_batch,
     'feasible': bool(own['feasible']),
-    'hbm_fraction': float(np.mean(plan.hbm_fraction)),
+    'hbm_fraction': _mean(plan),
     'throughput_samples_per_s': own['throughput'],
     'efficiency': float(own['throughput']) / (n * single),
     'bottleneck': cost_model.COMPONENTS[int(own['bottleneck_index'])],
@@ -417,15 +449,16 @@ def _with_efficiency(points: list[dict]) -> list[dict]:
   return out
 
 
-def scaling_stop(rows: list[dict], target: float) -> dict:
-  """result.json's `scaling_stopped_by`: at the first node count whose
+def scaling_stop(rows: list[dict], target: float, ref: int = 0) -> dict:
+  """result.json's `scaling_stopped_by`: at the first node count after
+  the efficiencies' reference (`ref`, an index of `rows`) whose
   efficiency falls below `target`, the step component that grew most
   beyond what linear scaling leaves it (its time at the first node count
   times the change in batch per node: unchanged under weak scaling),
   with its share of the step and its time at both counts. `component`
   and `nodes` are None when every node count keeps the target."""
-  first = rows[0]
-  below = next((r for r in rows[1:] if r['efficiency'] < target), None)
+  first = rows[ref]
+  below = next((r for r in rows[ref + 1 :] if r['efficiency'] < target), None)
   if below is None:
     return {
       'nodes': None,
@@ -579,6 +612,29 @@ def _needed_text(r: dict, first: bool) -> str:
   return f'{need:,.1f}'
 
 
+def _count_lines(result: dict, rows: list, why: list) -> list[str]:
+  """One line per node count: throughput, efficiency (against the
+  reference, whose needed NIC reads `reference`), step, needed NIC,
+  bottleneck and feasibility."""
+  ref = (result.get('efficiency_reference') or {}).get(
+    'nodes', rows[0]['nodes']
+  )
+  out = []
+  for i, r in enumerate(rows):
+    step = step_time_s(r)
+    share = r['breakdown_s'][r['bottleneck']] / step
+    feasible = 'yes' if r['feasible'] else f'NO: {why[i] or "see memory"}'
+    thr = float(r['throughput_samples_per_s'])
+    train = report.time_to_train_text(thr, report.DEFAULT_TRAIN_SAMPLES)
+    out.append(
+      f'{r["nodes"]:>5d} {r["global_batch"]:>12,d} {thr:>13,.0f} '
+      f'{train:>9s} {r["efficiency"]:>10.0%} {step * 1e3:>9.3f} '
+      f'{_needed_text(r, r["nodes"] == ref):>26s}  '
+      f'{r["bottleneck"] + f" ({share:.0%})":30s} {feasible}'
+    )
+  return out
+
+
 def table(result: dict) -> str:
   """Per node count: throughput, efficiency, needed NIC bandwidth, the
   bottleneck's share of the step and feasibility (with why); then the
@@ -596,18 +652,7 @@ def table(result: dict) -> str:
     'feasible',
   ]
   samples = report.DEFAULT_TRAIN_SAMPLES
-  for i, r in enumerate(rows):
-    step = step_time_s(r)
-    share = r['breakdown_s'][r['bottleneck']] / step
-    feasible = 'yes' if r['feasible'] else f'NO: {why[i] or "see memory"}'
-    thr = float(r['throughput_samples_per_s'])
-    lines.append(
-      f'{r["nodes"]:>5d} {r["global_batch"]:>12,d} {thr:>13,.0f} '
-      f'{report.time_to_train_text(thr, samples):>9s} '
-      f'{r["efficiency"]:>10.0%} {step * 1e3:>9.3f} '
-      f'{_needed_text(r, i == 0):>26s}  '
-      f'{r["bottleneck"] + f" ({share:.0%})":30s} {feasible}'
-    )
+  lines.extend(_count_lines(result, rows, why))
   lines.append(shared.OVERLAP_NOTE)
   lines.append(shared.time_to_train_note(samples, flag=False))
   lines.append('')
@@ -638,6 +683,10 @@ def table(result: dict) -> str:
   stop = result.get('scaling_stopped_by')
   if stop is not None:  # a result written before the verdict existed
     lines.append(stop['sentence'])
+  extra = training_time.lines(result)
+  if extra:
+    lines.append('')
+    lines.extend(extra)
   lines.append('')
   lines.extend(measured_lines(result))
   return '\n'.join(lines)

@@ -184,13 +184,16 @@ def time_to_train_note(samples: float, flag: bool) -> str:
   )
 
 
-def preset_figures(w: wl.Workload, p: Platform, stack: stack_lib.Stack):
+def preset_figures(
+  w: wl.Workload, p: Platform, stack: stack_lib.Stack, system=None
+):
   """(plan, figures) of a preset as every script shows it by default, as
   evaluate does: the auto plan (`planner.make`: the hottest rows in the
   HBM the stack allows, the planner's fastest sharding per table) and
-  `report.design_figures` (`report.to_result` keys, `rack_unit_w`)."""
+  `report.design_figures` (`report.to_result` keys, `rack_unit_w`; with
+  a `system`, the whole system's figures: readers, storage, goodput)."""
   plan = planner.make(w, p, stack)
-  return plan, report.design_figures(p, w, plan, stack)
+  return plan, report.design_figures(p, w, plan, stack, system)
 
 
 def system_of(pj: dict) -> str:

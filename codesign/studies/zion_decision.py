@@ -266,6 +266,11 @@ def _era_run(settings, era, w, stack, progress, on_step=None):
     presets=era_presets(settings.presets, era),
     stack=stack,
     available_by=YEAR_2019 if era == '2019' else None,
+    # The Zion paper's question is the trainers': the data on them and no
+    # failures counted, as it compared them (the system's reader and
+    # storage nodes are today's parts, not 2019's).
+    readers='local',
+    with_failures='false',
   )
 
   def era_step(step, m):

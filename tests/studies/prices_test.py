@@ -144,6 +144,7 @@ PRICED = proposal.Settings(
   price=('H100=20000',),
   trainers=('accelerator',),
   systems=('board',),  # the SXM module (H100 begins its PCIe cards too)
+  readers='local',  # the trainers' bill alone: no readers or storage
 )
 
 

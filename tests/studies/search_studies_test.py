@@ -412,6 +412,8 @@ def test_proposal_names_why_a_preset_is_not_within_the_limits():
     starts=2,
     steps=4,
     presets=('dgx_h100',),
+    readers='local',  # the trainers' bill alone (tests/studies/
+    with_failures='false',  # proposal_system_test.py: the system's)
   )
   lines, steps = [], []
   result, history = proposal.run(

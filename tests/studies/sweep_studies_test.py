@@ -112,10 +112,21 @@ def scaled():
 
 def test_scale_out_matches_the_cost_model(scaled):
   result, metrics, lines = scaled
-  assert len(lines) == 2 and lines[1].startswith('2 nodes')
+  # Each count's plan and figures first, then (against the reference)
+  # its needed NIC.
+  assert len(lines) == 4 and lines[1].startswith('2 nodes')
   rows = result['per_node_count']
   assert [r['nodes'] for r in rows] == [1, 2]
   assert rows[0]['efficiency'] == pytest.approx(1.0)
+  # One node holds criteo_kaggle's tables: it is the reference.
+  assert result['efficiency_reference']['nodes'] == 1
+  assert result['efficiency_reference']['capacity_effect'] is None
+  # Time to train of 1e9 samples (no curve), goodput 1 at 16 GPUs.
+  times = result['time_to_train']['rows']
+  assert [t['goodput'] for t in times] == [1.0, 1.0]
+  np.testing.assert_allclose(
+    times[1]['time_to_train_s'], 1e9 / rows[1]['throughput_samples_per_s']
+  )
   w0 = inputs.load_workload('criteo_kaggle')
   p0 = inputs.load_platform('dgx_a100_80gb')
   stack = inputs.load_stack('torchrec')

@@ -2,7 +2,10 @@
 
 `codesign.model.cost_model.evaluate` composes them. One module per part of
 the step: `shared` (the `Setup`), `dense`, `embedding`, `collectives`,
-`host`, `budget`; this package re-exports their public names.
+`host`, `budget`; this package re-exports their public names. Beside
+the step, `ingestion` (a sample's bytes, a reader's rate) and
+`checkpoint` (failure rates, the Young/Daly interval, goodput) serve
+`model.whole_system`; import them as modules.
 
 Every term takes the platform (`hardware.Platform`, leaves possibly
 traced), the static workload, the plan and the software stack
