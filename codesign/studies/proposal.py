@@ -662,8 +662,9 @@ def _trim(found, request: _Request) -> tuple:
   res, trim = proposal_search.cheapest_within(
     problem, found.result, request.settings.tolerance
   )
+  designs = trim.pop('designs') if trim else []
   res, ddr_trim = proposal_search.least_ddr(problem, res)
-  found = dataclasses.replace(found, result=res)
+  found = dataclasses.replace(found, result=res, judged=tuple(designs))
   return found, {'tolerance': trim, 'ddr': ddr_trim}
 
 
@@ -937,6 +938,22 @@ def _allowed(request: _Request, p: hardware.Platform) -> bool:
   return p.accelerator.name in acc and p.cpu.name in cpu
 
 
+def _judged(found, score) -> list[robustness.Candidate]:
+  """The designs the trim judged beside the proposal (`Found.judged`:
+  the knee's path and neighbours), with their final figures, where
+  within the limits: so that the ranking applies the proposal rule to
+  the designs it was applied to."""
+  out, seen = [], set()
+  for index, plan_z in found.judged:
+    p, plan, fig = proposal_search.final_design(found.problem, index, plan_z)
+    d = design_space.describe_index(found.problem.space, index)
+    name = f'{shared.design_name(d)} ${fig["capex_usd"] / 1e6:.2f}M'
+    if score(fig) is not None and name not in seen:
+      seen.add(name)
+      out.append(robustness.Candidate(name, 'found', p, plan, fig))
+  return out
+
+
 def _other_spaces(found, score) -> list[robustness.Candidate]:
   """The best design of every other space searched (another system class,
   or the CPU trainer), with its final figures, where within the limits:
@@ -971,6 +988,7 @@ def _ranking(request, found, proposal: _Proposal, presets, progress):
       'proposal', 'proposal', proposal.p, proposal.plan, proposal.fig
     ),
     *robustness.found_designs(problem, found.result, score),
+    *_judged(found, score),
     *_other_spaces(found, score),
   ]
   for name, pp, pplan, f in presets:

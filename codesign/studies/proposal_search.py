@@ -49,12 +49,15 @@ class Found:
   per_space: space label (`space_label`) -> its trainer, best objective
   value (None when infeasible), evaluations and design space size.
   searches: (problem, result) of every space, in order.
+  judged: (index, plan_z) of the designs the trim judged beside the
+  proposal (`cheapest_within`), which the ranking judges too.
   """
 
   problem: gradient.Problem
   result: gradient.Result
   per_space: dict
   searches: tuple
+  judged: tuple = ()
 
 
 def check_trainers(trainers: tuple[str, ...]) -> tuple[str, ...]:
@@ -487,6 +490,12 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
     'proposal_capex_usd': capexes[k],
     'proposal_share_of_best': thr_of[k] / thr_of[best],
     'candidates_evaluated': int(len(index)),
+    # The judged designs themselves, for the ranking (not in result.json).
+    'designs': [
+      (index[r], judged[i][0])
+      for i, r in enumerate(rows)
+      if values[i] is not None and i != k
+    ],
     # The designs judged by their final figures (the cost-throughput
     # frontier of the screened variants), as the rule saw them.
     'judged': [
