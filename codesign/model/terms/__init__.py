@@ -39,6 +39,7 @@ Terms, with the physics each one stands for:
 
 from codesign.model.terms.budget import (
   AIR_RACK_W,
+  HOST_COPY_KNEE,
   LIQUID_RACK_W,
   LIQUID_USD_PER_W,
   capex_and_power,
@@ -53,8 +54,10 @@ from codesign.model.terms.budget import (
   rack_unit_power,
   racks,
   stack_hbm_reserved,
+  table_tiers,
   tco,
   wall_power,
+  whole_in_hbm,
 )
 from codesign.model.terms.collectives import (
   Fabric,
@@ -181,6 +184,7 @@ __all__ = [
   'fat_tree',
   'network_bill',
   'tiers_listing',
+  'HOST_COPY_KNEE',
   'host_copy',
   'compose',
   'dense_device',
@@ -210,6 +214,8 @@ __all__ = [
   'lookups',
   'memory',
   'stack_hbm_reserved',
+  'table_tiers',
+  'whole_in_hbm',
   'mlp_elementwise',
   'peak_flops',
   'per_rank',
