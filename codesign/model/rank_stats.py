@@ -6,8 +6,12 @@ packing bounds of whole tables in `terms.busiest_rank`). A per-rank table
 needs a concrete assignment, so `assign` makes the simple one whose
 busiest rank those bounds approximate:
 - table_wise: whole tables, largest load first, each onto the table rank
-  with the least load so far (greedy LPT; Graham 1969: its busiest rank
-  is at most 4/3 - 1/(3R) times the best possible);
+  with the least load so far among those it fits on (greedy LPT; Graham
+  1969: its busiest rank is at most 4/3 - 1/(3R) times the best
+  possible); where that order overflows a rank's HBM, largest bytes
+  first, the order of TorchRec's greedy partitioner
+  (torchrec/distributed/planner/partitioners.py GreedyPerfPartitioner,
+  sort_by STORAGE);
 - table_row_wise: each table, largest first, onto the scale-up domain
   (a node, or `Fabric.hosts_per_domain` nodes) whose busiest table rank
   would then be least loaded, its rows evenly over that domain's table
@@ -86,7 +90,9 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
     (per rank in DDR, a CPU trainer's), `hbm_available_bytes` (per
     rank, after the stack's reserve; 0 on a CPU trainer),
     `stack_hbm_bytes` (what the stack keeps in HBM per rank besides:
-    `terms.stack_hbm_reserved`), `model_hbm_bytes` (the model's HBM
+    `terms.stack_hbm_reserved`) and its parts (`terms.stack_hbm_parts`):
+    `kjt_hbm_bytes` on every rank and `overhead_hbm_bytes` (T,) with each
+    table's shards; `model_hbm_bytes` (the model's HBM
     requirement of the busiest rank, result.json's)
     and `model_bound_s` (the
     model's busiest-rank bound on `seconds`, plus `replica_seconds`).
@@ -116,6 +122,8 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
     'dense_ddr_bytes': dense if st.cpu_trainer else 0.0,
     'model_hbm_bytes': float(x['model_hbm']),
     'stack_hbm_bytes': float(x['reserved']),
+    'kjt_hbm_bytes': float(x['kjt']),
+    'overhead_hbm_bytes': _f(x['overhead']),
     'hbm_available_bytes': float(x['available']),
     'model_bound_s': float(x['bound']) + float(x['replica_s']),
   }
@@ -159,6 +167,8 @@ def _cpu_trainer_loads(pa, st, s: Stack, t: dict, lk, replica) -> dict:
     'hbm_bytes': np.zeros_like(tb),
     'ddr_bytes': tb,  # terms.table_tiers of a CPU trainer
     'reserved': 0.0,
+    'kjt': 0.0,
+    'overhead': np.zeros_like(tb),
     'bound': jnp.sum(seconds) / st.table_ranks,  # spread evenly
     'model_hbm': 0.0,
     'available': 0.0,
@@ -179,6 +189,7 @@ def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
     stream = acc.hbm_bandwidth * terms.STREAM_EFFICIENCY
     seconds = seconds + 2.0 * loads['cast'] / stream
   order = np.argsort(-_f(seconds), kind='stable')
+  kjt, overhead = terms.stack_hbm_parts(w, s, t, st, lk.frac)
   reserved = terms.stack_hbm_reserved(w, s, t, st, lk.frac)
   model_hbm = (
     terms.per_rank(loads['resident'], t, st, t['orders']['bytes'])
@@ -188,6 +199,8 @@ def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
   )
   return {
     'reserved': reserved,
+    'kjt': kjt,
+    'overhead': overhead,
     'seconds': seconds,
     'replica_s': replica / update_rate,
     'hbm_bytes': hbm,
@@ -237,8 +250,10 @@ def assign(
 
   Args:
     sharding: per table, one of `plan.SHARDINGS`.
-    load: (T,) each table's load (seconds); larger goes first.
-    size: (T,) each table's bytes, the tie-break (equal loads, or none).
+    load: (T,) each table's load (seconds): larger goes first.
+    size: (T,) each table's bytes, the tie-break; where the load's order
+      overflows a rank (`capacity`), larger bytes go first (TorchRec's
+      greedy partitioner sorts by storage), if that overflows less.
     ranks: R, all ranks.
     per_node: ranks per table-row-wise group: one scale-up domain's
       (`Setup.per_domain`).
@@ -257,17 +272,29 @@ def assign(
   """
   t = len(sharding)
   pieces = np.ones(t, int) if pieces is None else np.asarray(pieces)
-  share = np.zeros((t, ranks))
   holders = np.arange(dedicated, ranks)
-  work, held = np.zeros(ranks), np.zeros(ranks)
+  groups = [holders[holders // per_node == n] for n in range(ranks // per_node)]
+  groups = [n for n in groups if len(n)]
+  tables = (sharding, load, size, pieces, holders, groups, capacity)
+  share, held = _greedy(tables, lambda i: (-load[i], -size[i], i))
+  if np.max(held) > capacity:  # the bytes bind: TorchRec's order
+    share_b, held_b = _greedy(tables, lambda i: (-size[i], -load[i], i))
+    if np.max(held_b) < np.max(held):
+      share = share_b
+  return share
+
+
+def _greedy(tables, key) -> tuple[np.ndarray, np.ndarray]:
+  """(share, held): `assign`'s placement of `tables` in the order of
+  `key` (a sort key per table index) and the bytes it puts on each rank."""
+  sharding, load, size, pieces, holders, groups, capacity = tables
+  t, ranks = len(sharding), int(holders[-1]) + 1
+  share = np.zeros((t, ranks))
   for i, x in enumerate(sharding):
     if x in SPREAD:
       share[i, holders] = 1.0 / len(holders)
-  work += load @ share
-  held += size @ share
-  order = sorted(range(t), key=lambda i: (-load[i], -size[i], i))
-  groups = [holders[holders // per_node == n] for n in range(ranks // per_node)]
-  groups = [n for n in groups if len(n)]
+  work, held = load @ share, size @ share
+  order = sorted(range(t), key=key)
   state = (share, work, held, capacity)
   for i in order:
     if sharding[i] == 'table_row_wise':
@@ -277,7 +304,7 @@ def assign(
       part = (load[i] / pieces[i], size[i] / pieces[i], 1.0 / pieces[i])
       for _ in range(int(pieces[i])):
         _place_whole(i, holders, part, state)
-  return share
+  return share, held
 
 
 def _place_split(i, groups, load, size, state) -> None:
@@ -344,7 +371,7 @@ def compute(
   replicas = share.copy()
   replicas[dp] = 1.0  # a replica on every rank
   seconds = pt['seconds'] @ share + pt['replica_seconds']
-  hbm = pt['hbm_bytes'] @ replicas
+  hbm = pt['hbm_bytes'] @ replicas + pt['overhead_hbm_bytes'] @ share
   ddr = pt['ddr_bytes'] @ replicas + pt['dense_ddr_bytes']
   return {
     'ranks': _rank_rows(pt, share, seconds, hbm, ddr),
@@ -354,9 +381,10 @@ def compute(
       'ddr_bytes': _spread(ddr),
       'dense_hbm_bytes_per_rank': pt['dense_hbm_bytes'],
       'stack_hbm_bytes_per_rank': pt['stack_hbm_bytes'],
+      'kjt_hbm_bytes_per_rank': pt['kjt_hbm_bytes'],
       'busiest_hbm_bytes': float(np.max(hbm))
       + pt['dense_hbm_bytes']
-      + pt['stack_hbm_bytes'],
+      + pt['kjt_hbm_bytes'],
       'model_hbm_required_bytes': pt['model_hbm_bytes'],
       'hbm_available_bytes': pt['hbm_available_bytes'],
       'table_ranks': pt['ranks'] - pt['dedicated'],
@@ -373,15 +401,18 @@ def compute(
 def place(w: wl.Workload, p: Platform, plan: Plan, s: Stack):
   """(pt, share): the per-table numbers (`per_table`) and the (T, R)
   shares of `assign`'s placement of the design, each rank holding at most
-  the HBM the stack allows less the dense model and the data-parallel
-  replicas (no limit on a CPU trainer: DDR is per node). ranks.json and
-  the export's sharding plan read this one placement."""
+  the HBM the stack allows less the dense model, the input features and
+  the data-parallel replicas, a table counted with its shards' pipeline
+  I/O and cache bookkeeping (`terms.stack_hbm_parts`); no limit on a CPU
+  trainer (DDR is per node). ranks.json and the export's sharding plan
+  read this one placement."""
   pt = per_table(w, p, plan, s)
   cpu = p.trainer == 'cpu'
-  size = pt['ddr_bytes'] if cpu else pt['hbm_bytes']
+  size = pt['ddr_bytes'] if cpu else pt['hbm_bytes'] + pt['overhead_hbm_bytes']
   dp = np.array([x == 'data_parallel' for x in plan.sharding])
   room = pt['hbm_available_bytes'] - pt['dense_hbm_bytes']
-  room = np.inf if cpu else room - float(np.sum(size * dp))
+  room = room - pt['kjt_hbm_bytes'] - float(np.sum(size * dp))
+  room = np.inf if cpu else room
   share = assign(
     plan.sharding,
     pt['seconds'],

@@ -71,32 +71,40 @@ def table_tiers(s, frac, table_bytes, data_parallel, cpu_trainer=False):
   return hbm, (1.0 - dp) * host_copy(s, frac) * tb
 
 
-def stack_hbm_reserved(w, s, t, st: Setup, frac, row_scale=1.0):
-  """HBM bytes per accelerator the stack keeps besides tables and the
-  dense model (TorchRec planner, pytorch/torchrec@a48cef7):
-  - input features: `kjt_copies` x the rank's ids of a batch (local
-    batch x lookups per sample x `id_bytes`; storage_reservations.py
-    HeuristicalStorageReservation: 2 pipelined batches x 10 internal
-    copies of the KJT in 8 B ids);
-  - pipeline I/O: under TrainPipelineSparseDist each shard holds
-    `PIPELINE_INPUT_COPIES` x its input, the global batch's ids of its
-    table, spread over the ranks that hold tables;
-  - cache bookkeeping: a cached table's shards hold 4 B per row and 16 B
-    per cache slot (`host_copy` of it; slots = rows x frac), over the
-    ranks that hold tables.
+def stack_hbm_parts(w, s, t, st: Setup, frac, row_scale=1.0):
+  """(per_rank, per_table): the HBM bytes the stack keeps besides tables
+  and the dense model (TorchRec planner, pytorch/torchrec@a48cef7), on
+  every accelerator and with each table's shards:
+  - per rank, input features: `kjt_copies` x the rank's ids of a batch
+    (local batch x lookups per sample x `id_bytes`;
+    storage_reservations.py HeuristicalStorageReservation: 2 pipelined
+    batches x 10 internal copies of the KJT in 8 B ids);
+  - per table (T,), pipeline I/O: under TrainPipelineSparseDist its
+    shards hold `PIPELINE_INPUT_COPIES` x their input, the global batch's
+    ids of the table;
+  - per table, cache bookkeeping: a cached table's shards hold 4 B per
+    row and 16 B per cache slot (`host_copy` of it; slots = rows x frac).
   `frac` (T,) is each table's share of rows in HBM."""
   dp = t['data_parallel']
   ids = st.local * float(sum(t['pool'])) * s.id_bytes
-  out = s.kjt_copies * ids
+  per_table = 0.0 * frac
   if s.train_pipeline == 'sparse_dist':
-    shard_ids = st.batch * jnp.sum((1.0 - dp) * t['pool']) * s.id_bytes
-    out = out + PIPELINE_INPUT_COPIES * shard_ids / st.table_ranks
+    shard_ids = st.batch * (1.0 - dp) * t['pool'] * s.id_bytes
+    per_table = per_table + PIPELINE_INPUT_COPIES * shard_ids
   if s.uvm_caching:
     rows = t['rows'] * row_scale
     aux = rows * (CACHE_AUX_BYTES_PER_ROW + CACHE_AUX_BYTES_PER_SLOT * frac)
-    cached = (1.0 - dp) * host_copy(s, frac)
-    out = out + jnp.sum(cached * aux) / st.table_ranks
-  return out
+    per_table = per_table + (1.0 - dp) * host_copy(s, frac) * aux
+  return s.kjt_copies * ids, per_table
+
+
+def stack_hbm_reserved(w, s, t, st: Setup, frac, row_scale=1.0):
+  """HBM bytes per accelerator the stack keeps besides tables and the
+  dense model (`stack_hbm_parts`): the input features, and the tables'
+  pipeline I/O and cache bookkeeping spread over the ranks that hold
+  tables."""
+  per_rank, per_table = stack_hbm_parts(w, s, t, st, frac, row_scale)
+  return per_rank + jnp.sum(per_table) / st.table_ranks
 
 
 def memory(p, w, s, t, lk: Lookups, st: Setup, dense_mem, busiest: dict):
