@@ -294,7 +294,7 @@ def _ranks(p: Platform) -> tuple[int, int]:
   return int(round(float(p.nodes))), per_node
 
 
-def _domain_hosts(p: Platform) -> int:
+def domain_hosts(p: Platform) -> int:
   """Hosts per scale-up domain (`terms.domain_hosts`; 1 on CPUs)."""
   return int(round(float(terms.domain_hosts(hardware.as_arrays(p)))))
 
@@ -334,7 +334,7 @@ def _topology(w: wl.Workload, p: Platform, s: Stack) -> tuple[dict, dict]:
   bw = fabric(w, p, s)
   topology = {
     'world_size': nodes * per_node,
-    'local_world_size': per_node * _domain_hosts(p),
+    'local_world_size': per_node * domain_hosts(p),
     'compute_device': 'cpu' if cpu_trainer else 'cuda',
     'hbm_cap': 0 if cpu_trainer else int(float(p.accelerator.hbm_capacity)),
     'ddr_cap': int(node_ddr(p) / per_node),

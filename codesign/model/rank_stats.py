@@ -245,6 +245,7 @@ def assign(
   dedicated: int = 0,
   capacity: float = np.inf,
   pieces: np.ndarray | None = None,
+  target: float = np.inf,
 ) -> np.ndarray:
   """The greedy placement of the module docstring.
 
@@ -265,6 +266,9 @@ def assign(
       overflow).
     pieces: (T,) the equal shards a column-wise table is placed in, each
       as a whole table (`column_pieces`); None: one.
+    target: bytes of `size` the busiest rank should hold (the cost
+      model's bound on it): whole tables are moved and swapped off the
+      rank holding the most while it holds more (`_repair`).
 
   Returns:
     (T, R): the share of each table's rows (and work) on each rank; every
@@ -275,7 +279,8 @@ def assign(
   holders = np.arange(dedicated, ranks)
   groups = [holders[holders // per_node == n] for n in range(ranks // per_node)]
   groups = [n for n in groups if len(n)]
-  tables = (sharding, load, size, pieces, holders, groups, capacity)
+  target = min(capacity, target)
+  tables = (sharding, load, size, pieces, holders, groups, capacity, target)
   share, held = _greedy(tables, lambda i: (-load[i], -size[i], i))
   if np.max(held) > capacity:  # the bytes bind: TorchRec's order
     share_b, held_b = _greedy(tables, lambda i: (-size[i], -load[i], i))
@@ -286,8 +291,9 @@ def assign(
 
 def _greedy(tables, key) -> tuple[np.ndarray, np.ndarray]:
   """(share, held): `assign`'s placement of `tables` in the order of
-  `key` (a sort key per table index) and the bytes it puts on each rank."""
-  sharding, load, size, pieces, holders, groups, capacity = tables
+  `key` (a sort key per table index), repaired towards the target bytes
+  (`_repair`), and the bytes it puts on each rank."""
+  sharding, load, size, pieces, holders, groups, capacity, target = tables
   t, ranks = len(sharding), int(holders[-1]) + 1
   share = np.zeros((t, ranks))
   for i, x in enumerate(sharding):
@@ -299,12 +305,78 @@ def _greedy(tables, key) -> tuple[np.ndarray, np.ndarray]:
   for i in order:
     if sharding[i] == 'table_row_wise':
       _place_split(i, groups, load, size, state)
+  placed = []
   for i in order:
     if sharding[i] in ('table_wise', 'column_wise'):
       part = (load[i] / pieces[i], size[i] / pieces[i], 1.0 / pieces[i])
       for _ in range(int(pieces[i])):
-        _place_whole(i, holders, part, state)
+        placed.append([i, _place_whole(i, holders, part, state), *part])
+  _repair(placed, state, holders, target)
   return share, held
+
+
+def _repair(placed: list, state, holders, target: float) -> None:
+  """Moves and swaps of whole pieces (`placed`: [table, rank, load,
+  bytes, share] each) off the rank holding the most bytes while it holds
+  more than `target`: each round the move or swap that leaves the least
+  work on the two ranks, among those that leave both below the bytes the
+  first had (a local search; at most 4 rounds per piece)."""
+  share, work, held, _ = state
+  for _ in range(4 * len(placed)):
+    a = int(np.argmax(held))
+    if held[a] <= target:
+      return
+    best = _best_exchange(placed, work, held, holders, a)
+    if best is None:
+      return
+    k, b, m = best
+    _shift(placed[k], b, state)
+    if m is not None:
+      _shift(placed[m], a, state)
+
+
+def _best_exchange(placed: list, work, held, holders, a: int):
+  """(piece k on rank a, rank b, piece m on b or None) of `_repair`'s
+  best move (m None) or swap, or None where none lowers rank a's bytes
+  without raising another's to them."""
+  rank = np.array([x[1] for x in placed])
+  load = np.array([x[2] for x in placed])
+  size = np.array([x[3] for x in placed])
+  others = holders[holders != a]
+  swap = np.flatnonzero(rank != a)
+  best, found = None, None
+  for k in np.flatnonzero(rank == a):
+    # Moves to every other rank, then swaps with every piece elsewhere.
+    to = np.concatenate([others, rank[swap]])
+    back_s = np.concatenate([np.zeros(len(others)), size[swap]])
+    back_l = np.concatenate([np.zeros(len(others)), load[swap]])
+    ha = held[a] - size[k] + back_s
+    hb = held[to] + size[k] - back_s
+    wa = work[a] - load[k] + back_l
+    wb = work[to] + load[k] - back_l
+    ok = np.maximum(ha, hb) < held[a]
+    if not np.any(ok):
+      continue
+    score = np.where(ok, np.maximum(wa, wb), np.inf)
+    j = int(np.argmin(score))
+    if best is None or score[j] < best:
+      m = None if j < len(others) else int(swap[j - len(others)])
+      best, found = score[j], (int(k), int(to[j]), m)
+  return found
+
+
+def _shift(piece: list, to: int, state) -> None:
+  """Moves a placed piece ([table, rank, load, bytes, share]) to rank
+  `to`, updating the shares, work and bytes of `state`."""
+  share, work, held, _ = state
+  i, r, load, size, fraction = piece
+  share[i, r] -= fraction
+  work[r] -= load
+  held[r] -= size
+  share[i, to] += fraction
+  work[to] += load
+  held[to] += size
+  piece[1] = to
 
 
 def _place_split(i, groups, load, size, state) -> None:
@@ -323,9 +395,9 @@ def _place_split(i, groups, load, size, state) -> None:
   held[n] += size[i] / len(n)
 
 
-def _place_whole(i, holders, part, state) -> None:
+def _place_whole(i, holders, part, state) -> int:
   """`part` (load, bytes, share) of table `i`, a whole table or one of
-  its column shards, onto the least-loaded rank it fits on."""
+  its column shards, onto the least-loaded rank it fits on: that rank."""
   share, work, held, capacity = state
   load, size, fraction = part
 
@@ -337,6 +409,7 @@ def _place_whole(i, holders, part, state) -> None:
   share[i, r] += fraction
   work[r] += load
   held[r] += size
+  return int(r)
 
 
 def compute(
@@ -410,9 +483,9 @@ def place(w: wl.Workload, p: Platform, plan: Plan, s: Stack):
   cpu = p.trainer == 'cpu'
   size = pt['ddr_bytes'] if cpu else pt['hbm_bytes'] + pt['overhead_hbm_bytes']
   dp = np.array([x == 'data_parallel' for x in plan.sharding])
-  room = pt['hbm_available_bytes'] - pt['dense_hbm_bytes']
-  room = room - pt['kjt_hbm_bytes'] - float(np.sum(size * dp))
-  room = np.inf if cpu else room
+  fixed = pt['dense_hbm_bytes'] + pt['kjt_hbm_bytes'] + float(np.sum(size * dp))
+  room = np.inf if cpu else pt['hbm_available_bytes'] - fixed
+  target = np.inf if cpu else pt['model_hbm_bytes'] - fixed
   share = assign(
     plan.sharding,
     pt['seconds'],
@@ -422,6 +495,7 @@ def place(w: wl.Workload, p: Platform, plan: Plan, s: Stack):
     pt['dedicated'],
     capacity=room,
     pieces=column_pieces(w, plan),
+    target=target,
   )
   return pt, share
 
