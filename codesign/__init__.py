@@ -18,6 +18,7 @@ __version__ = '0.1.0'
 # public name -> the module that defines it
 _EXPORTS = {
   'evaluate': 'codesign.api',
+  'from_torchrec': 'codesign.api',
   'load_platform': 'codesign.api',
   'load_stack': 'codesign.api',
   'load_workload': 'codesign.api',

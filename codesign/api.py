@@ -277,6 +277,63 @@ def calibration_of(p: hardware.Platform, s: stack_lib.Stack, throughput):
   return {**cov, 'throughput_band': coverage.band_of(throughput, cov['band'])}
 
 
+def from_torchrec(
+  source: str | os.PathLike | dict | None = None,
+  *,
+  tables=None,
+  topology=None,
+  batch_size=None,
+  model=None,
+  dense: dict | None = None,
+  constraints: dict | None = None,
+  plan=None,
+  optimizer=None,
+) -> dict:
+  """The workload, platform, plan and stack of a TorchRec model and
+  cluster, as `codesign import_torchrec` makes them.
+
+  Give either `source` (a Python file that builds the model and
+  Topology, a JSON file in the format `codesign export --to=torchrec`
+  writes, or that format's dict) or TorchRec's objects: `tables`
+  (`EmbeddingBagConfig`s or an `EmbeddingBagCollection`) or `model` (a
+  DLRM), `topology`, `batch_size` (per rank), and where known `dense`
+  (DLRM's arguments), `constraints`, `plan` (a `ShardingPlan`) and
+  `optimizer` (the embedding optimizer class). The platform is the
+  export's own, or the nearest preset adjusted to the Topology
+  (`codesign.boundary.torchrec_import`).
+
+  Returns:
+    A dict: `workload`, `platform`, `plan`, `stack` (JSON dicts that
+    `evaluate` and `propose` take) and `guesses` (a sentence per guess).
+
+  Raises:
+    InputError: a description that cannot be read, in one sentence.
+  """
+  from codesign.boundary import torchrec_bridge, torchrec_import
+
+  if source is None:
+    d = torchrec_import.describe(
+      tables=tables,
+      topology=topology,
+      batch_size=batch_size,
+      model=model,
+      dense=dense,
+      constraints=constraints,
+      plan=plan,
+      optimizer=optimizer,
+    )
+  elif isinstance(source, dict):
+    d = source
+  elif os.fspath(source).endswith('.py'):
+    torchrec_bridge.require()
+    d = torchrec_import.read_python(os.fspath(source))
+  else:
+    d = inputs.read_json(os.fspath(source), 'TorchRec description')
+  with jax.enable_x64(True):
+    got = torchrec_import.to_inputs(d)
+  return {**got._asdict()}
+
+
 def buildability_violations(platform) -> list[dict]:
   """The buildability rules a platform breaks
   (`codesign.search.buildability.violations`: boards that are not sold,

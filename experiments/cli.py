@@ -34,6 +34,7 @@ COMMANDS = (
   'calibrate',
   'benchmark',
   'export',
+  'import_torchrec',
   'fuzz',
 )
 _HELP = ('-h', '--help', '-help', 'help')

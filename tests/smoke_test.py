@@ -2,7 +2,8 @@
 placement and one of the two fixed ones (`hbm` and `ddr` by turns, so
 that every workload meets both on half the presets), with the stack
 presets by turns: a finite, positive step time, or infeasible with the
-tier that overflows named; never NaN, and always a valid result.json.
+tier that overflows named; never NaN, and always a valid result.json,
+whose DDR need the per-rank DDR of ranks.json sums to.
 Each evaluation runs op by op (about 0.1 s on 2 cores): the pairs are
 too varied in structure for one compile to serve them."""
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from codesign.core import results
-from codesign.model import cost_model, planner, report
+from codesign.model import cost_model, planner, rank_stats, report
 from codesign.spec import (
   hardware,
   platform_presets,
@@ -45,3 +46,13 @@ def test_every_preset_pair_is_finite(workload_name):
       # dumps refuses NaN and inf (allow_nan=False).
       results.dumps(result)
       assert result['capex_usd'] > 0 and result['power_w'] > 0, where
+      _ranks_agree_on_ddr(w, p, pl, s, result, where)
+
+
+def _ranks_agree_on_ddr(w, p, pl, s, result, where):
+  """ranks.json's DDR per rank sums, per node, to result.json's DDR need
+  (one memory truth: `terms.table_tiers`)."""
+  ranks = rank_stats.compute(w, p, pl, s)['ranks']
+  per_node = sum(x['ddr_bytes'] for x in ranks) / float(p.nodes)
+  need = result['memory']['ddr']['required_bytes']
+  assert per_node == pytest.approx(need, rel=1e-9, abs=1.0), where

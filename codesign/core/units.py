@@ -3,7 +3,9 @@
 Inside codesign every number is SI: seconds, bytes, bytes/s, FLOP/s, W, USD.
 At the boundaries (JSON files, `--override`, printed tables) numbers carry
 their unit in the key name, e.g. `hbm_bandwidth_gb_per_s`. Decimal prefixes
-throughout (1 GB = 1e9 B), as vendors quote bandwidth and as the catalog uses.
+throughout (1 GB = 1e9 B), as vendors quote bandwidth and as the catalog uses;
+only the capacity of a memory part sold in binary gigabytes is read as GiB
+(`GIB`) where it enters.
 """
 
 # unit suffix -> multiplier that turns a boundary value into SI.
@@ -28,6 +30,9 @@ UNITS: dict[str, float] = {
 }
 
 GB = 1e9
+# A binary gigabyte: memory parts are sold in it (an "80 GB" HBM stack
+# holds 80 x 2^30 bytes), so a capacity quoted in a part's name is GiB.
+GIB = float(2**30)
 TFLOPS = 1e12
 
 

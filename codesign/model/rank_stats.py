@@ -6,13 +6,19 @@ packing bounds of whole tables in `terms.busiest_rank`). A per-rank table
 needs a concrete assignment, so `assign` makes the simple one whose
 busiest rank those bounds approximate:
 - table_wise: whole tables, largest load first, each onto the table rank
-  with the least load so far (greedy LPT; Graham 1969: its busiest rank
-  is at most 4/3 - 1/(3R) times the best possible);
+  with the least load so far among those it fits on (greedy LPT; Graham
+  1969: its busiest rank is at most 4/3 - 1/(3R) times the best
+  possible); where that order overflows a rank's HBM, largest bytes
+  first, the order of TorchRec's greedy partitioner
+  (torchrec/distributed/planner/partitioners.py GreedyPerfPartitioner,
+  sort_by STORAGE);
 - table_row_wise: each table, largest first, onto the scale-up domain
   (a node, or `Fabric.hosts_per_domain` nodes) whose busiest table rank
   would then be least loaded, its rows evenly over that domain's table
   ranks;
-- row_wise, column_wise, data_parallel: evenly over every table rank.
+- column_wise: each table in the column shards TorchRec makes of it
+  (`column_pieces`), each shard placed as a whole table;
+- row_wise, data_parallel: evenly over every table rank.
 Table ranks are all R ranks, except rank 0 when the stack runs the
 bottom MLP alone on it (`terms.setup`: one device, more than 4 ranks).
 
@@ -28,7 +34,11 @@ which spreads them evenly). Data-parallel tables add their dense
 replica update to every rank.
 
 `compute` returns per rank the HBM and DDR bytes of table rows (with
-optimizer state; data-parallel replicas on every rank), the lookups per
+optimizer state; data-parallel replicas on every rank), as the step's
+memory counts them (`terms.table_tiers`: a UVM-cached table's whole host
+copy, none for a table whole in HBM; on a CPU trainer each rank's dense
+replica too, so that a node's ranks sum to result.json's DDR need), the
+lookups per
 step served from HBM and from DDR, the embedding seconds and their share
 of the busiest rank's; and a summary: mean, greedy maximum and imbalance
 (max/mean), beside the model's bound on the same per-table loads
@@ -47,7 +57,13 @@ from codesign.spec.hardware import Platform
 from codesign.spec.plan import Plan
 from codesign.spec.stack import Stack
 
-SPREAD = ('row_wise', 'column_wise', 'data_parallel')
+SPREAD = ('row_wise', 'data_parallel')
+# TorchRec cuts a column-wise table into blocks of columns that are a
+# multiple of 4 wide and divide its dim, the narrowest at least
+# `min_partition` (torchrec/distributed/sharding_plan.py
+# _get_block_size_for_cw_shard and _find_base_dim): FBGEMM's kernels take
+# dims in multiples of 4.
+CW_BLOCK_MULTIPLE = 4
 # Rows of the printed table; larger clusters print their busiest ranks
 # (ranks.json holds every rank).
 PRINTED_RANKS = 16
@@ -63,15 +79,21 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
   Returns:
     A dict of arrays of shape (T,): `hbm_bytes` and `ddr_bytes` (rows and
     optimizer state resident per tier, one replica of a data-parallel
-    table), `hbm_lookups` and `ddr_lookups` (lookups per step over the
-    global batch), `seconds` (embedding seconds per step of the table on
-    the rank or ranks that hold it); and scalars `replica_seconds`
+    table: `terms.table_tiers`), `hbm_lookups` and `ddr_lookups`
+    (lookups per step over the global batch), `seconds` (embedding
+    seconds per step of the table on the rank or ranks that hold it);
+    and scalars `replica_seconds`
     (seconds per rank of updating the data-parallel replicas), `ranks`,
     `per_node`, `per_domain` (ranks of one scale-up domain), `dedicated`
     (1 when rank 0 holds no tables, else 0),
-    `dense_hbm_bytes` (dense model per rank), `hbm_available_bytes` (per
+    `dense_hbm_bytes` (dense model per rank in HBM), `dense_ddr_bytes`
+    (per rank in DDR, a CPU trainer's), `hbm_available_bytes` (per
     rank, after the stack's reserve; 0 on a CPU trainer),
-    `model_hbm_bytes` (the model's HBM requirement of the busiest rank)
+    `stack_hbm_bytes` (what the stack keeps in HBM per rank besides:
+    `terms.stack_hbm_reserved`) and its parts (`terms.stack_hbm_parts`):
+    `kjt_hbm_bytes` on every rank and `overhead_hbm_bytes` (T,) with each
+    table's shards; `model_hbm_bytes` (the model's HBM
+    requirement of the busiest rank, result.json's)
     and `model_bound_s` (the
     model's busiest-rank bound on `seconds`, plus `replica_seconds`).
   """
@@ -84,6 +106,7 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
     x = _cpu_trainer_loads(pa, st, s, t, lk, replica)
   else:
     x = _accelerator_loads(w, p, pa, st, s, t, lk, loads, replica)
+  dense = float(terms.dense_hbm_bytes(w, pa, s))
   return {
     'hbm_bytes': _f(x['hbm_bytes']),
     'ddr_bytes': _f(x['ddr_bytes']),
@@ -95,10 +118,12 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
     'per_node': int(round(float(st.per_node))),
     'per_domain': int(round(float(st.per_domain))),
     'dedicated': int(round(float(st.dedicated))),
-    'dense_hbm_bytes': 0.0
-    if st.cpu_trainer
-    else float(terms.dense_hbm_bytes(w, pa, s)),
+    'dense_hbm_bytes': 0.0 if st.cpu_trainer else dense,
+    'dense_ddr_bytes': dense if st.cpu_trainer else 0.0,
     'model_hbm_bytes': float(x['model_hbm']),
+    'stack_hbm_bytes': float(x['reserved']),
+    'kjt_hbm_bytes': float(x['kjt']),
+    'overhead_hbm_bytes': _f(x['overhead']),
     'hbm_available_bytes': float(x['available']),
     'model_bound_s': float(x['bound']) + float(x['replica_s']),
   }
@@ -140,7 +165,10 @@ def _cpu_trainer_loads(pa, st, s: Stack, t: dict, lk, replica) -> dict:
     'seconds': seconds,
     'replica_s': replica / update_rate,
     'hbm_bytes': np.zeros_like(tb),
-    'ddr_bytes': tb,
+    'ddr_bytes': tb,  # terms.table_tiers of a CPU trainer
+    'reserved': 0.0,
+    'kjt': 0.0,
+    'overhead': np.zeros_like(tb),
     'bound': jnp.sum(seconds) / st.table_ranks,  # spread evenly
     'model_hbm': 0.0,
     'available': 0.0,
@@ -153,6 +181,7 @@ def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
   hbm_bytes, ddr_bytes, bound, model_hbm, available."""
   acc, tb, dp = pa.accelerator, t['table_bytes'], t['data_parallel']
   frac = _f(lk.frac)
+  hbm, ddr = (_f(x) for x in terms.table_tiers(s, frac, tb, dp))
   update_rate = acc.hbm_bandwidth * acc.update_efficiency
   seconds = loads['gather'] / (acc.hbm_bandwidth * acc.gather_efficiency)
   seconds = seconds + loads['update'] / update_rate
@@ -160,20 +189,51 @@ def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
     stream = acc.hbm_bandwidth * terms.STREAM_EFFICIENCY
     seconds = seconds + 2.0 * loads['cast'] / stream
   order = np.argsort(-_f(seconds), kind='stable')
+  kjt, overhead = terms.stack_hbm_parts(w, s, t, st, lk.frac)
+  reserved = terms.stack_hbm_reserved(w, s, t, st, lk.frac)
   model_hbm = (
     terms.per_rank(loads['resident'], t, st, t['orders']['bytes'])
     + np.sum(dp * tb)
     + terms.dense_hbm_bytes(w, pa, s)
+    + reserved
   )
   return {
+    'reserved': reserved,
+    'kjt': kjt,
+    'overhead': overhead,
     'seconds': seconds,
     'replica_s': replica / update_rate,
-    'hbm_bytes': frac * tb,
-    'ddr_bytes': ((1.0 - dp) if s.uvm_caching else (1.0 - frac)) * tb,
+    'hbm_bytes': hbm,
+    'ddr_bytes': ddr,
     'bound': terms.per_rank(seconds, t, st, order),
     'model_hbm': model_hbm,
     'available': float(p.accelerator.hbm_capacity) * (1.0 - s.hbm_reserve),
   }
+
+
+def column_block(dim: int, column_shards: int) -> int:
+  """Columns per shard TorchRec makes of a column-wise table of `dim`
+  columns asked in `column_shards` shards (its min_partition, dim //
+  column_shards): the narrowest width of at least that which divides dim
+  and is a multiple of `CW_BLOCK_MULTIPLE`, else the whole dim."""
+  low = max(1, dim // column_shards)
+  for width in range(low, dim):
+    if dim % width == 0 and width % CW_BLOCK_MULTIPLE == 0:
+      return width
+  return dim
+
+
+def column_pieces(w: wl.Workload, plan: Plan) -> np.ndarray:
+  """(T,) the shards of each table placed as whole pieces: TorchRec's
+  column shards of a column-wise table (`column_block`), 1 otherwise."""
+  return np.array(
+    [
+      t.dim // column_block(t.dim, plan.column_shards)
+      if x == 'column_wise'
+      else 1
+      for t, x in zip(w.tables, plan.sharding, strict=True)
+    ]
+  )
 
 
 def assign(
@@ -184,13 +244,17 @@ def assign(
   per_node: int,
   dedicated: int = 0,
   capacity: float = np.inf,
+  pieces: np.ndarray | None = None,
+  target: float = np.inf,
 ) -> np.ndarray:
   """The greedy placement of the module docstring.
 
   Args:
     sharding: per table, one of `plan.SHARDINGS`.
-    load: (T,) each table's load (seconds); larger goes first.
-    size: (T,) each table's bytes, the tie-break (equal loads, or none).
+    load: (T,) each table's load (seconds): larger goes first.
+    size: (T,) each table's bytes, the tie-break; where the load's order
+      overflows a rank (`capacity`), larger bytes go first (TorchRec's
+      greedy partitioner sorts by storage), if that overflows less.
     ranks: R, all ranks.
     per_node: ranks per table-row-wise group: one scale-up domain's
       (`Setup.per_domain`).
@@ -200,52 +264,152 @@ def assign(
       partitioner skips devices without room; where it fits nowhere, to
       the one holding the fewest bytes (the stats then show the
       overflow).
+    pieces: (T,) the equal shards a column-wise table is placed in, each
+      as a whole table (`column_pieces`); None: one.
+    target: bytes of `size` the busiest rank should hold (the cost
+      model's bound on it): whole tables are moved and swapped off the
+      rank holding the most while it holds more (`_repair`).
 
   Returns:
     (T, R): the share of each table's rows (and work) on each rank; every
     row sums to 1.
   """
   t = len(sharding)
-  share = np.zeros((t, ranks))
+  pieces = np.ones(t, int) if pieces is None else np.asarray(pieces)
   holders = np.arange(dedicated, ranks)
-  work = np.zeros(ranks)
-  held = np.zeros(ranks)
+  groups = [holders[holders // per_node == n] for n in range(ranks // per_node)]
+  groups = [n for n in groups if len(n)]
+  target = min(capacity, target)
+  tables = (sharding, load, size, pieces, holders, groups, capacity, target)
+  share, held = _greedy(tables, lambda i: (-load[i], -size[i], i))
+  if np.max(held) > capacity:  # the bytes bind: TorchRec's order
+    share_b, held_b = _greedy(tables, lambda i: (-size[i], -load[i], i))
+    if np.max(held_b) < np.max(held):
+      share = share_b
+  return share
+
+
+def _greedy(tables, key) -> tuple[np.ndarray, np.ndarray]:
+  """(share, held): `assign`'s placement of `tables` in the order of
+  `key` (a sort key per table index), repaired towards the target bytes
+  (`_repair`), and the bytes it puts on each rank."""
+  sharding, load, size, pieces, holders, groups, capacity, target = tables
+  t, ranks = len(sharding), int(holders[-1]) + 1
+  share = np.zeros((t, ranks))
   for i, x in enumerate(sharding):
     if x in SPREAD:
       share[i, holders] = 1.0 / len(holders)
-  work += load @ share
-  held += size @ share
-  order = sorted(range(t), key=lambda i: (-load[i], -size[i], i))
-  nodes = [holders[holders // per_node == n] for n in range(ranks // per_node)]
-  nodes = [n for n in nodes if len(n)]
+  work, held = load @ share, size @ share
+  order = sorted(range(t), key=key)
+  state = (share, work, held, capacity)
   for i in order:
-    if sharding[i] != 'table_row_wise':
-      continue
-
-    def after(n, i=i):
-      full = np.max(held[n] + size[i] / len(n)) > capacity
-      busy, most = np.max(work[n] + load[i] / len(n)), np.max(held[n])
-      return (full, most, busy, n[0]) if full else (full, busy, most, n[0])
-
-    n = min(nodes, key=after)
-    share[i, n] = 1.0 / len(n)
-    work[n] += load[i] / len(n)
-    held[n] += size[i] / len(n)
+    if sharding[i] == 'table_row_wise':
+      _place_split(i, groups, load, size, state)
+  placed = []
   for i in order:
-    if sharding[i] != 'table_wise':
+    if sharding[i] in ('table_wise', 'column_wise'):
+      part = (load[i] / pieces[i], size[i] / pieces[i], 1.0 / pieces[i])
+      for _ in range(int(pieces[i])):
+        placed.append([i, _place_whole(i, holders, part, state), *part])
+  _repair(placed, state, holders, target)
+  return share, held
+
+
+def _repair(placed: list, state, holders, target: float) -> None:
+  """Moves and swaps of whole pieces (`placed`: [table, rank, load,
+  bytes, share] each) off the rank holding the most bytes while it holds
+  more than `target`: each round the move or swap that leaves the least
+  work on the two ranks, among those that leave both below the bytes the
+  first had (a local search; at most 4 rounds per piece)."""
+  share, work, held, _ = state
+  for _ in range(4 * len(placed)):
+    a = int(np.argmax(held))
+    if held[a] <= target:
+      return
+    best = _best_exchange(placed, work, held, holders, a)
+    if best is None:
+      return
+    k, b, m = best
+    _shift(placed[k], b, state)
+    if m is not None:
+      _shift(placed[m], a, state)
+
+
+def _best_exchange(placed: list, work, held, holders, a: int):
+  """(piece k on rank a, rank b, piece m on b or None) of `_repair`'s
+  best move (m None) or swap, or None where none lowers rank a's bytes
+  without raising another's to them."""
+  rank = np.array([x[1] for x in placed])
+  load = np.array([x[2] for x in placed])
+  size = np.array([x[3] for x in placed])
+  others = holders[holders != a]
+  swap = np.flatnonzero(rank != a)
+  best, found = None, None
+  for k in np.flatnonzero(rank == a):
+    # Moves to every other rank, then swaps with every piece elsewhere.
+    to = np.concatenate([others, rank[swap]])
+    back_s = np.concatenate([np.zeros(len(others)), size[swap]])
+    back_l = np.concatenate([np.zeros(len(others)), load[swap]])
+    ha = held[a] - size[k] + back_s
+    hb = held[to] + size[k] - back_s
+    wa = work[a] - load[k] + back_l
+    wb = work[to] + load[k] - back_l
+    ok = np.maximum(ha, hb) < held[a]
+    if not np.any(ok):
       continue
+    score = np.where(ok, np.maximum(wa, wb), np.inf)
+    j = int(np.argmin(score))
+    if best is None or score[j] < best:
+      m = None if j < len(others) else int(swap[j - len(others)])
+      best, found = score[j], (int(k), int(to[j]), m)
+  return found
 
-    def fill(r, i=i):
-      full = held[r] + size[i] > capacity
-      return (
-        (full, held[r], work[r], r) if full else (full, work[r], held[r], r)
-      )
 
-    r = min(holders, key=fill)
-    share[i, r] = 1.0
-    work[r] += load[i]
-    held[r] += size[i]
-  return share
+def _shift(piece: list, to: int, state) -> None:
+  """Moves a placed piece ([table, rank, load, bytes, share]) to rank
+  `to`, updating the shares, work and bytes of `state`."""
+  share, work, held, _ = state
+  i, r, load, size, fraction = piece
+  share[i, r] -= fraction
+  work[r] -= load
+  held[r] -= size
+  share[i, to] += fraction
+  work[to] += load
+  held[to] += size
+  piece[1] = to
+
+
+def _place_split(i, groups, load, size, state) -> None:
+  """Table `i` evenly over the ranks of the group (scale-up domain) whose
+  busiest rank is then least loaded among those it fits in."""
+  share, work, held, capacity = state
+
+  def after(n):
+    full = np.max(held[n] + size[i] / len(n)) > capacity
+    busy, most = np.max(work[n] + load[i] / len(n)), np.max(held[n])
+    return (full, most, busy, n[0]) if full else (full, busy, most, n[0])
+
+  n = min(groups, key=after)
+  share[i, n] += 1.0 / len(n)
+  work[n] += load[i] / len(n)
+  held[n] += size[i] / len(n)
+
+
+def _place_whole(i, holders, part, state) -> int:
+  """`part` (load, bytes, share) of table `i`, a whole table or one of
+  its column shards, onto the least-loaded rank it fits on: that rank."""
+  share, work, held, capacity = state
+  load, size, fraction = part
+
+  def fill(r):
+    full = held[r] + size > capacity
+    return (full, held[r], work[r], r) if full else (full, work[r], held[r], r)
+
+  r = min(holders, key=fill)
+  share[i, r] += fraction
+  work[r] += load
+  held[r] += size
+  return int(r)
 
 
 def compute(
@@ -270,18 +434,18 @@ def compute(
     `greedy_max`, `imbalance` = max/mean, `model_bound` and, with
     `breakdown_s`, `model_breakdown`), `hbm_bytes` and `ddr_bytes`
     (`mean`, `max`, `imbalance`), `busiest_hbm_bytes` (greedy max plus
-    the dense model) beside `model_hbm_required_bytes`, the table and
-    all ranks, and `placement` (a sentence).
+    the dense model and the stack's reservations) beside
+    `model_hbm_required_bytes` (result.json's), and `placement` (a
+    sentence).
   """
-  pt = per_table(w, p, plan, s)
+  pt, share = place(w, p, plan, s)
   cpu = p.trainer == 'cpu'
-  size = pt['ddr_bytes'] if cpu else pt['hbm_bytes']
   dp = np.array([x == 'data_parallel' for x in plan.sharding])
-  share = _placement(plan, pt, size, dp, cpu)
   replicas = share.copy()
   replicas[dp] = 1.0  # a replica on every rank
   seconds = pt['seconds'] @ share + pt['replica_seconds']
-  hbm, ddr = pt['hbm_bytes'] @ replicas, pt['ddr_bytes'] @ replicas
+  hbm = pt['hbm_bytes'] @ replicas + pt['overhead_hbm_bytes'] @ share
+  ddr = pt['ddr_bytes'] @ replicas + pt['dense_ddr_bytes']
   return {
     'ranks': _rank_rows(pt, share, seconds, hbm, ddr),
     'summary': {
@@ -289,26 +453,40 @@ def compute(
       'hbm_bytes': _spread(hbm),
       'ddr_bytes': _spread(ddr),
       'dense_hbm_bytes_per_rank': pt['dense_hbm_bytes'],
-      'busiest_hbm_bytes': float(np.max(hbm)) + pt['dense_hbm_bytes'],
+      'stack_hbm_bytes_per_rank': pt['stack_hbm_bytes'],
+      'kjt_hbm_bytes_per_rank': pt['kjt_hbm_bytes'],
+      'busiest_hbm_bytes': float(np.max(hbm))
+      + pt['dense_hbm_bytes']
+      + pt['kjt_hbm_bytes'],
       'model_hbm_required_bytes': pt['model_hbm_bytes'],
       'hbm_available_bytes': pt['hbm_available_bytes'],
       'table_ranks': pt['ranks'] - pt['dedicated'],
       'placement': (
-        'greedy: whole tables largest first onto the least-loaded rank, '
-        'table-row-wise tables over one node, the rest evenly; the '
-        "model's bound approximates its busiest rank"
+        'greedy: whole tables (and the column shards TorchRec makes of a '
+        'column-wise table) largest first onto the least-loaded rank, '
+        'table-row-wise tables over one scale-up domain, the rest '
+        "evenly; the model's bound approximates its busiest rank"
       ),
     },
   }
 
 
-def _placement(plan: Plan, pt: dict, size, dp, cpu: bool) -> np.ndarray:
-  """(T, R) `assign`'s shares of the per-table numbers `pt`, each rank
-  holding at most the HBM the stack allows less the dense model and the
-  data-parallel replicas (no limit on a CPU trainer: DDR is per node)."""
-  room = pt['hbm_available_bytes'] - pt['dense_hbm_bytes']
-  room = np.inf if cpu else room - float(np.sum(size * dp))
-  return assign(
+def place(w: wl.Workload, p: Platform, plan: Plan, s: Stack):
+  """(pt, share): the per-table numbers (`per_table`) and the (T, R)
+  shares of `assign`'s placement of the design, each rank holding at most
+  the HBM the stack allows less the dense model, the input features and
+  the data-parallel replicas, a table counted with its shards' pipeline
+  I/O and cache bookkeeping (`terms.stack_hbm_parts`); no limit on a CPU
+  trainer (DDR is per node). ranks.json and the export's sharding plan
+  read this one placement."""
+  pt = per_table(w, p, plan, s)
+  cpu = p.trainer == 'cpu'
+  size = pt['ddr_bytes'] if cpu else pt['hbm_bytes'] + pt['overhead_hbm_bytes']
+  dp = np.array([x == 'data_parallel' for x in plan.sharding])
+  fixed = pt['dense_hbm_bytes'] + pt['kjt_hbm_bytes'] + float(np.sum(size * dp))
+  room = np.inf if cpu else pt['hbm_available_bytes'] - fixed
+  target = np.inf if cpu else pt['model_hbm_bytes'] - fixed
+  share = assign(
     plan.sharding,
     pt['seconds'],
     size,
@@ -316,7 +494,10 @@ def _placement(plan: Plan, pt: dict, size, dp, cpu: bool) -> np.ndarray:
     pt['per_domain'],
     pt['dedicated'],
     capacity=room,
+    pieces=column_pieces(w, plan),
+    target=target,
   )
+  return pt, share
 
 
 def _rank_rows(pt: dict, share, seconds, hbm, ddr) -> list[dict]:

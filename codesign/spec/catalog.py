@@ -21,7 +21,7 @@ import json
 
 from codesign.core.errors import InputError
 from codesign.core.paths import DATA_DIR
-from codesign.core.units import GB, TFLOPS
+from codesign.core.units import GB, GIB, TFLOPS
 from codesign.spec import dimms
 from codesign.spec.hardware import Accelerator, CpuSocket
 
@@ -346,8 +346,8 @@ def _accelerator_memory(d: dict, src: str) -> dict:
   return {
     'hbm_bandwidth': (d['hbm_bw_GBps'] * GB, src),
     'hbm_capacity': (
-      d['hbm_capacity_vendor_gb'] * GB,
-      src + ' (vendor GB taken as 1e9 B)',
+      d['hbm_capacity_vendor_gb'] * GIB,
+      src + ' (vendor GB of HBM are binary: 2^30 B)',
     ),
     'access_granularity': (
       64,
@@ -382,8 +382,9 @@ def _accelerator_cost(name: str, d: dict, src: str) -> dict:
   """Board price (without HBM: the catalog's price less HBM at the
   assumed USD/GB, or `_ACCEL_PRICE`), HBM price and TDP of accelerator
   `name` (catalog entry `d`): field -> (value, source)."""
-  hbm_price = assumed('hbm_price_per_gb') / GB
-  hbm = d['hbm_capacity_vendor_gb'] * GB
+  # The assumed USD per GB of HBM is per GB as sold (binary).
+  hbm_price = assumed('hbm_price_per_gb') / GIB
+  hbm = d['hbm_capacity_vendor_gb'] * GIB
   if d.get('price_usd_rough'):
     board = d['price_usd_rough'] - hbm * hbm_price
     price_src = src + ' minus HBM at the assumed $/GB'

@@ -156,7 +156,7 @@ def test_auto_placement_fits_the_models_hbm(workload, platform, stack):
 def test_torchrec_reserves_15_percent_of_hbm():
   p = platform_presets.get('dgx_a100_80gb')
   avail = planner.hbm_available(p, stack_presets.get('torchrec'))
-  assert avail == pytest.approx(0.85 * 80e9)
+  assert avail == pytest.approx(0.85 * 80 * 2**30)  # 80 GiB
 
 
 def _spilling_platforms():

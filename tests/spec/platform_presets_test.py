@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from codesign.core.units import GB
+from codesign.core.units import GB, GIB
 from codesign.model import cost_model, planner, terms
 from codesign.search import buildability as bd
 from codesign.spec import catalog, hardware, platform_presets, stack_presets
@@ -117,7 +117,8 @@ def test_preset_numbers_are_the_sourced_ones(name):
   assert float(p.accelerators_per_node) == n
   assert float(p.fabric.links_per_accelerator) == links
   assert float(p.fabric.link_bandwidth) == link * GB
-  assert float(p.accelerator.hbm_capacity) == hbm * GB
+  # HBM is sold in binary GB.
+  assert float(p.accelerator.hbm_capacity) == hbm * GIB
   assert float(p.sockets_per_node * p.cpu.ddr_capacity) == ddr * GB
   assert float(p.host_link.bandwidth) == host * GB
   assert float(p.nic.count) == nics
@@ -233,7 +234,7 @@ def test_grace_and_superchip_numbers_are_the_sourced_ones():
   h = catalog.accelerator('GH200-H100-96GB')
   h100 = catalog.accelerator('H100-SXM5-80GB')
   assert float(h.peak_flops_bf16) == float(h100.peak_flops_bf16)
-  assert float(h.hbm_capacity) == 96 * GB
+  assert float(h.hbm_capacity) == 96 * GIB
   assert float(h.hbm_bandwidth) == 4000 * GB
   assert float(h.power) == 1000.0 - 250.0
   assert float(h.price) == 30000.0 - 80 * 17.0 == float(h100.price)
@@ -241,7 +242,7 @@ def test_grace_and_superchip_numbers_are_the_sourced_ones():
   # B200-HGX's assumed $40k x 2500/2250; C2C 900 GB/s bidir over 2 GPUs.
   b = catalog.accelerator('GB200-B200-186GB')
   assert float(b.power) == 1200.0
-  assert float(b.hbm_capacity) == 186 * GB
+  assert float(b.hbm_capacity) == 186 * GIB
   assert float(b.hbm_bandwidth) == 8000 * GB
   assert float(b.peak_flops_bf16) == 2500e12
   assert float(b.price) == pytest.approx(40000.0 * 2500 / 2250, abs=1.0)

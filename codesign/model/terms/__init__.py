@@ -42,6 +42,7 @@ Terms, with the physics each one stands for:
 
 from codesign.model.terms.budget import (
   AIR_RACK_W,
+  HOST_COPY_KNEE,
   LIQUID_RACK_W,
   LIQUID_USD_PER_W,
   capex_and_power,
@@ -55,9 +56,12 @@ from codesign.model.terms.budget import (
   nodes_capex_and_power,
   rack_unit_power,
   racks,
+  stack_hbm_parts,
   stack_hbm_reserved,
+  table_tiers,
   tco,
   wall_power,
+  whole_in_hbm,
 )
 from codesign.model.terms.collectives import (
   Fabric,
@@ -184,6 +188,7 @@ __all__ = [
   'fat_tree',
   'network_bill',
   'tiers_listing',
+  'HOST_COPY_KNEE',
   'host_copy',
   'compose',
   'dense_device',
@@ -212,7 +217,10 @@ __all__ = [
   'load_orders',
   'lookups',
   'memory',
+  'stack_hbm_parts',
   'stack_hbm_reserved',
+  'table_tiers',
+  'whole_in_hbm',
   'mlp_elementwise',
   'peak_flops',
   'per_rank',

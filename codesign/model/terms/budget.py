@@ -1,6 +1,7 @@
 """Feasibility per memory tier and the bill (capex, power at the wall,
 racks)."""
 
+import jax
 import jax.numpy as jnp
 
 from codesign.core.smooth import smooth_max
@@ -13,8 +14,10 @@ from codesign.spec.hardware import Platform
 # planner/): a table wholly in HBM runs on the FUSED kernel and keeps no
 # host copy; a table partly in HBM runs on FUSED_UVM_CACHING, the whole
 # table in host DDR (UVM) and a cache of it in HBM (embedding_types.py
-# storage_usage). The split at "wholly" is smoothed over this share of a
-# table: a table below 1 - HOST_COPY_KNEE in HBM keeps its whole copy.
+# storage_usage). A table with at least 1 - HOST_COPY_KNEE of its rows in
+# HBM is whole in HBM (`whole_in_hbm`): every figure counts it so (the
+# step's memory, ranks.json, the export); a search's gradient sees the
+# step smoothed over this share of a table (`host_copy`).
 HOST_COPY_KNEE = 1e-3
 # shard_estimators.py _calculate_cache_aux_state_sizes: a cached shard
 # holds 4 B per row of the table and 16 B per cache slot of auxiliary
@@ -27,46 +30,81 @@ CACHE_AUX_BYTES_PER_SLOT = 16.0
 PIPELINE_INPUT_COPIES = 2.0
 
 
+def whole_in_hbm(frac):
+  """Whether each table of HBM fraction `frac` (T,) is whole in HBM: at
+  least 1 - `HOST_COPY_KNEE` of its rows there. The one threshold of the
+  model, its reports and its export (TorchRec's FUSED kernel)."""
+  return frac >= 1.0 - HOST_COPY_KNEE
+
+
 def host_copy(s, frac):
   """Share of each sharded table (T,) kept whole in host DDR under UVM
   caching: 1 while part of it is outside HBM (FUSED_UVM_CACHING), 0 when
-  it is wholly in HBM (FUSED); smooth across `HOST_COPY_KNEE`. Without
-  UVM caching the split is static: the rows outside HBM, 1 - frac."""
+  it is whole in HBM (`whole_in_hbm`: FUSED), exactly; its gradient is
+  the step's smoothed over `HOST_COPY_KNEE` (straight through), so that a
+  search feels the DDR it saves as a table fills HBM. Without UVM caching
+  the split is static: the rows outside HBM, 1 - frac."""
   if not s.uvm_caching:
     return 1.0 - frac
   # smin(1, x) written as x / smax(1, x): equal for x > 0, and exactly 0
   # with a finite gradient at x = 0, a table wholly in HBM (the
   # reciprocal form's derivative is inf x 0 = NaN there in float32).
   share = (1.0 - frac) / HOST_COPY_KNEE
-  return share / smooth_max(jnp.ones_like(frac), share)
+  smooth = share / smooth_max(jnp.ones_like(frac), share)
+  hard = jnp.where(whole_in_hbm(frac), 0.0, 1.0).astype(smooth.dtype)
+  return hard + (smooth - jax.lax.stop_gradient(smooth))
+
+
+def table_tiers(s, frac, table_bytes, data_parallel, cpu_trainer=False):
+  """(hbm, ddr): the bytes of each table (T,), rows and optimizer state,
+  in one accelerator's HBM and in host DDR, the one memory truth that
+  the step's memory (`memory`), ranks.json (`rank_stats`) and the export
+  read. HBM holds a sharded table's `frac` of rows and a data-parallel
+  table's replica whole; DDR a sharded table's host copy (`host_copy`:
+  whole while part of it is outside HBM under UVM caching, else the rows
+  outside HBM). On a CPU trainer every table is in DDR (one replica of a
+  data-parallel one). Traced or concrete."""
+  tb, dp = table_bytes, data_parallel
+  if cpu_trainer:
+    return jnp.zeros_like(tb), tb
+  hbm = (dp + (1.0 - dp) * frac) * tb
+  return hbm, (1.0 - dp) * host_copy(s, frac) * tb
+
+
+def stack_hbm_parts(w, s, t, st: Setup, frac, row_scale=1.0):
+  """(per_rank, per_table): the HBM bytes the stack keeps besides tables
+  and the dense model (TorchRec planner, pytorch/torchrec@a48cef7), on
+  every accelerator and with each table's shards:
+  - per rank, input features: `kjt_copies` x the rank's ids of a batch
+    (local batch x lookups per sample x `id_bytes`;
+    storage_reservations.py HeuristicalStorageReservation: 2 pipelined
+    batches x 10 internal copies of the KJT in 8 B ids);
+  - per table (T,), pipeline I/O: under TrainPipelineSparseDist its
+    shards hold `PIPELINE_INPUT_COPIES` x their input, the global batch's
+    ids of the table;
+  - per table, cache bookkeeping: a cached table's shards hold 4 B per
+    row and 16 B per cache slot (`host_copy` of it; slots = rows x frac).
+  `frac` (T,) is each table's share of rows in HBM."""
+  dp = t['data_parallel']
+  ids = st.local * float(sum(t['pool'])) * s.id_bytes
+  per_table = 0.0 * frac
+  if s.train_pipeline == 'sparse_dist':
+    shard_ids = st.batch * (1.0 - dp) * t['pool'] * s.id_bytes
+    per_table = per_table + PIPELINE_INPUT_COPIES * shard_ids
+  if s.uvm_caching:
+    rows = t['rows'] * row_scale
+    aux = rows * (CACHE_AUX_BYTES_PER_ROW + CACHE_AUX_BYTES_PER_SLOT * frac)
+    per_table = per_table + (1.0 - dp) * host_copy(s, frac) * aux
+  return s.kjt_copies * ids, per_table
 
 
 def stack_hbm_reserved(w, s, t, st: Setup, frac, row_scale=1.0):
   """HBM bytes per accelerator the stack keeps besides tables and the
-  dense model (TorchRec planner, pytorch/torchrec@a48cef7):
-  - input features: `kjt_copies` x the rank's ids of a batch (local
-    batch x lookups per sample x `id_bytes`; storage_reservations.py
-    HeuristicalStorageReservation: 2 pipelined batches x 10 internal
-    copies of the KJT in 8 B ids);
-  - pipeline I/O: under TrainPipelineSparseDist each shard holds
-    `PIPELINE_INPUT_COPIES` x its input, the global batch's ids of its
-    table, spread over the ranks that hold tables;
-  - cache bookkeeping: a cached table's shards hold 4 B per row and 16 B
-    per cache slot (`host_copy` of it; slots = rows x frac), over the
-    ranks that hold tables.
-  `frac` (T,) is each table's share of rows in HBM."""
-  dp = t['data_parallel']
-  ids = st.local * float(sum(t['pool'])) * s.id_bytes
-  out = s.kjt_copies * ids
-  if s.train_pipeline == 'sparse_dist':
-    shard_ids = st.batch * jnp.sum((1.0 - dp) * t['pool']) * s.id_bytes
-    out = out + PIPELINE_INPUT_COPIES * shard_ids / st.table_ranks
-  if s.uvm_caching:
-    rows = t['rows'] * row_scale
-    aux = rows * (CACHE_AUX_BYTES_PER_ROW + CACHE_AUX_BYTES_PER_SLOT * frac)
-    cached = (1.0 - dp) * host_copy(s, frac)
-    out = out + jnp.sum(cached * aux) / st.table_ranks
-  return out
+  dense model (`stack_hbm_parts`): the input features, and the tables'
+  pipeline I/O and cache bookkeeping spread over the ranks that hold
+  tables."""
+  per_rank, per_table = stack_hbm_parts(w, s, t, st, frac, row_scale)
+  return per_rank + jnp.sum(per_table) / st.table_ranks
 
 
 def memory(p, w, s, t, lk: Lookups, st: Setup, dense_mem, busiest: dict):
@@ -94,8 +132,8 @@ def memory(p, w, s, t, lk: Lookups, st: Setup, dense_mem, busiest: dict):
   reserved = stack_hbm_reserved(w, s, t, st, lk.frac, t.get('row_scale', 1.0))
   hbm_req = busiest['resident'] + jnp.sum(dp * tb) + dense_mem + reserved
   hbm_avail = acc.hbm_capacity * (1.0 - s.hbm_reserve)
-  in_ddr = (1.0 - dp) * host_copy(s, lk.frac)
-  ddr_req = jnp.sum(in_ddr * tb) / p.nodes
+  _, in_ddr = table_tiers(s, lk.frac, tb, dp)
+  ddr_req = jnp.sum(in_ddr) / p.nodes
   return {'hbm': hbm_req, 'ddr': ddr_req}, {'hbm': hbm_avail, 'ddr': ddr_avail}
 
 
