@@ -312,10 +312,17 @@ class CheckedCache:
     value = entry_value(data)
     if value is None:
       _remove(path)
-      note(
-        'entries_removed',
-        f'removed a damaged entry ({path.name}); compiled again',
-      )
+      if data.startswith(ENTRY_MAGIC):
+        note(
+          'entries_removed',
+          f'removed a damaged entry ({path.name}); compiled again',
+        )
+      else:  # written by JAX itself, or by an older codesign
+        note(
+          'entries_unchecked',
+          'removed entries written without a digest'
+          ' (by an older codesign or by JAX itself); compiled again',
+        )
       return None
     self._served.add(key)
     count('hits')

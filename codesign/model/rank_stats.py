@@ -39,6 +39,7 @@ breakdown (each kind of work packed in its own order).
 import jax.numpy as jnp
 import numpy as np
 
+from codesign.core import memory
 from codesign.model import terms
 from codesign.spec import hardware
 from codesign.spec import stack as stack_lib
@@ -248,6 +249,23 @@ def assign(
   return share
 
 
+# The placement's (T, R) shares and their replicas, float64, and a copy.
+BYTES_PER_TABLE_RANK = 24
+
+
+def check_memory(tables: int, ranks: int) -> None:
+  """Refuses, before the placement, one beyond this machine's memory.
+
+  Raises:
+    InputError: naming the tables, the ranks and both amounts.
+  """
+  memory.check(
+    BYTES_PER_TABLE_RANK * tables * ranks,
+    f'the placement of {tables:,} tables on {ranks:,} ranks',
+    'the number of tables or of nodes',
+  )
+
+
 def compute(
   w: wl.Workload,
   p: Platform,
@@ -274,6 +292,7 @@ def compute(
     all ranks, and `placement` (a sentence).
   """
   pt = per_table(w, p, plan, s)
+  check_memory(w.num_tables, pt['ranks'])
   cpu = p.trainer == 'cpu'
   size = pt['ddr_bytes'] if cpu else pt['hbm_bytes']
   dp = np.array([x == 'data_parallel' for x in plan.sharding])

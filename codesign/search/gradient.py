@@ -81,6 +81,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from codesign.core import memory
 from codesign.core.errors import InputError
 from codesign.model import cost_model, terms
 from codesign.search import (
@@ -210,6 +211,49 @@ def check_config(config: Config) -> Config:
   if not config.learning_rate > 0:
     raise InputError('learning_rate must be positive')
   return config
+
+
+# Host memory per start and coordinate of a search, all phases: the
+# starts, Adam's moments, multipliers, the best points, the polish's
+# candidates. Measured: propose's two searches on zion_scale (343 and 336
+# coordinates), 8,192 to 32,768 starts: peak RSS +1.32 GB, 79 bytes;
+# rounded up.
+BYTES_PER_START_COORDINATE = 100
+# The traced packing bound (`embedding.busiest_rank` over relaxed
+# per-table sharding weights) compares every table with every other per
+# design in a block: T^2 x 8 bytes per design, a few copies.
+BYTES_PER_TABLE_PAIR = 32
+
+
+def memory_need(problems, config: Config) -> float:
+  """Bytes the searches of `problems` need at once (they run side by
+  side) under `config`, estimated before any compile."""
+  total = 0.0
+  for problem in problems:
+    t = len(problem.workload.tables)
+    total += BYTES_PER_START_COORDINATE * config.starts * problem.space.dim
+    total += BYTES_PER_TABLE_PAIR * config.block * t * t
+  return total
+
+
+def check_memory(problems, config: Config) -> None:
+  """Refuses, before compiling, searches that need more memory than this
+  process may use (`codesign.core.memory.check`), naming the starts and
+  how many fit.
+
+  Raises:
+    InputError: naming the starts, the coordinates and both amounts.
+  """
+  need = memory_need(problems, config)
+  fixed = memory_need(problems, dataclasses.replace(config, starts=0))
+  have, _ = memory.available()
+  fit = int(max(have - fixed, 0.0) / max(need - fixed, 1.0) * config.starts)
+  dims = ' and '.join(str(p.space.dim) for p in problems)
+  memory.check(
+    need,
+    f'{config.starts:,} starts of {dims} coordinates',
+    f'the starts (--starts, starts=) to at most {fit:,}',
+  )
 
 
 # ---- objective and constraints ---------------------------------------------
@@ -763,6 +807,7 @@ def gradient_search(
   """
   check_problem(problem)
   check_config(config)
+  check_memory([problem], config)
   mesh = batching.make_mesh(devices)
   space = problem.space
   hc = space.num_hw_coords

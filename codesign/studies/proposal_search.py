@@ -98,6 +98,26 @@ def vendor_parts(space_args: dict, trainer: str, s: Stack) -> dict:
   return {**space_args, key: kept}
 
 
+def make_problems(
+  w: wl.Workload,
+  stacks: dict,
+  problem_args: dict,
+  space_args: dict,
+  trainers: tuple[str, ...],
+) -> list:
+  """The search problem of each trainer (`search_trainers`' arguments)."""
+  problems = []
+  for trainer in check_trainers(trainers):
+    s = stacks[trainer]
+    space = design_space.make_space(
+      w, trainer=trainer, **vendor_parts(space_args, trainer, s)
+    )
+    problems.append(
+      gradient.check_problem(gradient.Problem(space, w, s, **problem_args))
+    )
+  return problems
+
+
 def search_trainers(
   w: wl.Workload,
   stacks: dict,
@@ -128,19 +148,13 @@ def search_trainers(
     `Found`: the best feasible design over the trainers (a search with no
     feasible design loses to one with; among infeasible ones the first).
   """
-  problems = []
-  for trainer in check_trainers(trainers):
-    s = stacks[trainer]
-    space = design_space.make_space(
-      w, trainer=trainer, **vendor_parts(space_args, trainer, s)
-    )
-    problems.append(
-      gradient.check_problem(gradient.Problem(space, w, s, **problem_args))
-    )
+  problems = make_problems(w, stacks, problem_args, space_args, trainers)
+  gradient.check_memory(problems, config)  # the searches run side by side
+  for problem in problems:
     progress(
-      f'searching {space.size:,} buildable {trainer}-trainer platforms (and '
-      f'their plans) for {w.name} with {s.name}, objective '
-      f'{problems[-1].objective}, '
+      f'searching {problem.space.size:,} buildable {problem.space.trainer}'
+      f'-trainer platforms (and their plans) for {w.name} with '
+      f'{problem.stack.name}, objective {problem.objective}, '
       f'{config.starts} starts x {config.steps} steps on '
       f'{len(jax.devices())} device(s)'
     )
