@@ -11,7 +11,7 @@ from absl import flags
 
 from codesign.core.errors import InputError, exit_with, printable
 from experiments import streams
-from experiments.flag_parsing import parse_flags
+from experiments.flag_parsing import as_input_error, parse_flags
 from experiments.streams import SafeStream  # noqa: F401  (the scripts' name)
 
 # The preset names the help texts list, spelled out so that defining the
@@ -445,23 +445,12 @@ def _checked_main(main_fn, argv, xla_flags: bool = True, lower: str = LOWER):
     for path in results.finish_runs():
       print(f'wrote {path}')
     return out
-  except InputError as e:
+  except BaseException as e:
     results.abandon_runs()
-    exit_with(e)
-  except OSError as e:
-    results.abandon_runs()
-    name = f'{e.filename}: ' if e.filename else ''
-    exit_with(InputError(f'{name}{e.strerror or e}'))
-  except Exception as e:
-    results.abandon_runs()
-    from codesign.core import memory
-
-    if not memory.is_out_of_memory(e):
+    error = as_input_error(e, lower)
+    if error is None:
       raise
-    exit_with(memory.out_of_memory(e, lower))
-  except BaseException:
-    results.abandon_runs()
-    raise
+    exit_with(error)
 
 
 def config_json(w, p=None, plan=None, s=None) -> dict:

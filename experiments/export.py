@@ -15,8 +15,8 @@ import pathlib
 
 from absl import app, flags
 
-from codesign.core.errors import InputError, exit_with
-from experiments.flag_parsing import parse_flags
+from codesign.core.errors import InputError
+from experiments.flag_parsing import guarded, parse_flags
 
 flags.DEFINE_enum(
   'to',
@@ -57,31 +57,40 @@ def load_run(run: str):
 
 
 def main(argv):
+  guarded(export_run, argv)
+
+
+def export_run(argv):
+  """Writes RUN/<tool>_planner.json; bad input, a folder that cannot be
+  written (read-only, full) and a lack of memory end in one sentence
+  (`guarded`)."""
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
+  if len(argv) != 2:
+    raise InputError('give one run directory: export --to=torchrec RUN')
   import jax  # here: a bad flag ends before jax loads
 
+  from codesign.core import environment
+
+  environment.check_xla_flags()
+  environment.check_platforms()
   jax.config.update('jax_enable_x64', True)
   from codesign import __version__
   from codesign.boundary import export
   from codesign.core import results
 
-  try:
-    if len(argv) != 2:
-      raise InputError('give one run directory: export --to=torchrec RUN')
-    w, p, plan, s, file = load_run(argv[1])
-    env = results.env_info()
-    source = {
-      'source_run': str(file.parent),
-      'source_file': file.name,
-      'codesign_version': __version__,
-      'git_sha': env['git_sha'],
-      'git_dirty': env['git_dirty'],
-    }
-    out = export.EXPORTERS[FLAGS.to](w, p, plan, s, source)
-  except InputError as e:
-    exit_with(e)
+  w, p, plan, s, file = load_run(argv[1])
+  env = results.env_info()
+  source = {
+    'source_run': str(file.parent),
+    'source_file': file.name,
+    'codesign_version': __version__,
+    'git_sha': env['git_sha'],
+    'git_dirty': env['git_dirty'],
+  }
+  out = export.EXPORTERS[FLAGS.to](w, p, plan, s, source)
   target = file.parent / f'{FLAGS.to}_planner.json'
   results.write_json(target, out)
+  results.add_to_manifest(file.parent, [target.name])
   print(f'wrote {target}')
 
 

@@ -6,6 +6,7 @@ it on a run directory of `experiments.evaluate`, and with bad input."""
 import dataclasses
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -161,6 +162,9 @@ def test_cli_on_an_evaluate_run_and_bad_input(tmp_path):
   (tmp_path / 'broken' / 'config.json').write_text('{"workload": ')
   (tmp_path / 'partial').mkdir()
   (tmp_path / 'partial' / 'config.json').write_text('{"flags": {}}')
+  # A run whose folder cannot take the file (as a read-only or full one).
+  shutil.copytree(run, tmp_path / 'blocked')
+  (tmp_path / 'blocked' / 'torchrec_planner.json').mkdir()
   bad = {
     'missing': ([str(tmp_path / 'missing')], ['does not exist']),
     'empty': ([str(tmp_path / 'empty')], ['no config.json']),
@@ -168,6 +172,10 @@ def test_cli_on_an_evaluate_run_and_bad_input(tmp_path):
     'partial': ([str(tmp_path / 'partial')], ['platform', 'section']),
     'unknown_to': (['--to=hugectr', str(run)], ['--to', 'torchrec']),
     'no_run': ([], ['run directory']),
+    'cannot_write': (
+      [str(tmp_path / 'blocked')],
+      ['cannot write', 'torchrec_planner.json'],
+    ),
   }
   good = _export(['--to=torchrec', str(run)])
   procs = {name: _export(args) for name, (args, _) in bad.items()}
@@ -190,7 +198,9 @@ def test_cli_on_an_evaluate_run_and_bad_input(tmp_path):
     missing = [x for x in bad[name][1] if x not in stderr]
     if missing:
       problems.append((name, f'message lacks {missing}', stderr[-300:]))
-  written = [str(f) for f in tmp_path.rglob('torchrec_planner.json')]
+  written = [
+    str(f) for f in tmp_path.rglob('torchrec_planner.json') if f.is_file()
+  ]
   if written != [str(run / 'torchrec_planner.json')]:
     problems.append(('files', written))
   assert not problems, problems
