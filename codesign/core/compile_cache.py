@@ -10,7 +10,7 @@ results do not depend on whether the cache was warm.
 
 The cache only saves time, so nothing in it may change a result, stop a
 run or hang it:
-- each entry JAX writes is kept with a sha256 of its bytes
+- each entry JAX writes is kept with a sha256 of its key and bytes
   (`CheckedCache`, installed as JAX's cache), written atomically (a
   temporary file renamed; on a full disk the temporary file is removed);
   an entry whose digest does not match (a flipped bit, a truncated
@@ -284,7 +284,9 @@ def _install(path: pathlib.Path) -> None:
 
 class CheckedCache:
   """JAX's cache interface (`get`, `put`) over `{key}-cache` files that
-  hold `ENTRY_MAGIC`, the sha256 of JAX's bytes and the bytes."""
+  hold `ENTRY_MAGIC`, the sha256 of the key and JAX's bytes, and the
+  bytes: an entry read under another key (another program's, copied or
+  swapped) fails as a flipped bit does."""
 
   def __init__(self, path: pathlib.Path):
     self.path = path
@@ -309,7 +311,7 @@ class CheckedCache:
     if data is None:
       count('misses')
       return None
-    value = entry_value(data)
+    value = entry_value(data, key)
     if value is None:
       _remove(path)
       if data.startswith(ENTRY_MAGIC):
@@ -337,21 +339,26 @@ class CheckedCache:
         'entries_replaced',
         f'replaced an entry that could not be loaded ({path.name})',
       )
-    digest = hashlib.sha256(value).digest()
+    digest = _digest(key, value)
     try:
       write_atomic(path, ENTRY_MAGIC + digest + value)
     except OSError as e:
       turn_off(_cannot('written', self.path, e))
 
 
-def entry_value(data: bytes) -> bytes | None:
-  """JAX's bytes of an entry, or None if its digest does not match."""
+def _digest(key: str, value: bytes) -> bytes:
+  return hashlib.sha256(key.encode() + b'\0' + value).digest()
+
+
+def entry_value(data: bytes, key: str) -> bytes | None:
+  """JAX's bytes of an entry stored under `key`, or None if its digest
+  does not match (a flipped bit, a truncated write, another key's)."""
   head = len(ENTRY_MAGIC) + _DIGEST_BYTES
   if len(data) < head or not data.startswith(ENTRY_MAGIC):
     return None
   value = data[head:]
   digest = data[len(ENTRY_MAGIC) : head]
-  return value if hashlib.sha256(value).digest() == digest else None
+  return value if _digest(key, value) == digest else None
 
 
 def _remove(path: pathlib.Path) -> None:

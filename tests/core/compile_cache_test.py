@@ -121,7 +121,21 @@ def test_a_damaged_entry_is_removed_and_compiled_again(own_cache, capfd):
   events = compile_cache.status()['events']
   assert events['entries_removed'] == len(entries) and events['hits'] >= 1
   for entry in entries:
-    assert compile_cache.entry_value(entry.read_bytes()) is not None
+    key = entry.name.removesuffix('-cache')
+    assert compile_cache.entry_value(entry.read_bytes(), key) is not None
+
+
+def test_an_entry_under_another_key_is_removed(own_cache, capfd):
+  """Another program's valid entry copied under this one's name: read
+  back, it would run the other program."""
+  compile_cache.enable(str(own_cache))
+  want = _compile(5.25), _compile(6.75)
+  first, second = sorted(own_cache.glob('*-cache'))
+  first.write_bytes(second.read_bytes())
+  np.testing.assert_array_equal(_compile(5.25), want[0])
+  np.testing.assert_array_equal(_compile(6.75), want[1])
+  assert compile_cache.status()['events']['entries_removed'] == 1
+  assert 'removed a damaged entry' in capfd.readouterr().err
 
 
 def test_a_fifo_in_the_cache_turns_it_off_without_a_hang(own_cache, capfd):
