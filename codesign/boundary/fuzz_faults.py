@@ -448,6 +448,10 @@ def run_faults(root, classes, trials: int, seed: int, progress=print):
   """The fault classes of `classes` against the checkout `root`:
   `trials` attempts each of the cache classes (flips and swaps), every
   case of the others."""
+  import warnings
+
+  # preexec_fn (setrlimit, close) after fork in a process that loaded JAX.
+  warnings.filterwarnings('ignore', message='os.fork', category=RuntimeWarning)
   outcomes = []
   with tempfile.TemporaryDirectory(prefix='codesign-faults-') as tmp:
     base = pathlib.Path(tmp)
