@@ -65,11 +65,15 @@ OTHER_PROBLEM = (
 
 
 class Clean:
-  """A script's clean result and a warm cache to copy for each attempt."""
+  """A script's clean result and its warm cache, kept (`pristine`) to be
+  put back in place before each attempt (`fresh_cache`): JAX's keys hold
+  the cache's path (its XLA autotuning folder is a compile option), so a
+  copy elsewhere would miss every entry."""
 
   def __init__(self, root, script: str, base: pathlib.Path, extra=()):
     self.root, self.script, self.extra = root, script, tuple(extra)
     self.cache = base / f'cache-{script}'
+    self.pristine = base / f'pristine-{script}'
     runs = []
     for i in range(2):  # cold, then warm: the same bytes
       proc, run = self.run(base / f'clean-{script}-{i}', self.cache, 900)
@@ -79,7 +83,16 @@ class Clean:
       runs.append((run / 'result.json').read_bytes())
     if runs[0] != runs[1]:
       raise RuntimeError(f'clean {script}: cold and warm results differ')
+    if b'"hits"' not in (run / 'env.json').read_bytes():
+      raise RuntimeError(f'clean {script}: the warm run had no cache hit')
     self.result = runs[0]
+    shutil.copytree(self.cache, self.pristine)
+
+  def fresh_cache(self) -> pathlib.Path:
+    """The warm cache, as the clean runs left it, at its own path."""
+    shutil.rmtree(self.cache, ignore_errors=True)
+    shutil.copytree(self.pristine, self.cache)
+    return self.cache
 
   def args(self):
     return (*SCRIPTS[self.script], *self.extra)
@@ -169,8 +182,7 @@ def flip_attempts(cleans: list[Clean], trials: int, seed: int, base):
   outcomes = []
   for i in range(trials):
     clean = cleans[i % len(cleans)]
-    cache = base / f'flip{i}'
-    shutil.copytree(clean.cache, cache)
+    cache = clean.fresh_cache()
     files = cache_files(cache)
     kind = 'programs' if files['programs'] and i % 2 == 0 else 'entries'
     target = rng.choice(files[kind])
@@ -182,7 +194,6 @@ def flip_attempts(cleans: list[Clean], trials: int, seed: int, base):
     if _tmp_left(cache):
       out.failures.append('left behind')
     outcomes.append(out)
-    shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(run, ignore_errors=True)
   return outcomes
 
@@ -195,8 +206,7 @@ def swap_attempts(cleans, others, trials: int, seed: int, base):
   outcomes = []
   for i in range(trials):
     clean, other = cleans[i % len(cleans)], others[i % len(others)]
-    cache = base / f'swap{i}'
-    shutil.copytree(clean.cache, cache)
+    cache = clean.fresh_cache()
     files = cache_files(cache)
     kind = 'programs' if files['programs'] and i % 2 == 0 else 'entries'
     mine = files[kind]
@@ -215,7 +225,6 @@ def swap_attempts(cleans, others, trials: int, seed: int, base):
     proc, run = clean.run(base / f'swap{i}-run', cache)
     judge(proc, run, clean.result, out)
     outcomes.append(out)
-    shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(run, ignore_errors=True)
   return outcomes
 
@@ -246,7 +255,7 @@ def _stream_case(name: str, clean: Clean, base, i: int) -> Outcome:
     read, write = os.pipe()
     os.close(read)
     kw = {'stdout' if 'stdout' in name else 'stderr': write}
-  proc, run = clean.run(run, clean.cache, **kw)
+  proc, run = clean.run(run, clean.fresh_cache(), **kw)
   for f in kw.values():
     if hasattr(f, 'close'):
       f.close()
@@ -386,7 +395,7 @@ def environment_attempts(cleans, base) -> list[Outcome]:
   outcomes = []
   for i, (name, env, expect) in enumerate(environment_cases(base)):
     out = Outcome('environment', name)
-    proc, run = clean.run(base / f'env{i}', clean.cache, env=env)
+    proc, run = clean.run(base / f'env{i}', clean.fresh_cache(), env=env)
     judge(proc, run, clean.result, out)
     if proc is not None and (proc.returncode == 0) != (expect == 'run'):
       out.failures.append('accepted' if expect == 'refuse' else 'run lost')
@@ -419,7 +428,8 @@ def memory_attempts(cleans, base) -> list[Outcome]:
     for gb in MEMORY_LIMITS_GB:
       out = Outcome('memory', f'{clean.script} under ulimit -v {gb} GB')
       run = base / f'mem{len(outcomes)}'
-      proc, run = clean.run(run, clean.cache, preexec_fn=_limited(int(gb * GB)))
+      limit = _limited(int(gb * GB))
+      proc, run = clean.run(run, clean.fresh_cache(), preexec_fn=limit)
       judge(proc, run, clean.result, out)
       outcomes.append(out)
       shutil.rmtree(run, ignore_errors=True)
@@ -432,7 +442,7 @@ def memory_attempts(cleans, base) -> list[Outcome]:
       clean.root,
       (*clean.args(), *extra),
       base / f'big{len(outcomes)}',
-      clean.cache,
+      clean.fresh_cache(),
       TIMEOUT_S,
       preexec_fn=_limited(int(gb * GB)),
     )
