@@ -151,14 +151,11 @@ def test_bad_input_is_one_sentence(tmp_path):
 def _closed_stdout(command):
   """`command` as `command >&-` runs it: stdout closed from the start."""
   return subprocess.run(
-    command,
+    ['bash', '-c', 'exec "$@" >&-', 'bash', *command],
     cwd=ROOT,
-    capture_output=False,
-    stdout=None,
     stderr=subprocess.PIPE,
     text=True,
     timeout=300,
-    preexec_fn=lambda: os.close(1),
   )
 
 

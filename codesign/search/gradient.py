@@ -239,15 +239,23 @@ def memory_need(problems, config: Config) -> float:
 def check_memory(problems, config: Config) -> None:
   """Refuses, before compiling, searches that need more memory than this
   process may use (`codesign.core.memory.check`), naming the starts and
-  how many fit.
+  how many fit, or the tables when none would.
 
   Raises:
-    InputError: naming the starts, the coordinates and both amounts.
+    InputError: naming the starts or tables and both amounts.
   """
   need = memory_need(problems, config)
   fixed = memory_need(problems, dataclasses.replace(config, starts=0))
   have, _ = memory.available()
-  fit = int(max(have - fixed, 0.0) / max(need - fixed, 1.0) * config.starts)
+  if fixed > have:  # the tables alone, whatever the starts
+    tables = len(problems[0].workload.tables)
+    memory.check(
+      need,
+      f'a search over {tables:,} tables (it pairs every table with every '
+      'other)',
+      'the number of tables of the workload',
+    )
+  fit = int((have - fixed) / max(need - fixed, 1.0) * config.starts)
   dims = ' and '.join(str(p.space.dim) for p in problems)
   memory.check(
     need,
