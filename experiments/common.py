@@ -338,15 +338,20 @@ def enable_x64(on: bool) -> None:
 LOWER = 'the sizes of the inputs (tables, batch, nodes)'
 
 
-def run(main_fn, xla_flags: bool = True, lower: str = LOWER) -> None:
+def run(
+  main_fn, xla_flags: bool = True, lower: str = LOWER, setup=None
+) -> None:
   """Runs an experiment's `main()`: parses flags, reports bad input.
   `xla_flags`: run XLA with `xla_options.SCRIPT_XLA_FLAGS` (False: as
   the environment says, for a script that measures the local device);
-  `lower`: the settings a lack of memory names."""
+  `lower`: the settings a lack of memory names; `setup`: called once the
+  flags are parsed, before JAX starts its backend (XLA_FLAGS a script
+  sets itself)."""
   from absl import app
 
+  main = run_main(main_fn, xla_flags, lower, setup)
   try:
-    app.run(run_main(main_fn, xla_flags, lower), flags_parser=parse_flags)
+    app.run(main, flags_parser=parse_flags)
   except SystemExit as e:
     if e.code not in (None, 0):
       raise
@@ -376,24 +381,26 @@ def _safe_streams():
   return streams.install()
 
 
-def run_main(main_fn, xla_flags: bool = True, lower: str = LOWER):
+def run_main(main_fn, xla_flags: bool = True, lower: str = LOWER, setup=None):
   """Wraps an absl main so bad input ends in one sentence and exit 2, and
   every name it prints is data (`SafeStream`)."""
 
   def wrapped(argv):
     old = _safe_streams()
     try:
-      return _checked_main(main_fn, argv, xla_flags, lower)
+      return _checked_main(main_fn, argv, xla_flags, lower, setup)
     finally:
       sys.stdout, sys.stderr = old
 
   return wrapped
 
 
-def _start_up(xla_flags: bool) -> None:
+def _start_up(xla_flags: bool, setup=None) -> None:
   """What a script checks and sets before any work: the environment's
   JAX, XLA and matplotlib variables, a replayed config, the flag values,
-  XLA's flags, the compile cache, the backends and the device profile."""
+  the script's own `setup`, XLA's flags, the compile cache, the backend
+  (started, so that the address space it takes is known) and the device
+  profile."""
   from codesign.core import environment, memory
 
   environment.check_before_jax()  # JAX reads JAX_ENABLE_X64 at import
@@ -406,6 +413,8 @@ def _start_up(xla_flags: bool) -> None:
 
   if xla_flags:
     xla_options.apply_script_flags()  # before JAX first computes
+  if setup is not None:
+    setup()
   environment.check_xla_flags(xla_options.SCRIPT_XLA_FLAGS)
   compile_cache.enable(
     fv['compile_cache'].value if 'compile_cache' in fv else None
@@ -420,7 +429,9 @@ def _start_up(xla_flags: bool) -> None:
     device_profile.load(fv.device_profile)
 
 
-def _checked_main(main_fn, argv, xla_flags: bool = True, lower: str = LOWER):
+def _checked_main(
+  main_fn, argv, xla_flags: bool = True, lower: str = LOWER, setup=None
+):
   """Checks the environment, the flags and the workdir before any work,
   runs `main_fn`, renames its runs into place; bad input, an OS failure
   (a full disk) and a lack of memory end in one sentence, exit 2 and no
@@ -433,7 +444,7 @@ def _checked_main(main_fn, argv, xla_flags: bool = True, lower: str = LOWER):
 
   fv = flags.FLAGS
   try:
-    _start_up(xla_flags)
+    _start_up(xla_flags, setup)
     if 'workdir' in fv:
       # Before any work: the directory must be writable and hold no
       # other run; the script writes into its staging sibling.
