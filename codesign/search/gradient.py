@@ -223,45 +223,57 @@ BYTES_PER_START_COORDINATE = 100
 # per-table sharding weights) compares every table with every other per
 # design in a block: T^2 x 8 bytes per design, a few copies.
 BYTES_PER_TABLE_PAIR = 32
+# The history: a row of metrics per chunk of steps, twice (the continuous
+# phase and the polish), kept and written to metrics.jsonl.
+BYTES_PER_CHUNK = 4096
 
 
-def memory_need(problems, config: Config) -> float:
+def memory_terms(problems, config: Config, tasks: int = 1) -> dict:
   """Bytes the searches of `problems` need at once (they run side by
-  side) under `config`, estimated before any compile."""
-  total = 0.0
+  side) under `config` (`tasks` searches of `config.starts` each in one,
+  `multi_search`), estimated before any compile, by what they grow with:
+  `starts`, `tables`, `steps`."""
+  terms = {'starts': 0.0, 'tables': 0.0, 'steps': 0.0}
+  chunks = -(-config.steps // config.chunk)
   for problem in problems:
     t = len(problem.workload.tables)
-    total += BYTES_PER_START_COORDINATE * config.starts * problem.space.dim
-    total += BYTES_PER_TABLE_PAIR * config.block * t * t
-  return total
+    terms['starts'] += (
+      BYTES_PER_START_COORDINATE * tasks * config.starts * problem.space.dim
+    )
+    terms['tables'] += BYTES_PER_TABLE_PAIR * config.block * t * t
+    terms['steps'] += BYTES_PER_CHUNK * 2 * chunks
+  return terms
 
 
-def check_memory(problems, config: Config) -> None:
+def check_memory(problems, config: Config, tasks: int = 1) -> None:
   """Refuses, before compiling, searches that need more memory than this
-  process may use (`codesign.core.memory.check`), naming the starts and
-  how many fit, or the tables when none would.
+  process may use (`codesign.core.memory.check`), naming what needs the
+  most (the starts, the steps or the tables) and how many would fit.
 
   Raises:
-    InputError: naming the starts or tables and both amounts.
+    InputError: naming the request, what to lower and both amounts.
   """
-  need = memory_need(problems, config)
-  fixed = memory_need(problems, dataclasses.replace(config, starts=0))
+  terms = memory_terms(problems, config, tasks)
+  need = sum(terms.values())
   have, _ = memory.available()
-  if fixed > have:  # the tables alone, whatever the starts
-    tables = len(problems[0].workload.tables)
-    memory.check(
-      need,
-      f'a search over {tables:,} tables (it pairs every table with every '
-      'other)',
-      'the number of tables of the workload',
-    )
-  fit = int((have - fixed) / max(need - fixed, 1.0) * config.starts)
+  if need <= have:
+    return
+  most = max(terms, key=terms.get)
+  rest = max(have - (need - terms[most]), 0.0)
   dims = ' and '.join(str(p.space.dim) for p in problems)
-  memory.check(
-    need,
-    f'{config.starts:,} starts of {dims} coordinates',
-    f'the starts (--starts, starts=) to at most {fit:,}',
+  tables = len(problems[0].workload.tables)
+  what = (
+    f'{config.starts:,} starts x {config.steps:,} steps of {dims} '
+    f'coordinates over {tables:,} tables'
   )
+  if tasks > 1:
+    what = f'{tasks:,} searches of {what}'
+  if most == 'tables':
+    lower = 'the number of tables of the workload (the search pairs them)'
+  else:
+    fit = int(rest / terms[most] * getattr(config, most))
+    lower = f'the {most} (--{most}, {most}=) to at most {fit:,}'
+  memory.check(need, what, lower)
 
 
 # ---- objective and constraints ---------------------------------------------
