@@ -237,24 +237,42 @@ def _closing(fds):
   return preexec
 
 
+# Streams of a condition: which descriptors are closed in the child,
+# which go to /dev/full, which to a pipe whose reader has left.
+_CLOSED = {
+  'stdin closed': [0],
+  'stdout closed': [1],
+  'stderr closed': [2],
+  'both closed': [1, 2],
+  'all three closed': [0, 1, 2],
+}
+_NAMES = {0: 'stdin', 1: 'stdout', 2: 'stderr'}
+
+
+def _stream_kw(name: str) -> dict:
+  """subprocess arguments of a stream condition (`STREAM_CASES`)."""
+  if name in _CLOSED:
+    fds = _CLOSED[name]
+    kw = {_NAMES[fd]: None for fd in fds if fd}
+    return {**kw, 'preexec_fn': _closing(fds)}
+  kw = {}
+  for fd in (1, 2):
+    if _NAMES[fd] not in name:
+      continue
+    if '/dev/full' in name:
+      kw[_NAMES[fd]] = open('/dev/full', 'wb')  # noqa: SIM115  closed later
+    else:  # a reader that left
+      read, write = os.pipe()
+      os.close(read)
+      kw[_NAMES[fd]] = write
+  return kw
+
+
 def _stream_case(name: str, clean: Clean, base, i: int) -> Outcome:
   """One stream condition on a clean script's run."""
   out = Outcome('streams', f'{clean.script}: {name}')
   run = base / f'stream{i}'
-  kw = {}
-  if name == 'stdout closed':
-    kw = {'stdout': None, 'preexec_fn': _closing([1])}
-  elif name == 'stderr closed':
-    kw = {'stderr': None, 'preexec_fn': _closing([2])}
-  elif name == 'both closed':
-    kw = {'stdout': None, 'stderr': None, 'preexec_fn': _closing([1, 2])}
-  elif name in ('stdout /dev/full', 'stderr /dev/full'):
-    full = open('/dev/full', 'wb')  # noqa: SIM115  closed below
-    kw = {'stdout' if 'stdout' in name else 'stderr': full}
-  elif name in ('stdout reader left', 'stderr reader left'):
-    read, write = os.pipe()
-    os.close(read)
-    kw = {'stdout' if 'stdout' in name else 'stderr': write}
+  kw = _stream_kw(name)
   proc, run = clean.run(run, clean.fresh_cache(), **kw)
   for f in kw.values():
     if hasattr(f, 'close'):
@@ -271,13 +289,13 @@ def _stream_case(name: str, clean: Clean, base, i: int) -> Outcome:
 
 
 STREAM_CASES = (
-  'stdout closed',
-  'stderr closed',
-  'both closed',
+  *_CLOSED,
   'stdout /dev/full',
   'stderr /dev/full',
+  'stdout and stderr /dev/full',
   'stdout reader left',
   'stderr reader left',
+  'stdout and stderr reader left',
 )
 HELP_SCRIPTS = (
   'evaluate',
@@ -297,18 +315,22 @@ HELP_SCRIPTS = (
 )
 
 
-def _help_case(root, script: str) -> Outcome:
-  """`--help` into a reader that has left: no traceback, absl's status."""
-  out = Outcome('streams', f'{script} --help, reader left')
+def _help_case(root, script: str, full: bool = False) -> Outcome:
+  """`--help` into a reader that has left (or onto /dev/full): no
+  traceback, absl's status."""
+  where = '/dev/full' if full else 'a reader that left'
+  out = Outcome('streams', f'{script} --help into {where}')
   env = {**os.environ, 'PYTHONPATH': str(root)}
-  proc = subprocess.Popen(
-    [sys.executable, '-m', f'experiments.{script}', '--help'],
-    cwd=root,
-    env=env,
-    stdout=subprocess.PIPE,
-    stderr=subprocess.PIPE,
-  )
-  proc.stdout.close()
+  with open('/dev/full', 'wb') as device:
+    proc = subprocess.Popen(
+      [sys.executable, '-m', f'experiments.{script}', '--help'],
+      cwd=root,
+      env=env,
+      stdout=device if full else subprocess.PIPE,
+      stderr=subprocess.PIPE,
+    )
+  if not full:
+    proc.stdout.close()
   try:
     err = proc.stderr.read()
     rc = proc.wait(timeout=TIMEOUT_S)
@@ -329,7 +351,7 @@ def stream_attempts(root, cleans, base) -> list[Outcome]:
   for clean in cleans:
     for i, name in enumerate(STREAM_CASES):
       outcomes.append(_stream_case(name, clean, base, len(outcomes) + i))
-  outcomes += [_help_case(root, s) for s in HELP_SCRIPTS]
+  outcomes += [_help_case(root, s, f) for s in HELP_SCRIPTS for f in (0, 1)]
   return outcomes
 
 
@@ -404,7 +426,27 @@ def environment_attempts(cleans, base) -> list[Outcome]:
   return outcomes
 
 
-MEMORY_LIMITS_GB = (0.6, 1.0, 1.5, 2.0, 2.4, 2.6, 2.8, 3.0, 4.0, 6.0, 8.0, 16.0)
+MEMORY_LIMITS_GB = (
+  0.6,
+  0.8,
+  1.0,
+  1.2,
+  1.5,
+  1.8,
+  2.0,
+  2.2,
+  2.4,
+  2.6,
+  2.8,
+  3.0,
+  3.5,
+  4.0,
+  5.0,
+  6.0,
+  8.0,
+  12.0,
+  16.0,
+)
 # Requests beyond memory under a limit: refused before any compile.
 BIG_REQUESTS = (
   ('propose', ('--starts=1000000',), 8.0),

@@ -66,10 +66,10 @@ def test_the_classes_hold_at_least_fifty_cases(tmp_path):
   ):
     assert any(variable in env for _, env, _ in cases), variable
   streams = len(fuzz_faults.STREAM_CASES) * len(fuzz_faults.SCRIPTS)
-  assert streams + len(fuzz_faults.HELP_SCRIPTS) >= 30
+  assert streams + 2 * len(fuzz_faults.HELP_SCRIPTS) >= 50
   limits = fuzz_faults.MEMORY_LIMITS_GB
   assert min(limits) == 0.6 and max(limits) == 16.0
   memory = len(limits) * len(fuzz_faults.SCRIPTS) + len(
     fuzz_faults.BIG_REQUESTS
   )
-  assert memory >= 35
+  assert memory >= 50
