@@ -219,10 +219,15 @@ def check_config(config: Config) -> Config:
 # coordinates), 8,192 to 32,768 starts: peak RSS +1.32 GB, 79 bytes;
 # rounded up.
 BYTES_PER_START_COORDINATE = 100
-# The traced packing bound (`embedding.busiest_rank` over relaxed
-# per-table sharding weights) compares every table with every other per
-# design in a block: T^2 x 8 bytes per design, a few copies.
-BYTES_PER_TABLE_PAIR = 32
+# With the plan searched (HBM fractions, shardings: traced), the packing
+# bound (`embedding.busiest_rank`, loads ranked without a sort) compares
+# every table with every other, per design of a block, in the value and
+# its gradient. Measured: propose, one trainer, 8 starts, searched
+# shardings with 500 and 1,000 tables: peak RSS 2.47 and 7.50 GB (2,000
+# tables: RESOURCE_EXHAUSTED with 16.6 GB free), 840 bytes per pair and
+# design beyond the base; table-wise with 1,000 tables: 6.87 GB; rounded
+# up.
+BYTES_PER_TABLE_PAIR = 1000
 # The history: a row of metrics per chunk of steps, twice (the continuous
 # phase and the polish), kept and written to metrics.jsonl.
 BYTES_PER_CHUNK = 4096
@@ -240,7 +245,8 @@ def memory_terms(problems, config: Config, tasks: int = 1) -> dict:
     terms['starts'] += (
       BYTES_PER_START_COORDINATE * tasks * config.starts * problem.space.dim
     )
-    terms['tables'] += BYTES_PER_TABLE_PAIR * config.block * t * t
+    if problem.space.num_plan:  # the plan searched
+      terms['tables'] += BYTES_PER_TABLE_PAIR * config.block * t * t
     terms['steps'] += BYTES_PER_CHUNK * 2 * chunks
   return terms
 
