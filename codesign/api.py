@@ -118,23 +118,23 @@ def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
   return schema.stack_from_json(d)
 
 
-def _typed(obj, cls, what: str) -> None:
+def _typed(obj, cls, what: str):
   """Refuses a hand-built object whose fields are not of their types
-  (before its own checks, which assume them)."""
+  (before its own checks, which assume them); returns it with lists of
+  numbers as arrays and whole numbers as ints (`typecheck.normalized`)."""
   raise_problems(typecheck.problems(obj, cls, what), what=what)
+  return typecheck.normalized(obj, cls)
 
 
 def _workload(w) -> wl.Workload:
   if isinstance(w, wl.Workload):
-    _typed(w, wl.Workload, 'workload')
-    return wl.validate(w)
+    return wl.validate(_typed(w, wl.Workload, 'workload'))
   return load_workload(w)
 
 
 def _platform(p) -> hardware.Platform:
   if isinstance(p, hardware.Platform):
-    _typed(p, hardware.Platform, 'platform')
-    return schema.validate_platform(p)
+    return schema.validate_platform(_typed(p, hardware.Platform, 'platform'))
   return load_platform(p)
 
 
@@ -144,8 +144,7 @@ def _stack(s, p: hardware.Platform) -> stack_lib.Stack:
   if s is None:
     s = stack_presets.default_for(p.trainer)
   if isinstance(s, stack_lib.Stack):
-    _typed(s, stack_lib.Stack, 'stack')
-    s = stack_lib.validate(s)
+    s = stack_lib.validate(_typed(s, stack_lib.Stack, 'stack'))
   else:
     s = load_stack(s)
   return stack_presets.check_runs_on(s, p)
@@ -191,8 +190,7 @@ def make_plan(
 
 def _plan(plan, w, p, s) -> plan_lib.Plan:
   if isinstance(plan, plan_lib.Plan):
-    _typed(plan, plan_lib.Plan, 'plan')
-    return plan_lib.validate(plan, w)
+    return plan_lib.validate(_typed(plan, plan_lib.Plan, 'plan'), w)
   if isinstance(plan, str) and plan in ('auto', 'hbm', 'ddr'):
     return planner.make(w, p, s, placement=plan)
   if isinstance(plan, dict):
@@ -487,8 +485,7 @@ def _input(value, cls, what: str):
   if isinstance(value, wl.Workload):
     return _workload(value)
   if isinstance(value, stack_lib.Stack):  # the study checks its trainer
-    _typed(value, stack_lib.Stack, what)
-    return stack_lib.validate(value)
+    return stack_lib.validate(_typed(value, stack_lib.Stack, what))
   if isinstance(value, os.PathLike):
     return os.fspath(value)
   if not isinstance(value, str):

@@ -97,7 +97,7 @@ FLAGS = flags.FLAGS
 
 def _single_thread() -> None:
   """--single_thread: one XLA CPU thread per op. XLA reads XLA_FLAGS when
-  JAX creates its backend (first device use), so this runs before."""
+  JAX creates its backend, so this runs before (`common.run`'s setup)."""
   xf = os.environ.get('XLA_FLAGS', '')
   if FLAGS.single_thread and 'xla_cpu_multi_thread_eigen' not in xf:
     from codesign.calibration.microbenchmarks import SINGLE_THREAD_XLA_FLAGS
@@ -106,7 +106,6 @@ def _single_thread() -> None:
 
 
 def main():
-  _single_thread()
   from codesign.calibration import device_profile
   from codesign.core import results
   from codesign.studies import calibration, plotting
@@ -143,4 +142,4 @@ if __name__ == '__main__':
   # The local device is measured as JAX runs a user's Flax model, with
   # XLA's defaults: the scripts' XLA options were chosen for the cost
   # model's programs, not for train steps and microbenchmarks.
-  common.run(main, xla_flags=False)
+  common.run(main, xla_flags=False, setup=_single_thread)

@@ -17,7 +17,7 @@ import os
 import runpy
 import sys
 
-from experiments import early, signals
+from experiments import early, signals, streams
 
 # The scripts a user runs (doc_numbers checks this checkout's docs and
 # stays a `python -m` script of the checkout).
@@ -77,6 +77,7 @@ def _refuse(sentence: str) -> None:
 def main(argv: list[str] | None = None) -> None:
   """Runs `codesign COMMAND [flags]` (`argv`: the command and its flags,
   default `sys.argv[1:]`)."""
+  streams.guard()  # closed or broken streams, as under `python -m`
   args = list(sys.argv[1:] if argv is None else argv)
   if not args:
     _refuse('give a command: codesign COMMAND [flags] (codesign --help)')

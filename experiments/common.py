@@ -10,7 +10,9 @@ import sys
 from absl import flags
 
 from codesign.core.errors import InputError, exit_with, printable
-from experiments.flag_parsing import parse_flags
+from experiments import streams
+from experiments.flag_parsing import as_input_error, parse_flags
+from experiments.streams import SafeStream  # noqa: F401  (the scripts' name)
 
 # The preset names the help texts list, spelled out so that defining the
 # flags loads no JAX (the registries: codesign.spec.workload_presets.
@@ -321,14 +323,24 @@ def enable_x64(on: bool) -> None:
   jax.config.update('jax_enable_x64', on)
 
 
-def run(main_fn, xla_flags: bool = True) -> None:
+# What a lack of memory tells the user to lower, unless a script says.
+LOWER = 'the sizes of the inputs (tables, batch, nodes)'
+
+
+def run(
+  main_fn, xla_flags: bool = True, lower: str = LOWER, setup=None
+) -> None:
   """Runs an experiment's `main()`: parses flags, reports bad input.
   `xla_flags`: run XLA with `xla_options.SCRIPT_XLA_FLAGS` (False: as
-  the environment says, for a script that measures the local device)."""
+  the environment says, for a script that measures the local device);
+  `lower`: the settings a lack of memory names; `setup`: called once the
+  flags are parsed, before JAX starts its backend (XLA_FLAGS a script
+  sets itself)."""
   from absl import app
 
+  main = run_main(main_fn, xla_flags, lower, setup)
   try:
-    app.run(run_main(main_fn, xla_flags), flags_parser=parse_flags)
+    app.run(main, flags_parser=parse_flags)
   except SystemExit as e:
     if e.code not in (None, 0):
       raise
@@ -352,80 +364,67 @@ def _exit_finished() -> None:
   os._exit(0)
 
 
-class SafeStream:
-  """A text stream that prints names as data: control characters (ESC,
-  BEL, CR, ...) escaped, newlines and tabs kept; what the stream cannot
-  encode (a lone surrogate) written as a backslash escape; and a stream
-  that fails (a closed pipe, a full disk) dropped, so that the run is
-  still written and the script ends as it would have."""
-
-  def __init__(self, stream):
-    self._stream = stream
-    self.failed = False
-
-  def write(self, text: str) -> int:
-    text = printable(str(text), keep='\n\t')
-    if self.failed:
-      return len(text)
-    try:
-      try:
-        self._stream.write(text)
-      except UnicodeEncodeError:
-        enc = getattr(self._stream, 'encoding', None) or 'utf-8'
-        self._stream.write(text.encode(enc, 'backslashreplace').decode(enc))
-    except (OSError, ValueError):  # ValueError: the stream is closed
-      self._drop()
-    return len(text)
-
-  def flush(self) -> None:
-    if not self.failed:
-      try:
-        self._stream.flush()
-      except (OSError, ValueError):
-        self._drop()
-
-  def _drop(self) -> None:
-    """Stops writing to the stream; its descriptor goes to /dev/null, so
-    Python's own flush at exit cannot fail on it either."""
-    self.failed = True
-    try:
-      devnull = os.open(os.devnull, os.O_WRONLY)
-      os.dup2(devnull, self._stream.fileno())
-      os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-      pass
-
-  def __getattr__(self, name):
-    return getattr(self._stream, name)
-
-
 def _safe_streams():
   """Replaces sys.stdout and sys.stderr by `SafeStream`s; returns the old
-  pair, for `_restore_streams`."""
-  old = sys.stdout, sys.stderr
-  if not isinstance(sys.stdout, SafeStream):
-    sys.stdout, sys.stderr = SafeStream(old[0]), SafeStream(old[1])
-  return old
+  pair, for restoring."""
+  return streams.install()
 
 
-def run_main(main_fn, xla_flags: bool = True):
+def run_main(main_fn, xla_flags: bool = True, lower: str = LOWER, setup=None):
   """Wraps an absl main so bad input ends in one sentence and exit 2, and
   every name it prints is data (`SafeStream`)."""
 
   def wrapped(argv):
     old = _safe_streams()
     try:
-      return _checked_main(main_fn, argv, xla_flags)
+      return _checked_main(main_fn, argv, xla_flags, lower, setup)
     finally:
       sys.stdout, sys.stderr = old
 
   return wrapped
 
 
-def _checked_main(main_fn, argv, xla_flags: bool = True):
-  """Checks the flags and the workdir before any work, runs `main_fn`,
-  renames its runs into place; bad input, an OS failure (a full disk) and
-  a lack of memory end in one sentence, exit 2 and no run."""
+def _start_up(xla_flags: bool, setup=None) -> None:
+  """What a script checks and sets before any work: the environment's
+  JAX, XLA and matplotlib variables, a replayed config, the flag values,
+  the script's own `setup`, XLA's flags, the compile cache, the backend
+  (started, so that the address space it takes is known) and the device
+  profile."""
+  from codesign.core import environment, memory
+
+  environment.check_before_jax()  # JAX reads JAX_ENABLE_X64 at import
+  memory.check_address_space()  # XLA aborts while it loads under it
+  fv = flags.FLAGS
+  if fv.from_config:
+    apply_config(fv.from_config)
+  check_flag_values()
+  from codesign.core import compile_cache, xla_options
+
+  if xla_flags:
+    xla_options.apply_script_flags()  # before JAX first computes
+  if setup is not None:
+    setup()
+  environment.check_xla_flags(xla_options.SCRIPT_XLA_FLAGS)
+  compile_cache.enable(
+    fv['compile_cache'].value if 'compile_cache' in fv else None
+  )
+  environment.check_platforms()
+  environment.start_backend()
+  memory.check_address_space_left()
+  if 'device_profile' in fv and fv.device_profile:
+    from codesign.calibration import device_profile
+
+    # Fail early; each script passes the profile to `inputs.resolve`.
+    device_profile.load(fv.device_profile)
+
+
+def _checked_main(
+  main_fn, argv, xla_flags: bool = True, lower: str = LOWER, setup=None
+):
+  """Checks the environment, the flags and the workdir before any work,
+  runs `main_fn`, renames its runs into place; bad input, an OS failure
+  (a full disk) and a lack of memory end in one sentence, exit 2 and no
+  run."""
   # JAX logs its backend probing at INFO; keep stderr for real messages.
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
   if len(argv) > 1:
@@ -434,22 +433,7 @@ def _checked_main(main_fn, argv, xla_flags: bool = True):
 
   fv = flags.FLAGS
   try:
-    if fv.from_config:
-      apply_config(fv.from_config)
-    check_flag_values()
-    from codesign.core import compile_cache, xla_options
-
-    if xla_flags:
-      xla_options.apply_script_flags()  # before JAX first computes
-
-    compile_cache.enable(
-      fv['compile_cache'].value if 'compile_cache' in fv else None
-    )
-    if 'device_profile' in fv and fv.device_profile:
-      from codesign.calibration import device_profile
-
-      # Fail early; each script passes the profile to `inputs.resolve`.
-      device_profile.load(fv.device_profile)
+    _start_up(xla_flags, setup)
     if 'workdir' in fv:
       # Before any work: the directory must be writable and hold no
       # other run; the script writes into its staging sibling.
@@ -465,19 +449,12 @@ def _checked_main(main_fn, argv, xla_flags: bool = True):
     for path in results.finish_runs():
       print(f'wrote {path}')
     return out
-  except InputError as e:
+  except BaseException as e:
     results.abandon_runs()
-    exit_with(e)
-  except OSError as e:
-    results.abandon_runs()
-    name = f'{e.filename}: ' if e.filename else ''
-    exit_with(InputError(f'{name}{e.strerror or e}'))
-  except MemoryError:
-    results.abandon_runs()
-    exit_with(InputError('out of memory; try smaller inputs or settings'))
-  except BaseException:
-    results.abandon_runs()
-    raise
+    error = as_input_error(e, lower)
+    if error is None:
+      raise
+    exit_with(error)
 
 
 def config_json(w, p=None, plan=None, s=None) -> dict:

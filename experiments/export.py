@@ -22,8 +22,8 @@ import sys
 
 from absl import app, flags
 
-from codesign.core.errors import InputError, exit_with
-from experiments.flag_parsing import parse_flags
+from codesign.core.errors import InputError
+from experiments.flag_parsing import guarded, parse_flags
 
 flags.DEFINE_enum(
   'to',
@@ -126,29 +126,37 @@ def export(run: str) -> tuple[pathlib.Path, dict]:
 
 
 def main(argv):
+  guarded(export_run, argv)
+
+
+def export_run(argv):
+  """Writes RUN/<tool>_planner.json (and, with --compare, prints both
+  tools' estimates); bad input, a design that does not fit (without
+  --force), a folder that cannot be written (read-only, full) and a lack
+  of memory end in one sentence (`guarded`)."""
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
+  if len(argv) != 2:
+    raise InputError('give one run directory: export --to=torchrec RUN')
   import jax  # here: a bad flag ends before jax loads
 
+  from codesign.core import environment
+
+  environment.check_xla_flags()
+  environment.check_platforms()
   jax.config.update('jax_enable_x64', True)
   from codesign.core import results
 
-  try:
-    if len(argv) != 2:
-      raise InputError('give one run directory: export --to=torchrec RUN')
-    target, out = export(argv[1])
-  except InputError as e:
-    exit_with(e)
+  target, out = export(argv[1])
+  results.write_json(target, out)
+  results.add_to_manifest(target.parent, [target.name])
+  # After the write: a folder that cannot take it ends in one sentence.
   for warning in out['header']['warnings']:
     print(f'warning: {warning}', file=sys.stderr)
-  results.write_json(target, out)
   print(f'wrote {target}')
   if FLAGS.compare:
     from codesign.boundary import torchrec_bridge
 
-    try:
-      both = torchrec_bridge.plan_both(out)
-    except InputError as e:
-      exit_with(e)
+    both = torchrec_bridge.plan_both(out)  # a failure: one sentence
     print(torchrec_bridge.compare_table(out, both))
 
 

@@ -27,8 +27,15 @@ wrong API arguments, a failing stdout) and counts per class the attempts
 that printed a traceback, lost data, lost a finished run, printed raw
 control characters, left files behind or were accepted when wrong;
 `--parts=sigint` interrupts propose, compare_platforms and search_quality
-at random moments and measures the exit. `--checkout` measures another
-checkout (an older commit: before and after).
+at random moments and measures the exit. `--parts=faults` runs the
+machine's faults (`codesign.boundary.fuzz_faults`): single-bit flips and
+swaps of the compile cache's entries and kept programs
+(--fault_trials each), closed and broken stdout and stderr, bad JAX, XLA
+and matplotlib variables, and `ulimit -v` from 600 MB to 16 GB; each
+attempt must give the clean run's result.json bytes or one sentence and
+a non-zero exit with nothing lost, within a minute, with no native
+abort. `--checkout` measures another checkout (an older commit: before
+and after).
 """
 
 from absl import flags
@@ -54,7 +61,8 @@ flags.DEFINE_list(
   'parts',
   ['model', 'boundary'],
   'What to fuzz: model (random designs), boundary (every input field), '
-  'misuse (the careless user, --misuse_classes), sigint (Ctrl-C).',
+  'misuse (the careless user, --misuse_classes), sigint (Ctrl-C), faults '
+  '(the machine: caches, streams, environment, memory; --fault_classes).',
 )
 flags.DEFINE_list(
   'misuse_classes',
@@ -63,6 +71,18 @@ flags.DEFINE_list(
 )
 flags.DEFINE_integer(
   'sigint_trials', 10, 'SIGINT trials per script, for --parts=sigint.'
+)
+flags.DEFINE_list(
+  'fault_classes',
+  ['cache_flips', 'cache_swaps', 'streams', 'environment', 'memory'],
+  'Classes of machine faults, for --parts=faults '
+  '(codesign.boundary.fuzz_faults).',
+)
+flags.DEFINE_integer(
+  'fault_trials',
+  100,
+  'Attempts of each cache class (bit flips, swaps), for --parts=faults.',
+  lower_bound=1,
 )
 flags.DEFINE_string(
   'checkout',
@@ -90,6 +110,8 @@ def main():
     result.update(_model_and_boundary(progress))
   if 'misuse' in FLAGS.parts or 'sigint' in FLAGS.parts:
     result.update(_misuse(progress))
+  if 'faults' in FLAGS.parts:
+    result.update(_faults(progress))
   results.write_run(workdir, {'flags': common.flag_values()}, result)
 
 
@@ -163,6 +185,32 @@ def _misuse(progress) -> dict:
     for script, row in result['sigint'].items():
       print(f'SIGINT {script:18s} {row}')
   return result
+
+
+def _faults(progress) -> dict:
+  import dataclasses
+  import pathlib
+
+  from codesign.boundary import fuzz_calls, fuzz_faults
+
+  root = pathlib.Path(FLAGS.checkout or common.__file__).resolve()
+  root = root if FLAGS.checkout else root.parent.parent
+  outcomes = fuzz_faults.run_faults(
+    root, FLAGS.fault_classes, FLAGS.fault_trials, FLAGS.seed, progress
+  )
+  summary = fuzz_calls.summarize(outcomes)
+  for cls, row in summary.items():
+    rules = ', '.join(
+      f'{k} {v}' for k, v in row.items() if k not in ('tried', 'failed') and v
+    )
+    print(
+      f'{cls:12s} {row["tried"]:4d} tried {row["failed"]:4d} failed'
+      + (f' ({rules})' if rules else '')
+    )
+  return {
+    'faults': summary,
+    'fault_attempts': [dataclasses.asdict(o) for o in outcomes],
+  }
 
 
 if __name__ == '__main__':

@@ -283,4 +283,4 @@ def _stack(proposal):
 
 
 if __name__ == '__main__':
-  common.run(main)
+  common.run(main, lower='--starts (or the tables of the workload)')

@@ -128,4 +128,4 @@ def main():
 
 
 if __name__ == '__main__':
-  common.run(main)
+  common.run(main, lower='--starts (or the tables of the workload)')

@@ -65,6 +65,41 @@ def test_a_hand_built_plan_with_nan_is_refused():
   _refused(lambda: codesign.evaluate(W, P, S, plan=bad), 'must be a tuple')
 
 
+def test_a_list_where_an_array_is_expected_is_converted():
+  """A plan's HBM fractions as a list or tuple cost what the array does
+  (they failed in the trace: TracerArrayConversionError)."""
+  plan = codesign.make_plan(W, P, S)
+  want = codesign.evaluate(W, P, S, plan)['step_time_s']
+  for frac in (list(plan.hbm_fraction), tuple(plan.hbm_fraction)):
+    got = codesign.evaluate(
+      W, P, S, dataclasses.replace(plan, hbm_fraction=frac)
+    )
+    assert got['step_time_s'] == want
+
+
+def test_an_array_where_a_number_is_expected_is_refused():
+  plan = codesign.make_plan(W, P, S)
+  bad = dataclasses.replace(plan, cpu_lookup_fraction=np.full(26, 0.1))
+  with pytest.raises(codesign.InputError, match='cpu_lookup_fraction .*shape'):
+    codesign.evaluate(W, P, S, bad)
+  zero_d = dataclasses.replace(plan, cpu_lookup_fraction=np.array(0.1))
+  codesign.evaluate(W, P, S, zero_d)  # a 0-d array is a number
+
+
+def test_integers_are_checked_as_on_the_command_line():
+  """2.9999 shards is refused (it was truncated to 2), 2.0 is 2."""
+  plan = codesign.make_plan(W, P, S)
+  with pytest.raises(codesign.InputError, match='column_shards must be an int'):
+    codesign.evaluate(W, P, S, dataclasses.replace(plan, column_shards=2.9999))
+  two = codesign.evaluate(W, P, S, dataclasses.replace(plan, column_shards=2))
+  also = codesign.evaluate(
+    W, P, S, dataclasses.replace(plan, column_shards=2.0)
+  )
+  assert two == also
+  with pytest.raises(codesign.InputError, match='global_batch must be an int'):
+    codesign.evaluate(dataclasses.replace(W, global_batch=4096.5), P)
+
+
 def test_a_hand_built_stack_is_checked():
   s = dataclasses.replace(S, tf32='yes')
   _refused(lambda: codesign.evaluate(W, P, s), 'stack.tf32 must be True')

@@ -12,10 +12,12 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import pytest
 
 import codesign
+from codesign import InputError
 from codesign.studies import proposal
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -58,6 +60,7 @@ import json, sys
 import jax
 assert not jax.config.jax_enable_x64  # the user's default
 import codesign
+from codesign import InputError
 from codesign.core import results
 r = codesign.propose(**json.loads(sys.argv[1]))
 assert not jax.config.jax_enable_x64  # left as it was
@@ -130,3 +133,15 @@ def test_api_propose_defaults_are_the_settings_defaults():
       continue
     assert params[field.name].default == field.default, field.name
   assert params['presets'].default is None  # proposal.PRESETS
+
+
+def test_api_propose_refuses_starts_beyond_memory_before_compiling():
+  """10^9 starts would end the process in XLA's allocator (an abort that
+  kills a notebook's kernel); they are one sentence, in seconds."""
+  t0 = time.monotonic()
+  with pytest.raises(InputError) as e:
+    codesign.propose(workload='criteo_kaggle', starts=10**9, steps=1)
+  text = str(e.value)
+  assert '1,000,000,000 starts' in text and 'GB of memory' in text
+  assert 'lower the starts (--starts, starts=) to at most' in text
+  assert time.monotonic() - t0 < 30

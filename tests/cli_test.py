@@ -8,6 +8,7 @@ together and the good runs are two.
 """
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -70,6 +71,28 @@ BAD_INPUT = {
     ['--override=stack.embedding_efficiency=0'],
     ['stack.embedding_efficiency', '[0.01, 1]'],
   ),
+  'compile_cache_of_no_user': (
+    ['--compile_cache=~nosuchuser-codesign/x'],
+    ['--compile_cache', '~user does not exist', 'off'],
+  ),
+}
+# name -> (environment, words the one-line message must contain): the
+# variables of JAX, XLA and matplotlib, checked at start-up.
+BAD_ENVIRONMENT = {
+  'x64_maybe': ({'JAX_ENABLE_X64': 'maybe'}, ['JAX_ENABLE_X64', 'true']),
+  'mpl_bogus': ({'MPLBACKEND': 'bogus'}, ['MPLBACKEND', 'agg']),
+  'xla_unknown': (
+    {'XLA_FLAGS': '--xla_no_such_flag_codesign=1'},
+    ['XLA_FLAGS', '--xla_no_such_flag_codesign=1', 'unset'],
+  ),
+  'platform_absent': (
+    {'JAX_PLATFORMS': 'no_such_backend'},
+    ['JAX_PLATFORMS', 'no_such_backend', 'cpu'],
+  ),
+  'cache_of_no_user': (
+    {'CODESIGN_COMPILE_CACHE': '~nosuchuser-codesign/x'},
+    ['CODESIGN_COMPILE_CACHE', '~user'],
+  ),
 }
 
 
@@ -95,8 +118,10 @@ def test_bad_input_is_one_sentence(tmp_path):
   (tmp_path / 'stack_range.json').write_text(
     json.dumps({**stack, 'host_overlap': 1.5})
   )
-  procs = {}
-  for name, (flags, _) in BAD_INPUT.items():
+  procs, words = {}, {}
+  cases = [(n, f, {}, w) for n, (f, w) in BAD_INPUT.items()]
+  cases += [(n, [], e, w) for n, (e, w) in BAD_ENVIRONMENT.items()]
+  for name, flags, env, words[name] in cases:
     flags = [f.format(tmp=tmp_path) for f in flags]
     procs[name] = subprocess.Popen(
       _command(flags, tmp_path / name),
@@ -104,19 +129,20 @@ def test_bad_input_is_one_sentence(tmp_path):
       stdout=subprocess.PIPE,
       stderr=subprocess.PIPE,
       text=True,
+      env={**os.environ, **env},
     )
   problems = []
   for name, proc in procs.items():
     stdout, stderr = proc.communicate(timeout=300)
     workdir = tmp_path / name
     lines = stderr.strip().splitlines()
-    if proc.returncode == 0:
-      problems.append((name, 'exit status 0'))
+    if proc.returncode != 2:
+      problems.append((name, f'exit status {proc.returncode}'))
     if len(lines) != 1:
       problems.append((name, f'{len(lines)} lines on stderr', stderr[-500:]))
     if 'Traceback' in stderr + stdout:
       problems.append((name, 'traceback'))
-    missing = [w for w in BAD_INPUT[name][1] if w not in stderr]
+    missing = [w for w in words[name] if w not in stderr]
     if missing:
       problems.append((name, f'message lacks {missing}', stderr[-500:]))
     # No run directory, let alone a result.
@@ -127,7 +153,20 @@ def test_bad_input_is_one_sentence(tmp_path):
   assert not problems, problems
 
 
-def test_config_json_reproduces_result(tmp_path):
+def _closed_stdout(command):
+  """`command` as `command >&-` runs it: stdout closed from the start."""
+  return subprocess.run(
+    ['bash', '-c', 'exec "$@" >&-', 'bash', *command],
+    cwd=ROOT,
+    stderr=subprocess.PIPE,
+    text=True,
+    timeout=300,
+  )
+
+
+def test_config_json_reproduces_result_even_with_stdout_closed(tmp_path):
+  """The replay runs with stdout closed (`evaluate >&-`): its run folder
+  is as complete as the first's and its result the same bytes."""
   first, second = tmp_path / 'first', tmp_path / 'second'
   flags = [
     '--workload=zion_scale',
@@ -159,16 +198,21 @@ def test_config_json_reproduces_result(tmp_path):
     assert key in result, key
   assert 0 < result['step_time_s'] < float('inf')
   config = first / 'config.json'
-  b = run(
-    [
-      f'--workload={config}',
-      f'--platform={config}',
-      f'--plan={config}',
-      f'--stack={config}',
-    ],
-    second,
+  b = _closed_stdout(
+    _command(
+      [
+        f'--workload={config}',
+        f'--platform={config}',
+        f'--plan={config}',
+        f'--stack={config}',
+      ],
+      second,
+    )
   )
-  assert b.returncode == 0, b.stderr
+  assert b.returncode == 0 and 'Traceback' not in b.stderr, b.stderr
+  assert sorted(p.name for p in second.iterdir()) == sorted(
+    p.name for p in first.iterdir()
+  )
   assert (first / 'result.json').read_bytes() == (
     second / 'result.json'
   ).read_bytes()
@@ -180,6 +224,22 @@ def test_config_json_reproduces_result(tmp_path):
   assert c1['stack']['step_floor_us'] == pytest.approx(123.4, rel=1e-12)
   for name in ('env.json', 'config.json'):
     assert (second / name).is_file()
+
+
+def test_help_into_a_reader_that_left_is_no_traceback():
+  """`--help | head -1` where head has already left: the reader is
+  closed before the script writes."""
+  proc = subprocess.Popen(
+    [sys.executable, '-m', 'experiments.evaluate', '--help'],
+    cwd=ROOT,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+  )
+  proc.stdout.close()
+  stderr = proc.stderr.read()
+  assert proc.wait(timeout=60) == 1  # absl's status after --help
+  assert stderr == ''
 
 
 # Bad flag values of every kind the shared validator (common.

@@ -36,7 +36,7 @@ import tempfile
 import jax
 import pytest
 
-from codesign.core import compile_cache, xla_options
+from codesign.core import compile_cache, environment, xla_options
 
 FAST_COMPILE_FLAGS = (
   '--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true'
@@ -54,6 +54,11 @@ if 'xla_backend_optimization_level' not in os.environ.get('XLA_FLAGS', ''):
   os.environ['XLA_FLAGS'] = (
     os.environ.get('XLA_FLAGS', '') + ' ' + FAST_COMPILE_FLAGS
   ).strip()
+
+# XLA parses these once, here (a child process, 0.4 s), not in each of
+# the suite's script subprocesses: they inherit the verdict
+# (`environment.CHECKED_VAR`).
+environment.check_xla_flags()
 
 jax.config.update('jax_enable_x64', True)
 

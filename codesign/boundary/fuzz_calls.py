@@ -293,6 +293,10 @@ RULES = (
   'accepted',
   'hung',
   'harness error',
+  # codesign.boundary.fuzz_faults
+  'changed result',
+  'native abort',
+  'noisy',
 )
 
 

@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+from codesign.core.results import UNLISTED_RUN_FILES
+
 # A name that retitles and clears a terminal, returns the carriage, breaks
 # mathtext and cannot be encoded.
 HOSTILE = 'evil\x1b]0;pwned\x07\x1b[2J\r$\\frac$ \udc80 \u202eend'
@@ -158,6 +160,11 @@ OVERWRITE_CASES = [
   ('an empty directory', {'w': 'dir'}, 'w', 'run'),
   ('a config.json that is not a run', {'w': 'dir', 'w/config.json': '{}',
                                        'w/data.csv': '1,2'}, 'w', 'refuse'),
+  ('a past run with notes of its user', {'w': 'run', 'w/notes.md': 'mine'},
+   'w', 'refuse'),
+  ('a past run with figures of its user', {'w': 'run', 'w/figs': 'dir',
+                                          'w/figs/a.png': 'png'}, 'w',
+   'refuse'),
 ]  # fmt: skip
 
 
@@ -196,7 +203,8 @@ def _overwrite_attempt(root, case, overwrite) -> Outcome:
     for rel, content in before.items():
       inside = os.path.realpath(base / rel).startswith(run_dir + os.sep)
       is_run = (base / rel).parent.joinpath('env.json').exists()
-      if after.get(rel) != content and not (inside and is_run):
+      ours = pathlib.Path(rel).name in UNLISTED_RUN_FILES  # a run's file
+      if after.get(rel) != content and not (inside and is_run and ours):
         out.failures.append('data lost')
         break
     left = leftovers(base) + leftovers(pathlib.Path(run_dir).parent)

@@ -18,6 +18,17 @@ is always run through its export, cache on or off, warm or cold, so the
 cache never changes a bit of a result. Python scalars among the arguments
 become weakly typed arrays first, as `jax.jit` reads them.
 
+A file runs no code when read and cannot change a result (`encode`):
+it holds a JSON header (the key it was stored under, the payload's
+sha256, the output's pytree structure as `codesign.core.tree_json`
+writes it: no pickle), the payload (`jax.export`'s serialization) and a
+sha256 of the whole. A file that fails a check (a flipped bit, another
+program's file under this name, a truncated write), cannot be loaded or
+fails to run is removed and the program exported again, with one line
+on stderr; a cache that cannot be read or written, or a special file
+in it (a FIFO), turns the cache off for the run
+(`codesign.core.compile_cache`).
+
 A program seen for the first time costs more than under `jax.jit` (it
 is traced and lowered for its export, then its call lowered again), so
 this is for the few large programs later runs ask again, not the many a
@@ -29,19 +40,21 @@ search").
 import functools
 import hashlib
 import io
+import json
 import os
 import pathlib
 import pickle
-import tempfile
 import threading
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import export
 
-from codesign.core import compile_cache
+from codesign.core import compile_cache, tree_json
 
-FOLDER = 'exported'
+FOLDER = compile_cache.EXPORTED
+MAGIC = b'codesign program 2\n'
 _PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -83,41 +96,123 @@ def _key_bytes(key) -> bytes:
 
 
 def _folder() -> pathlib.Path | None:
-  where = compile_cache.status()['dir']
-  return None if where is None else pathlib.Path(where) / FOLDER
+  where = compile_cache.active_dir()
+  return None if where is None else where / FOLDER
 
 
-def _read(path: pathlib.Path | None):
-  """(exported, output skeleton) from `path`, or None."""
-  if path is None or not path.is_file():
+class _Damaged(ValueError):
+  """A cache file that fails its checks."""
+
+
+def encode(key_hex: str, exported_fn, out_tree) -> bytes:
+  """The file of a program: `MAGIC`, the header's length (8 bytes, big
+  endian), the header (JSON: the key, the payload's sha256, the output
+  structure), the payload (`jax.export`'s serialization) and the sha256
+  of everything before it.
+
+  Raises:
+    tree_json.Unencodable: the output structure has no JSON form.
+  """
+  payload = bytes(exported_fn.serialize())
+  header = json.dumps(
+    {
+      'key': key_hex,
+      'payload_sha256': hashlib.sha256(payload).hexdigest(),
+      'out_tree': tree_json.dumps(out_tree),
+    },
+    sort_keys=True,
+  ).encode()
+  body = MAGIC + len(header).to_bytes(8, 'big') + header + payload
+  return body + hashlib.sha256(body).digest()
+
+
+def decode(data: bytes, key_hex: str):
+  """(exported, output structure) of a file `encode` wrote under
+  `key_hex`.
+
+  Raises:
+    _Damaged: its digests, its key or its structure do not check.
+  """
+  body, digest = data[:-32], data[-32:]
+  if not body.startswith(MAGIC) or hashlib.sha256(body).digest() != digest:
+    raise _Damaged('its digest does not match')
+  size = int.from_bytes(body[len(MAGIC) : len(MAGIC) + 8], 'big')
+  start = len(MAGIC) + 8
+  try:
+    header = json.loads(body[start : start + size])
+    payload = body[start + size :]
+    if header['key'] != key_hex:
+      raise _Damaged('it was stored under another key')
+    if header['payload_sha256'] != hashlib.sha256(payload).hexdigest():
+      raise _Damaged('its payload digest does not match')
+    out_tree = tree_json.loads(header['out_tree'])
+    exported_fn = export.deserialize(bytearray(payload))
+  except _Damaged:
+    raise
+  except Exception as e:  # noqa: BLE001  whatever the bytes make it raise
+    raise _Damaged(f'it cannot be loaded ({type(e).__name__})') from None
+  if len(exported_fn.out_avals) != out_tree.num_leaves:
+    raise _Damaged('its output does not match its structure')
+  return exported_fn, out_tree
+
+
+def _read(path: pathlib.Path | None, key_hex: str):
+  """(exported, output structure) from `path`, or None: no file, a
+  damaged one (removed, one line) or a cache that cannot be read (off)."""
+  if path is None:
     return None
   try:
-    skeleton, blob = pickle.loads(path.read_bytes())
-    return export.deserialize(bytearray(blob)), skeleton
-  except Exception:  # noqa: BLE001  a damaged file is exported again
+    data = compile_cache.read_regular(path)
+  except OSError as e:
+    compile_cache.turn_off(f'{path} cannot be read ({e.strerror or e})')
+    return None
+  if data is None:
+    return None
+  try:
+    return decode(data, key_hex)
+  except _Damaged as e:
+    _drop(path, str(e))
     return None
 
 
-def _write(path: pathlib.Path | None, exported, skeleton) -> None:
-  """Writes atomically (a temporary file renamed), or not at all: the
-  cache only saves time."""
+def _drop(path: pathlib.Path, why: str) -> None:
+  """Removes a program file that failed, with one line (per run)."""
+  try:
+    os.unlink(path)
+  except FileNotFoundError:
+    pass
+  except OSError as e:
+    compile_cache.turn_off(f'{path} cannot be removed ({e.strerror or e})')
+  compile_cache.note(
+    'programs_dropped',
+    f'dropped a kept program ({path.name[:12]}...: {why}); traced again',
+  )
+
+
+def _write(path: pathlib.Path | None, key_hex: str, exported_fn, out_tree):
+  """Writes atomically, or not at all (the cache only saves time): an
+  output structure with no JSON form stays in memory, a failed write
+  (a full disk) turns the cache off and leaves no temporary file."""
   if path is None:
     return
   try:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.tmp-')
-    with os.fdopen(fd, 'wb') as f:
-      f.write(pickle.dumps((skeleton, exported.serialize())))
-    os.replace(tmp, path)
-  except OSError:
-    pass
+    data = encode(key_hex, exported_fn, out_tree)
+  except tree_json.Unencodable:
+    compile_cache.count('programs_not_kept')
+    return
+  try:
+    path.parent.mkdir(exist_ok=True)
+    compile_cache.write_atomic(path, data)
+  except OSError as e:
+    compile_cache.turn_off(
+      f'{path.parent} cannot be written ({e.strerror or e})'
+    )
 
 
 def _flat_export(fn, args):
-  """(exported, output skeleton): `fn` exported as a function of the
+  """(exported, output structure): `fn` exported as a function of the
   leaves of `args` to the leaves of its output (JAX serializes only
-  plain containers); the skeleton is the output with its leaves
-  numbered, which rebuilds its structure (optimizer states included)."""
+  plain containers)."""
   tree = jax.tree.structure(args)
   out_tree = []
 
@@ -127,21 +222,23 @@ def _flat_export(fn, args):
     out_tree.append(t)
     return tuple(leaves_out)
 
-  exported = export.export(jax.jit(flat))(*jax.tree.leaves(args))
-  skeleton = jax.tree.unflatten(out_tree[0], range(out_tree[0].num_leaves))
-  return exported, skeleton
+  exported_fn = export.export(jax.jit(flat))(*jax.tree.leaves(args))
+  return exported_fn, out_tree[0]
 
 
 def exported(fn, key, compiler_options=None):
   """`fn`, jitted and run through its export (see the module docstring),
   as `jax.jit(fn)` is called: one program per structure and shapes of
   the arguments, found in memory, else on disk, else exported and kept.
+  A program read from disk that fails to run is dropped and exported
+  again.
 
   Args:
     fn: a traceable function (not jitted: its compile options are
       `compiler_options`).
     key: its static inputs (picklable, equal for the same program),
-      pickled only when a program is looked up on disk.
+      pickled (written, never read) only when a program is looked up on
+      disk.
     compiler_options: XLA options of the compile.
 
   On several processes (`jax.distributed`) it is `jax.jit(fn)`: each
@@ -155,18 +252,29 @@ def exported(fn, key, compiler_options=None):
   def call(*args):
     leaves, tree = jax.tree.flatten(args)
     leaves = [_array(x) for x in leaves]
-    shapes = tuple((x.shape, x.dtype, _weak(x)) for x in leaves)
+    shapes = (tree, tuple((x.shape, x.dtype, _weak(x)) for x in leaves))
     with lock:
-      found = memo.get((tree, shapes))
+      found = memo.get(shapes)
+    args = jax.tree.unflatten(tree, leaves)
     if found is None:
-      args = jax.tree.unflatten(tree, leaves)
       found = _load(fn, key, args, compiler_options)
-      with lock:
-        memo[(tree, shapes)] = found
-    run, out_tree = found
-    return jax.tree.unflatten(out_tree, run(*leaves))
+    try:
+      out = found.run(*leaves)
+    except Exception as e:
+      if found.path is None or _out_of_memory(e):
+        raise
+      _drop(found.path, f'it failed to run ({type(e).__name__})')
+      found = _fresh(fn, args, compiler_options, found.path, found.key_hex)
+      out = found.run(*leaves)
+    with lock:
+      memo[shapes] = found
+    return jax.tree.unflatten(found.out_tree, out)
 
   return call
+
+
+def _out_of_memory(e: Exception) -> bool:
+  return isinstance(e, MemoryError) or 'RESOURCE_EXHAUSTED' in str(e)
 
 
 def _weak(x) -> bool:
@@ -180,15 +288,29 @@ def _array(x):
   return x if hasattr(x, 'shape') else jnp.asarray(x)
 
 
-def _load(fn, key, args, compiler_options):
-  """(jitted call of the export, its output's structure) from disk, or
-  exported now and written."""
+class _Program(NamedTuple):
+  run: Any  # the jitted call of the export, on the leaves
+  out_tree: Any  # the structure of its output
+  path: pathlib.Path | None  # the file it was read from (None: made now)
+  key_hex: str
+
+
+def _load(fn, key, args, compiler_options) -> _Program:
+  """The program from disk, or exported now and written."""
   folder = _folder()
-  path = None if folder is None else folder / file_key(key, args)
-  found = _read(path)
+  key_hex = file_key(key, args)
+  path = None if folder is None else folder / key_hex
+  found = _read(path, key_hex)
   if found is None:
-    found = _flat_export(fn, args)
-    _write(path, *found)
-  exported_fn, skeleton = found
+    return _fresh(fn, args, compiler_options, path, key_hex)
+  exported_fn, out_tree = found
   run = jax.jit(exported_fn.call, compiler_options=compiler_options)
-  return run, jax.tree.structure(skeleton)
+  return _Program(run, out_tree, path, key_hex)
+
+
+def _fresh(fn, args, compiler_options, path, key_hex) -> _Program:
+  """`fn` exported now (and written to `path`)."""
+  exported_fn, out_tree = _flat_export(fn, args)
+  _write(path, key_hex, exported_fn, out_tree)
+  run = jax.jit(exported_fn.call, compiler_options=compiler_options)
+  return _Program(run, out_tree, None, key_hex)

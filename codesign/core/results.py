@@ -57,6 +57,47 @@ OLD_MARK = '.old-'
 # env.json as `env_info` writes it, is a codesign run, which --overwrite
 # may replace; nothing else is.
 RUN_MARKERS = ('config.json', 'env.json')
+# The files a run wrote, listed when it is renamed into place (and by a
+# later writer into it: export); --overwrite replaces a run only when it
+# holds nothing else.
+MANIFEST = 'manifest.json'
+# What runs wrote before they listed their files: a run without a
+# manifest holding only these may be replaced.
+UNLISTED_RUN_FILES = frozenset(
+  {
+    *RUN_MARKERS,
+    'result.json',
+    'metrics.jsonl',
+    'timing.json',
+    'proposal.json',
+    'ranks.json',
+    'device_profile.json',
+    'stack_fit.json',
+    'torchrec_planner.json',
+    'benchmark.csv',
+    'breakdown.csv',
+    'calibration.csv',
+    'compare_platforms.csv',
+    'growth.csv',
+    'pareto.csv',
+    'propose.csv',
+    'ranks.csv',
+    'scale_out.csv',
+    'search_quality.csv',
+    'search_quality_large.csv',
+    'sensitivity.csv',
+    'zion_decision.csv',
+    'breakdown.png',
+    'calibration.png',
+    'efficiency.png',
+    'elasticities.png',
+    'frontier.png',
+    'growth.png',
+    'nic_required.png',
+    'platforms.png',
+    'throughput.png',
+  }
+)
 
 
 def _writable_root() -> pathlib.Path:
@@ -172,16 +213,71 @@ def is_run(directory: pathlib.Path) -> bool:
   )
 
 
-def _listing(directory: pathlib.Path, most: int = 3) -> str:
-  names = sorted(p.name for p in directory.iterdir())
+def _names(names, most: int = 3) -> str:
+  names = sorted(names)
   shown = ', '.join(printable(n) for n in names[:most])
   more = len(names) - most
   return shown + (f' and {more} more' if more > 0 else '')
 
 
+def _listing(directory: pathlib.Path, most: int = 3) -> str:
+  return _names((p.name for p in directory.iterdir()), most)
+
+
+def files_under(directory: pathlib.Path) -> list[str]:
+  """Every file, link and special file under `directory` (links not
+  followed), as sorted paths relative to it; an empty directory is
+  listed as `name/`."""
+  found = []
+  for dirpath, dirnames, filenames in os.walk(directory):
+    rel = os.path.relpath(dirpath, directory)
+    for name in filenames + [
+      d for d in dirnames if os.path.islink(os.path.join(dirpath, d))
+    ]:
+      found.append(os.path.normpath(os.path.join(rel, name)))
+    if rel != '.' and not dirnames and not filenames:
+      found.append(rel + '/')
+  return sorted(found)
+
+
+def write_manifest(staging: pathlib.Path) -> None:
+  """Lists every file of the run in `staging` in its `MANIFEST`."""
+  files = [f for f in files_under(staging) if f != MANIFEST]
+  write_json(staging / MANIFEST, {'files': files})
+
+
+def add_to_manifest(run: pathlib.Path, names: list[str]) -> None:
+  """Adds files a later writer (export) put into the finished `run` to
+  its manifest (a run without one lists nothing)."""
+  listed = _listed(run)
+  if listed is not None:
+    write_json(run / MANIFEST, {'files': sorted(set(listed) | set(names))})
+
+
+def _listed(directory: pathlib.Path) -> list[str] | None:
+  """The files the run's manifest lists, or None (no manifest)."""
+  try:
+    doc = json.loads((directory / MANIFEST).read_text())
+  except (OSError, ValueError, RecursionError):
+    return None
+  files = doc.get('files') if isinstance(doc, dict) else None
+  if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+    return None
+  return files
+
+
+def foreign_files(directory: pathlib.Path) -> list[str]:
+  """What a run directory holds that the run did not write: neither in
+  its manifest (nor, for a run written before manifests, among the files
+  runs write)."""
+  listed = _listed(directory)
+  ours = set(UNLISTED_RUN_FILES if listed is None else listed) | {MANIFEST}
+  return [f for f in files_under(directory) if f not in ours]
+
+
 def _check_replaceable(final: pathlib.Path, overwrite: bool) -> None:
-  """Refuses a workdir that holds files, unless it holds a codesign run
-  and `overwrite` is given."""
+  """Refuses a workdir that holds files, unless it holds a codesign run,
+  nothing else, and `overwrite` is given."""
   if not final.is_dir() or not any(final.iterdir()):
     return
   where = f'--workdir {printable(str(final))!r}'
@@ -195,6 +291,13 @@ def _check_replaceable(final: pathlib.Path, overwrite: bool) -> None:
     raise InputError(
       f'{where} already holds a run; pass --overwrite to replace it or '
       'choose another directory'
+    )
+  foreign = foreign_files(final)
+  if foreign:
+    raise InputError(
+      f'{where} holds a run and {_names(foreign)}, which the run did not '
+      'write; --overwrite replaces only a whole run, so move them out of it '
+      'or choose another directory'
     )
 
 
@@ -334,10 +437,11 @@ def _finish(staging: pathlib.Path, final: pathlib.Path, overwrite: bool):
   if not any(staging.iterdir()):  # the run wrote nothing (--dump_schema)
     staging.rmdir()
     return None
+  write_manifest(staging)
   target = final
   if final.is_dir() and any(final.iterdir()):
-    if not (overwrite and is_run(final)):
-      target = _free_sibling(final)
+    if not (overwrite and is_run(final) and not foreign_files(final)):
+      target = _free_sibling(final)  # something else was put there meanwhile
   old = None
   if target.exists():
     old = final.parent / f'.{final.name}{OLD_MARK}{os.getpid()}'

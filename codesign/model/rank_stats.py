@@ -49,6 +49,7 @@ breakdown (each kind of work packed in its own order).
 import jax.numpy as jnp
 import numpy as np
 
+from codesign.core import memory
 from codesign.model import terms
 from codesign.spec import hardware
 from codesign.spec import stack as stack_lib
@@ -412,6 +413,23 @@ def _place_whole(i, holders, part, state) -> int:
   return int(r)
 
 
+# The placement's (T, R) shares and their replicas, float64, and a copy.
+BYTES_PER_TABLE_RANK = 24
+
+
+def check_memory(tables: int, ranks: int) -> None:
+  """Refuses, before the placement, one beyond this machine's memory.
+
+  Raises:
+    InputError: naming the tables, the ranks and both amounts.
+  """
+  memory.check(
+    BYTES_PER_TABLE_RANK * tables * ranks,
+    f'the placement of {tables:,} tables on {ranks:,} ranks',
+    'the number of tables or of nodes',
+  )
+
+
 def compute(
   w: wl.Workload,
   p: Platform,
@@ -478,8 +496,13 @@ def place(w: wl.Workload, p: Platform, plan: Plan, s: Stack):
   the data-parallel replicas, a table counted with its shards' pipeline
   I/O and cache bookkeeping (`terms.stack_hbm_parts`); no limit on a CPU
   trainer (DDR is per node). ranks.json and the export's sharding plan
-  read this one placement."""
+  read this one placement.
+
+  Raises:
+    InputError: where the placement would not fit this machine's memory.
+  """
   pt = per_table(w, p, plan, s)
+  check_memory(w.num_tables, pt['ranks'])
   cpu = p.trainer == 'cpu'
   size = pt['ddr_bytes'] if cpu else pt['hbm_bytes'] + pt['overhead_hbm_bytes']
   dp = np.array([x == 'data_parallel' for x in plan.sharding])

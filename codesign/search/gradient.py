@@ -82,6 +82,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from codesign.core import memory
 from codesign.core.errors import InputError
 from codesign.model import cost_model, terms, whole_system
 from codesign.search import (
@@ -219,6 +220,75 @@ def check_config(config: Config) -> Config:
   if not config.learning_rate > 0:
     raise InputError('learning_rate must be positive')
   return config
+
+
+# Host memory per start and coordinate of a search, all phases: the
+# starts, Adam's moments, multipliers, the best points, the polish's
+# candidates. Measured: propose's two searches on zion_scale (343 and 336
+# coordinates), 8,192 to 32,768 starts: peak RSS +1.32 GB, 79 bytes;
+# rounded up.
+BYTES_PER_START_COORDINATE = 100
+# With the plan searched (HBM fractions, shardings: traced), the packing
+# bound (`embedding.busiest_rank`, loads ranked without a sort) compares
+# every table with every other, per design of a block, in the value and
+# its gradient. Measured: propose, one trainer, 8 starts, searched
+# shardings with 500 and 1,000 tables: peak RSS 2.47 and 7.50 GB (2,000
+# tables: RESOURCE_EXHAUSTED with 16.6 GB free), 840 bytes per pair and
+# design beyond the base; table-wise with 1,000 tables: 6.87 GB; rounded
+# up.
+BYTES_PER_TABLE_PAIR = 1000
+# The history: a row of metrics per chunk of steps, twice (the continuous
+# phase and the polish), kept and written to metrics.jsonl.
+BYTES_PER_CHUNK = 4096
+
+
+def memory_terms(problems, config: Config, tasks: int = 1) -> dict:
+  """Bytes the searches of `problems` need at once (they run side by
+  side) under `config` (`tasks` searches of `config.starts` each in one,
+  `multi_search`), estimated before any compile, by what they grow with:
+  `starts`, `tables`, `steps`."""
+  terms = {'starts': 0.0, 'tables': 0.0, 'steps': 0.0}
+  chunks = -(-config.steps // config.chunk)
+  for problem in problems:
+    t = len(problem.workload.tables)
+    terms['starts'] += (
+      BYTES_PER_START_COORDINATE * tasks * config.starts * problem.space.dim
+    )
+    if problem.space.num_plan:  # the plan searched
+      terms['tables'] += BYTES_PER_TABLE_PAIR * config.block * t * t
+    terms['steps'] += BYTES_PER_CHUNK * 2 * chunks
+  return terms
+
+
+def check_memory(problems, config: Config, tasks: int = 1) -> None:
+  """Refuses, before compiling, searches that need more memory than this
+  process may use (`codesign.core.memory.check`), naming what needs the
+  most (the starts, the steps or the tables) and how many would fit.
+
+  Raises:
+    InputError: naming the request, what to lower and both amounts.
+  """
+  terms = memory_terms(problems, config, tasks)
+  need = sum(terms.values())
+  have, _ = memory.available()
+  if need <= have:
+    return
+  most = max(terms, key=terms.get)
+  rest = max(have - (need - terms[most]), 0.0)
+  dims = ' and '.join(str(p.space.dim) for p in problems)
+  tables = len(problems[0].workload.tables)
+  what = (
+    f'{config.starts:,} starts x {config.steps:,} steps of {dims} '
+    f'coordinates over {tables:,} tables'
+  )
+  if tasks > 1:
+    what = f'{tasks:,} searches of {what}'
+  if most == 'tables':
+    lower = 'the number of tables of the workload (the search pairs them)'
+  else:
+    fit = int(rest / terms[most] * getattr(config, most))
+    lower = f'the {most} (--{most}, {most}=) to at most {fit:,}'
+  memory.check(need, what, lower)
 
 
 # ---- objective and constraints ---------------------------------------------
@@ -779,6 +849,7 @@ def gradient_search(
   """
   check_problem(problem)
   check_config(config)
+  check_memory([problem], config)
   mesh = batching.make_mesh(devices)
   space = problem.space
   hc = space.num_hw_coords

@@ -216,6 +216,8 @@ def search_tasks(
   probe = gradient.Problem(
     tasks.space, tasks.workloads[0], tasks.stack, 'throughput'
   )
+  run_config = dataclasses.replace(config, starts=starts)
+  gradient.check_memory([probe], run_config, tasks=k)
   z0 = gradient.initial_starts(probe, k * starts, config.seed)
   rows = _per_start(np.repeat(np.arange(k), starts), weights, limits, kinds)
   z, hist, end = _program('run', tasks, config)(z0, *rows)

@@ -67,8 +67,22 @@ def _value(value, tp, where: str) -> list[str]:
   if tp in (int, float, np.ndarray):
     if tp is np.ndarray and isinstance(value, list | tuple):
       value = np.asarray(value) if _all_real(value) else value
-    return _number(value, where)
+    out = _number(value, where)
+    if out or tp is np.ndarray:
+      return out
+    if np.ndim(value) != 0:
+      return [
+        f'{where} must be a number, got an array of shape {np.shape(value)}'
+      ]
+    if tp is int and not _integral(value):
+      return [f'{where} must be an integer, got {_show(value)}']
   return []
+
+
+def _integral(value) -> bool:
+  """Whether a finite number is a whole number (2, 2.0; not 2.9999), as
+  the command line and the JSON loaders take an integer."""
+  return float(np.asarray(value)).is_integer()
 
 
 def _all_real(values) -> bool:
@@ -103,6 +117,35 @@ def problems(obj, cls, where: str) -> list[str]:
       continue
     out += _value(value, hints[f.name], here)
   return out
+
+
+def normalized(obj, cls):
+  """`obj` (of `cls`, whose `problems` are none) with the values the
+  loaders would have made: a list or tuple of numbers for an array field
+  as a float64 array, a whole number for an integer field as an int."""
+  hints = typing.get_type_hints(cls)
+  changes = {}
+  for f in dataclasses.fields(cls):
+    value = getattr(obj, f.name)
+    if f.name != 'sources' and value is not None:
+      new = _normal(value, hints[f.name])
+      if new is not value:
+        changes[f.name] = new
+  return dataclasses.replace(obj, **changes) if changes else obj
+
+
+def _normal(value, tp):
+  if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    return normalized(value, tp)
+  item = _tuple_item(tp)
+  if item is not None:
+    new = tuple(_normal(x, item) for x in value)
+    return value if all(a is b for a, b in zip(new, value)) else new
+  if tp is np.ndarray and isinstance(value, list | tuple):
+    return np.asarray(value, np.float64)
+  if tp is int and type(value) is not int:
+    return int(float(np.asarray(value)))
+  return value
 
 
 # ---- arguments of the Python API ------------------------------------------

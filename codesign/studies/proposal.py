@@ -410,6 +410,7 @@ def _run(settings, progress, on_step) -> tuple[dict, list[dict]]:
   progress = progress or (lambda line: None)
   t_start = time.perf_counter()
   request = _request(settings, on_step)  # inputs loaded, limits checked
+  _check_memory(request)  # before the presets' compiles start beside it
 
   # The presets do not depend on the search: evaluated beside it, in the
   # time its compiles leave (each deterministic: the same rows).
@@ -668,14 +669,10 @@ def _trim(found, request: _Request) -> tuple:
   return found, {'tolerance': trim, 'ddr': ddr_trim}
 
 
-def _search(request: _Request, progress) -> proposal_search.Found:
-  """Every trainer's search (`proposal_search.search_trainers`); raises
-  `InputError` naming the constraint and by how much when nothing
-  buildable meets the limits."""
+def _search_args(request: _Request) -> tuple[dict, dict]:
+  """(problem_args, space_args) of `proposal_search.search_trainers`."""
   settings = request.settings
-  found = proposal_search.search_trainers(
-    request.w,
-    request.stacks,
+  return (
     {
       'objective': settings.objective,
       'budget_usd': float(settings.budget_usd) if settings.budget_usd else None,
@@ -693,11 +690,34 @@ def _search(request: _Request, progress) -> proposal_search.Found:
       'prices': request.prices,
       **request.parts,
     },
-    tuple(settings.trainers),
+  )
+
+
+def _check_memory(request: _Request) -> None:
+  """Refuses, before any compile, searches beyond this machine's memory."""
+  problems = proposal_search.make_problems(
+    request.w,
+    request.stacks,
+    *_search_args(request),
+    tuple(request.settings.trainers),
+    tuple(request.settings.systems),
+  )
+  gradient.check_memory(problems, request.config)
+
+
+def _search(request: _Request, progress) -> proposal_search.Found:
+  """Every trainer's search (`proposal_search.search_trainers`); raises
+  `InputError` naming the constraint and by how much when nothing
+  buildable meets the limits."""
+  found = proposal_search.search_trainers(
+    request.w,
+    request.stacks,
+    *_search_args(request),
+    tuple(request.settings.trainers),
     request.config,
     progress,
     request.on_step_of,
-    tuple(settings.systems),
+    tuple(request.settings.systems),
   )
   if not found.result.best_feasible:
     raise InputError(

@@ -131,6 +131,33 @@ def spaces_of(trainers, systems, space_args: dict) -> list[tuple]:
   return out
 
 
+def make_problems(
+  w: wl.Workload,
+  stacks: dict,
+  problem_args: dict,
+  space_args: dict,
+  trainers: tuple[str, ...],
+  systems: tuple[str, ...] = ('board',),
+) -> list:
+  """The search problem of each design space (`search_trainers`'
+  arguments, `spaces_of`): an accelerator space of a system class whose
+  parts the stack runs on none of is left out (the board's is refused)."""
+  problems = []
+  for trainer, system, args in spaces_of(trainers, systems, space_args):
+    s = stacks[trainer]
+    try:
+      args = vendor_parts(args, trainer, s, system)
+    except InputError:
+      if system != 'board' and trainer == 'accelerator':
+        continue  # the stack runs on none of this class's parts
+      raise
+    space = design_space.make_space(w, trainer=trainer, system=system, **args)
+    problems.append(
+      gradient.check_problem(gradient.Problem(space, w, s, **problem_args))
+    )
+  return problems
+
+
 def search_trainers(
   w: wl.Workload,
   stacks: dict,
@@ -166,23 +193,16 @@ def search_trainers(
     `Found`: the best feasible design over the spaces (a search with no
     feasible design loses to one with; among infeasible ones the first).
   """
-  problems = []
-  for trainer, system, args in spaces_of(trainers, systems, space_args):
-    s = stacks[trainer]
-    try:
-      args = vendor_parts(args, trainer, s, system)
-    except InputError:
-      if system != 'board' and trainer == 'accelerator':
-        continue  # the stack runs on none of this class's parts
-      raise
-    space = design_space.make_space(w, trainer=trainer, system=system, **args)
-    problems.append(
-      gradient.check_problem(gradient.Problem(space, w, s, **problem_args))
-    )
+  problems = make_problems(
+    w, stacks, problem_args, space_args, trainers, systems
+  )
+  gradient.check_memory(problems, config)  # the searches run side by side
+  for problem in problems:
+    space = problem.space
     progress(
       f'searching {space.size:,} buildable {_what(space)} platforms (and '
-      f'their plans) for {w.name} with {s.name}, objective '
-      f'{problems[-1].objective}, '
+      f'their plans) for {w.name} with {problem.stack.name}, objective '
+      f'{problem.objective}, '
       f'{space_config(config, space).starts} starts x {config.steps} steps on '
       f'{len(jax.devices())} device(s)'
     )

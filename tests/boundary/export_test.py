@@ -10,6 +10,7 @@ TorchRec itself plans the exports in torchrec_bridge_test.py."""
 import dataclasses
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -278,6 +279,9 @@ def test_cli_on_evaluate_runs_and_bad_input(tmp_path):
   (tmp_path / 'broken' / 'config.json').write_text('{"workload": ')
   (tmp_path / 'partial').mkdir()
   (tmp_path / 'partial' / 'config.json').write_text('{"flags": {}}')
+  # A run whose folder cannot take the file (as a read-only or full one).
+  shutil.copytree(run, tmp_path / 'blocked')
+  (tmp_path / 'blocked' / 'torchrec_planner.json').mkdir()
   bad = {
     'missing': ([str(tmp_path / 'missing')], ['does not exist']),
     'empty': ([str(tmp_path / 'empty')], ['no config.json']),
@@ -286,6 +290,10 @@ def test_cli_on_evaluate_runs_and_bad_input(tmp_path):
     'unknown_to': (['--to=hugectr', str(run)], ['--to', 'torchrec']),
     'no_run': ([], ['run directory']),
     'overflow': ([str(full)], ['HBM', 'does not fit', '--force']),
+    'cannot_write': (
+      [str(tmp_path / 'blocked')],
+      ['cannot write', 'torchrec_planner.json'],
+    ),
   }
   procs = {
     name: _run(['experiments.export', *args], False)
@@ -318,7 +326,9 @@ def test_cli_on_evaluate_runs_and_bad_input(tmp_path):
     missing = [x for x in bad[name][1] if x not in stderr]
     if missing:
       problems.append((name, f'message lacks {missing}', stderr[-300:]))
-  written = sorted(str(f) for f in tmp_path.rglob('torchrec_planner.json'))
+  written = sorted(
+    str(f) for f in tmp_path.rglob('torchrec_planner.json') if f.is_file()
+  )
   want = sorted(str(d / 'torchrec_planner.json') for d in (run, full))
   if written != want:
     problems.append(('files', written))

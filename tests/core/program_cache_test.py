@@ -1,7 +1,11 @@
 """Programs kept on disk by their export: the same bits as the plain
-jit, read back without tracing, keyed by what they are traced from, and
-a damaged file exported again."""
+jit, read back without tracing, keyed by what they are traced from; a
+file that fails its checks (a flipped bit, another program's file, a
+planted pickle) or fails to run is dropped and exported again, and none
+runs code when read."""
 
+import os
+import pickle
 from typing import NamedTuple
 
 import jax
@@ -9,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from codesign.core import program_cache
+from codesign.core import compile_cache, program_cache
 
 
 class Pair(NamedTuple):  # an output pytree JAX cannot serialize by itself
@@ -23,7 +27,9 @@ def _fn(x, y):
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-  """A cache directory of the test's own."""
+  """A cache directory of the test's own (and the events of the caches
+  counted from zero)."""
+  compile_cache.enable()
   folder = tmp_path / program_cache.FOLDER
   monkeypatch.setattr(program_cache, '_folder', lambda: folder)
   return folder
@@ -83,16 +89,122 @@ def test_equal_keys_are_one_file_whichever_parts_are_shared():
   )
 
 
-def test_a_damaged_file_is_exported_again(cache):
+def _same_as_jit(got, args):
+  want = jax.jit(_fn)(*args)
+  for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_damaged_file_is_exported_again(cache, capfd):
   args = _args()
   program_cache.exported(_fn, ('fn', 3))(*args)
   (path,) = cache.iterdir()
-  path.write_bytes(b'not a program')
-  got = program_cache.exported(_fn, ('fn', 3))(*args)
-  np.testing.assert_array_equal(
-    np.asarray(got.total), np.asarray(jax.jit(_fn)(*args).total)
-  )
-  assert path.read_bytes() != b'not a program'
+  good = path.read_bytes()
+  rng = np.random.default_rng(1)
+  for byte in rng.choice(len(good), 4, replace=False):
+    flipped = bytearray(good)
+    flipped[byte] ^= 1 << int(rng.integers(8))
+    path.write_bytes(bytes(flipped))
+    _same_as_jit(program_cache.exported(_fn, ('fn', 3))(*args), args)
+    again = path.read_bytes()  # exported again and checked
+    assert program_cache.decode(again, path.name)[1] == jax.tree.structure(
+      jax.jit(_fn)(*args)
+    )
+  err = capfd.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and 'dropped a kept program' in err[0], err
+
+
+class Payload:
+  """What a planted pickle runs when unpickled: it writes a file."""
+
+  def __init__(self, marker):
+    self.marker = marker
+
+  def __reduce__(self):
+    return (open, (str(self.marker), 'w'))
+
+
+def test_a_planted_pickle_is_never_run(cache, tmp_path):
+  args = _args()
+  marker = tmp_path / 'pwned'
+  pickle.loads(pickle.dumps(Payload(marker)))  # the payload works...
+  assert marker.exists()
+  marker.unlink()
+  cache.mkdir(parents=True)
+  path = cache / program_cache.file_key(('fn', 6), args)
+  path.write_bytes(pickle.dumps((Payload(marker), b'x')))
+  _same_as_jit(program_cache.exported(_fn, ('fn', 6))(*args), args)
+  assert not marker.exists()  # ...and was not run
+  assert path.read_bytes().startswith(program_cache.MAGIC)
+
+
+def test_another_programs_file_under_this_key_is_dropped(cache):
+  args = _args()
+  other = (jnp.zeros((4, 3)), jnp.ones((4, 3)) * 3.0)
+  program_cache.exported(_fn, ('fn', 7))(*args)
+  program_cache.exported(_fn, ('fn', 8))(*other)
+  mine = cache / program_cache.file_key(('fn', 7), args)
+  theirs = cache / program_cache.file_key(('fn', 8), other)
+  mine.write_bytes(theirs.read_bytes())  # valid, but not this program
+  _same_as_jit(program_cache.exported(_fn, ('fn', 7))(*args), args)
+  assert mine.read_bytes() != theirs.read_bytes()
+
+
+def test_a_file_that_fails_to_run_is_exported_again(cache, monkeypatch):
+  args = _args()
+  program_cache.exported(_fn, ('fn', 9))(*args)
+  real = program_cache.decode
+  calls = []
+
+  def broken(data, key_hex):
+    exported_fn, tree = real(data, key_hex)
+    calls.append(1)
+
+    def fails(*_):
+      raise RuntimeError('INTERNAL: a program that cannot run')
+
+    return _Broken(exported_fn, fails), tree
+
+  monkeypatch.setattr(program_cache, 'decode', broken)
+  _same_as_jit(program_cache.exported(_fn, ('fn', 9))(*args), args)
+  assert calls == [1]
+  assert compile_cache.status()['events']['programs_dropped'] == 1
+
+
+class _Broken:
+  """An export whose call fails (as a damaged program would)."""
+
+  def __init__(self, exported_fn, call):
+    self.out_avals = exported_fn.out_avals
+    self.call = call
+
+
+def test_a_fifo_in_its_place_turns_the_cache_off(cache, monkeypatch):
+  off = []
+  monkeypatch.setattr(compile_cache, 'turn_off', off.append)
+  args = _args()
+  cache.mkdir(parents=True)
+  os.mkfifo(cache / program_cache.file_key(('fn', 10), args))
+  _same_as_jit(program_cache.exported(_fn, ('fn', 10))(*args), args)
+  assert len(off) == 1 and 'FIFO' in off[0]
+
+
+def test_every_structure_kind_reads_back(cache):
+  """The output structure is JSON: named tuples, dicts with int keys, None,
+  lists and a registered dataclass (a Platform) read back equal."""
+  from codesign.spec import platform_presets
+
+  platform = platform_presets.get('big_basin')
+
+  def fn(x):
+    scaled = jax.tree.map(lambda v: v * x[0], platform)
+    return [Pair(x, None), {3: x, 1: (x,)}, scaled]
+
+  x = jnp.asarray([1.5, 2.0])
+  first = program_cache.exported(fn, ('fn', 11))(x)
+  again = program_cache.exported(fn, ('fn', 11))(x)  # read from disk
+  assert jax.tree.structure(again) == jax.tree.structure(first)
+  assert jax.tree.structure(first) == jax.tree.structure(jax.jit(fn)(x))
 
 
 def test_cache_off_still_runs_the_export(monkeypatch):

@@ -5,6 +5,7 @@ the scripts (exit status 2 and one sentence for a bad workdir)."""
 
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,8 +57,8 @@ def test_a_failed_run_leaves_nothing(tmp_path):
 
 
 def test_a_used_workdir_is_refused_unless_overwrite(tmp_path):
-  final = _old_run(tmp_path / 'run')
-  (final / 'extra.png').write_text('old')
+  final = _old_run(tmp_path / 'run')  # written before runs listed files
+  (final / 'growth.png').write_text('old')  # a file runs write
   with pytest.raises(InputError, match='already holds a run.*--overwrite'):
     results.reserve_workdir('x', str(final))
   assert (final / 'result.json').read_text() == 'old'
@@ -65,9 +66,39 @@ def test_a_used_workdir_is_refused_unless_overwrite(tmp_path):
   staging = results.make_workdir('x', str(final))
   results.write_json(staging / 'result.json', {'new': True})
   results.finish_runs()
-  # The old run is replaced whole: nothing of it stays beside the new one.
-  assert sorted(p.name for p in final.iterdir()) == ['result.json']
+  # The old run is replaced whole: nothing of it stays beside the new one,
+  # and the new one lists what it wrote.
+  assert sorted(p.name for p in final.iterdir()) == [
+    results.MANIFEST,
+    'result.json',
+  ]
+  assert results.foreign_files(final) == []
   assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+
+
+def test_overwrite_refuses_a_run_holding_files_it_did_not_write(tmp_path):
+  """A user's notes and figures in a run folder are named and kept:
+  --overwrite replaces only a run that holds nothing else."""
+  final = tmp_path / 'run'
+  results.reserve_workdir('x', str(final))
+  staging = results.make_workdir('x', str(final))
+  results.write_json(staging / 'config.json', {'flags': {}})
+  results.write_json(staging / 'env.json', {'versions': {}})
+  (staging / 'plots').mkdir()
+  results.write_json(staging / 'plots' / 'a.json', {})
+  results.finish_runs()
+  assert results.foreign_files(final) == []
+  (final / 'notes.md').write_text('my notes')
+  (final / 'figs').mkdir()
+  (final / 'figs' / 'mine.png').write_bytes(b'png')
+  with pytest.raises(InputError) as e:
+    results.reserve_workdir('x', str(final), overwrite=True)
+  assert 'figs/mine.png, notes.md' in str(e.value)
+  assert (final / 'notes.md').read_text() == 'my notes'
+  assert (final / 'figs' / 'mine.png').read_bytes() == b'png'
+  (final / 'notes.md').unlink()
+  shutil.rmtree(final / 'figs')
+  results.reserve_workdir('x', str(final), overwrite=True)
 
 
 def test_overwrite_never_replaces_what_is_not_a_run(tmp_path):
@@ -93,7 +124,10 @@ def test_a_symlink_workdir_is_followed_and_left_a_link(tmp_path):
   results.write_json(staging / 'result.json', {'new': True})
   assert results.finish_runs() == [target]
   assert link.is_symlink() and link.resolve() == target
-  assert sorted(p.name for p in target.iterdir()) == ['result.json']
+  assert sorted(p.name for p in target.iterdir()) == [
+    results.MANIFEST,
+    'result.json',
+  ]
   assert sorted(p.name for p in tmp_path.iterdir()) == ['link', 'target']
 
 
@@ -239,19 +273,25 @@ def _evaluate(*args, **kw):
   )
 
 
-def test_scripts_refuse_a_used_workdir_and_overwrite_it_whole(tmp_path):
+def test_scripts_refuse_a_used_workdir_and_overwrite_only_their_own(
+  tmp_path,
+):
   run = tmp_path / 'run'
   first = _evaluate(f'--workdir={run}')
   assert first.returncode == 0, first.stderr
   assert f'wrote {run}' in first.stdout
-  (run / 'stranger.txt').write_text('from another run')
   again = _evaluate(f'--workdir={run}')
   assert again.returncode == 2
   assert len(again.stderr.strip().splitlines()) == 1
   assert '--overwrite' in again.stderr and 'Traceback' not in again.stderr
+  (run / 'notes.md').write_text('what I made of this run')
+  kept = _evaluate(f'--workdir={run}', '--overwrite')
+  assert kept.returncode == 2 and 'notes.md' in kept.stderr, kept.stderr
+  assert len(kept.stderr.strip().splitlines()) == 1
+  assert (run / 'notes.md').read_text() == 'what I made of this run'
+  (run / 'notes.md').unlink()
   over = _evaluate(f'--workdir={run}', '--overwrite')
   assert over.returncode == 0, over.stderr
-  assert not (run / 'stranger.txt').exists()
   assert (run / 'result.json').is_file()
   assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
   bad = _evaluate(f'--workdir={run / "result.json"}')

@@ -405,3 +405,21 @@ def test_no_term_of_the_hbm_need_reads_the_skew():
     for k in (1.0, w.popularity_skew, 37.0)
   }
   assert len(needs) == 1
+
+
+def test_a_plan_beyond_this_machines_memory_is_refused_before_compiling(
+  monkeypatch,
+):
+  """The auto plan of 30,000 tables needs about 36 GB (its HBM fit pairs
+  every table with every other): under 12 GB left it is one sentence
+  naming the tables, not minutes of silence and an XLA traceback."""
+  from codesign.core import memory
+  from codesign.core.errors import InputError
+
+  monkeypatch.setattr(memory, 'available', lambda: (12 * memory.GB, 'x'))
+  w = presets.get('criteo_kaggle')
+  many = dataclasses.replace(w, tables=w.tables * 1154)  # 30,004 tables
+  p, s = platform_presets.get('big_basin'), stack_presets.get('torchrec')
+  with pytest.raises(InputError, match='a plan of 30,004 tables'):
+    planner.make(many, p, s)
+  planner.check_memory(w)  # 26 tables: a few KB
