@@ -22,7 +22,7 @@ import jax
 
 from codesign.boundary import inputs
 from codesign.core.errors import InputError, raise_problems
-from codesign.model import cost_model, planner, report
+from codesign.model import planner, report
 from codesign.spec import hardware, schema, stack_presets, typecheck
 from codesign.spec import plan as plan_lib
 from codesign.spec import stack as stack_lib
@@ -213,6 +213,9 @@ def evaluate(
   stack: stack_lib.Stack | NameOrPath | None = None,
   plan: plan_lib.Plan | NameOrPath = 'auto',
   x64: bool = True,
+  readers: str | int = 'local',
+  with_failures: str | bool = False,
+  checkpoint: str = 'full',
 ) -> dict:
   """Costs one synchronous training step of a workload on a platform.
 
@@ -227,6 +230,9 @@ def evaluate(
       `make_plan` with the auto sharding); or a plan JSON file or dict (or
       one holding it as its `plan` section: a run's config.json).
     x64: evaluate in float64 (as the scripts do by default).
+    readers, with_failures, checkpoint: the system around the trainers, as
+      `propose` takes them (`local`, `False`: the step alone, the default;
+      propose's defaults `auto`, `auto` give a proposal's own figures).
 
   Returns:
     A dict with units in the key names: `step_time_s` (seconds per step),
@@ -237,7 +243,9 @@ def evaluate(
     `overflowing_tiers`, `feasibility_margin` (positive when everything
     fits), `capex_usd` (whole cluster), `power_w` (whole cluster at the wall),
     `perf_per_usd` (samples/s per USD), `perf_per_watt` (samples/s per
-    W), `rank_batch` (the samples each rank trains against the least the
+    W), `system` (with readers or failures: the whole system's bill and
+    goodput terms; the figures above are then the whole system's),
+    `rank_batch` (the samples each rank trains against the least the
     stack's numbers were fitted at, `inputs.rank_batch`), and the
     `workload`, `platform` and `stack` names.
 
@@ -250,8 +258,8 @@ def evaluate(
     inputs.check_rank_batch(w, p)
     s = _stack(stack, p)
     pl = _plan(plan, w, p, s)
-    r = cost_model.evaluate_design(hardware.as_arrays(p), w, pl, s)
-    result = report.to_result(r)
+    system = _system(readers, with_failures, checkpoint)
+    result = report.design_figures(p, w, pl, s, system)
     result['capex_breakdown'] = report.capex_breakdown(p)
   result['rank_batch'] = inputs.rank_batch(w, p, s)
   result['buildability_violations'] = buildability_violations(p)
@@ -262,6 +270,24 @@ def evaluate(
   result['platform'] = p.name
   result['stack'] = s.name
   return result
+
+
+def _system(readers, with_failures, checkpoint):
+  """The `WholeSystem` of evaluate's settings, or None where it changes
+  nothing (the data local, failures not counted)."""
+  from codesign.spec import whole_system as ws
+
+  s = ws.check(
+    ws.WholeSystem(
+      readers=ws.readers_setting(readers),
+      with_failures=ws.failures_setting(with_failures),
+      checkpoint=typecheck.choice(
+        'checkpoint', checkpoint, ('full', 'incremental')
+      ),
+      dataset_samples=report.DEFAULT_TRAIN_SAMPLES,
+    )
+  )
+  return s if s.active else None
 
 
 def calibration_of(p: hardware.Platform, s: stack_lib.Stack, throughput):

@@ -233,6 +233,35 @@ def define_input_flags(
     )
 
 
+def define_system_flags(readers: str, with_failures: str) -> None:
+  """--readers, --with_failures and --checkpoint: the system around the
+  trainers (`codesign.spec.whole_system`), with a script's defaults."""
+  flags.DEFINE_string(
+    'readers',
+    readers,
+    'How the data reaches the trainers: local (already on them: the step '
+    'alone), auto (reader nodes sized to feed them, billed apart with the '
+    'storage and the front-end network) or a count of reader nodes (the '
+    'step runs no faster than they feed it).',
+  )
+  flags.DEFINE_enum(
+    'with_failures',
+    with_failures,
+    ['auto', 'true', 'false'],
+    'Count failures: the throughput is the goodput (checkpoints at the '
+    'Young/Daly interval, lost work and restarts deducted; per-GPU and '
+    'per-node rates of Llama 3) and the bill holds the checkpoint storage; '
+    'auto: on designs of more than 64 accelerators.',
+  )
+  flags.DEFINE_enum(
+    'checkpoint',
+    'full',
+    ['full', 'incremental'],
+    'How checkpoints are written: full, or incremental and quantized '
+    '(Check-N-Run: 6x fewer bytes written, 2.5x fewer kept).',
+  )
+
+
 def define_cpu_stack_flag() -> None:
   """--cpu_stack: the stack of the CPU-trainer platforms of a script that
   evaluates several (--stack trains the others), as propose's."""

@@ -72,6 +72,7 @@ flags.DEFINE_bool(
   'sentence, exit status 2, nothing written. Without it the violations '
   'are printed and recorded in result.json (buildability_violations).',
 )
+common.define_system_flags(readers='local', with_failures='false')
 flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
@@ -95,7 +96,7 @@ def _print(w, p, s, result, ranks, broken) -> None:
   per-rank batch."""
   from codesign.boundary import inputs
   from codesign.calibration import coverage
-  from codesign.model import rank_stats, report
+  from codesign.model import rank_stats, report, whole_system
   from codesign.spec import schema
   from codesign.studies import shared
 
@@ -103,6 +104,8 @@ def _print(w, p, s, result, ranks, broken) -> None:
     shared.platform_design(schema.platform_to_json(p)), short=False
   )
   print(report.table(result, f'{w.name} on {p.name} {hw} with {s.name}'))
+  if 'system' in result:
+    print('\n'.join(whole_system.lines(result['system'])))
   for v in broken:
     print(f'NOT BUILDABLE ({v["rule"]}): {v["sentence"]}')
   thr = result['throughput_samples_per_s']
@@ -130,7 +133,16 @@ def main():
       + '; '.join(f'{v["rule"]}: {v["sentence"]}' for v in broken)
     )
   workdir = results.make_workdir('evaluate', FLAGS.workdir)
-  result = api.evaluate(w, p, s, plan, x64=FLAGS.x64)
+  result = api.evaluate(
+    w,
+    p,
+    s,
+    plan,
+    x64=FLAGS.x64,
+    readers=FLAGS.readers,
+    with_failures=FLAGS.with_failures,
+    checkpoint=FLAGS.checkpoint,
+  )
   ranks = rank_stats.compute(w, p, plan, s, result['breakdown_s'])
   results.write_run(workdir, common.config_json(w, p, plan, s), result)
   results.write_json(workdir / 'ranks.json', ranks)

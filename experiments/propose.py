@@ -194,30 +194,7 @@ flags.DEFINE_string(
   'and named by --only_parts, --exclude_parts and --price. Each part is '
   'checked as the shipped ones are.',
 )
-flags.DEFINE_string(
-  'readers',
-  'auto',
-  'How the data reaches the trainers: local (already on them: the step '
-  'alone), auto (reader nodes sized to feed them, billed apart with the '
-  'storage and the front-end network) or a count of reader nodes (the '
-  'step runs no faster than they feed it).',
-)
-flags.DEFINE_enum(
-  'with_failures',
-  'auto',
-  ['auto', 'true', 'false'],
-  'Count failures: the throughput is the goodput (checkpoints at the '
-  'Young/Daly interval, lost work and restarts deducted; per-GPU and '
-  'per-node rates of Llama 3) and the bill holds the checkpoint storage; '
-  'auto: on designs of more than 64 accelerators.',
-)
-flags.DEFINE_enum(
-  'checkpoint',
-  'full',
-  ['full', 'incremental'],
-  'How checkpoints are written: full, or incremental and quantized '
-  '(Check-N-Run: 6x fewer bytes written, 2.5x fewer kept).',
-)
+common.define_system_flags(readers='auto', with_failures='auto')
 flags.DEFINE_bool(
   'convergence',
   True,

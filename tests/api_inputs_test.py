@@ -121,6 +121,8 @@ def test_json_dicts_with_numbers_too_large_to_hold():
     (lambda: codesign.evaluate(W, P, plan=5), 'plan must be auto'),
     (lambda: codesign.evaluate(W, P, x64='no'), 'x64 must be True or'),
     (lambda: codesign.load_workload([]), 'workload must be'),
+    (lambda: codesign.evaluate(W, P, readers='some'), '--readers must be'),
+    (lambda: codesign.evaluate(W, P, checkpoint='half'), 'checkpoint must'),
   ],
 )
 def test_evaluate_arguments_are_checked(call, words):
@@ -189,3 +191,19 @@ def test_evaluate_records_what_a_hand_written_platform_breaks():
   assert r['throughput_samples_per_s'] > 0
   good = codesign.evaluate('criteo_kaggle', 'dgx_h100')
   assert good['buildability_violations'] == []
+
+
+def test_evaluate_prices_the_system_around_the_trainers_when_asked():
+  """Readers sized to feed the trainers join the bill and the figures
+  (as a proposal's); the default is the step alone; two reader nodes
+  feed no more than two nodes can."""
+  alone = codesign.evaluate('criteo_kaggle', 'dgx_h100')
+  fed = codesign.evaluate('criteo_kaggle', 'dgx_h100', readers='auto')
+  assert 'system' not in alone and fed['system']['reader_nodes'] >= 1
+  trainers = fed['system']['trainers_usd']
+  assert trainers == pytest.approx(alone['capex_usd'], rel=1e-12)
+  assert fed['capex_usd'] > alone['capex_usd']
+  assert fed['throughput_samples_per_s'] <= alone['throughput_samples_per_s']
+  two = codesign.evaluate('criteo_kaggle', 'dgx_h100', readers=2)
+  feed = two['system']['readers_feed_samples_per_s']
+  assert two['throughput_samples_per_s'] <= feed * (1 + 1e-9)

@@ -332,7 +332,11 @@ def _design_jit(w, column_shards, comm_precision, data_parallel, uniform):
 
   # Kept on disk (`program_cache`): every later run of a study asks the
   # same presets' programs again, and tracing one costs 3-5 s of a 2-core
-  # machine where reading it back costs milliseconds.
+  # machine where reading it back costs milliseconds. Where the process
+  # has several devices, a plain jit: an exported program is compiled for
+  # them (XLA's partitioner on), whose last bits differ from one device's.
+  if jax.device_count() > 1:
+    return jax.jit(run)
   key = ('evaluate_design', w, column_shards, comm_precision, data_parallel)
   return program_cache.exported(run, (*key, uniform))
 

@@ -50,7 +50,7 @@ ACCELERATOR_KEYS = {
   'peak_flops_fp32_tflops': (True, 'tflops', 'dense fp32 peak'),
   'peak_flops_tf32_tflops': (False, 'tflops', 'dense tf32 peak (fp32)'),
   'peak_flops_bf16_tflops': (False, 'tflops', 'dense bf16 peak (tf32)'),
-  'hbm_capacity_gb': (True, 'gb', 'HBM capacity'),
+  'hbm_capacity_gb': (True, 'gb', "HBM capacity as sold (HBM's GB are GiB)"),
   'hbm_bandwidth_gb_per_s': (True, 'gb_per_s', 'HBM bandwidth'),
   'fabric_links': (True, None, 'scale-up links per accelerator'),
   'fabric_link_bandwidth_gb_per_s': (
@@ -412,7 +412,12 @@ def _accelerator_problems(name: str) -> list[str]:
       a.peak_flops_bf16,
       'accelerator.peak_flops_bf16',
     ),
-    ('hbm_capacity_gb', a.hbm_capacity, 'accelerator.hbm_capacity'),
+    # As the vendor states it: a part's "256 GB" of HBM is 256 GiB.
+    (
+      'hbm_capacity_gb',
+      d['hbm_capacity_vendor_gb'] * GB,
+      'accelerator.hbm_capacity',
+    ),
     ('hbm_bandwidth_gb_per_s', a.hbm_bandwidth, 'accelerator.hbm_bandwidth'),
     ('power_w', a.power, 'accelerator.power'),
   ]

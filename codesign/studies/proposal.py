@@ -426,13 +426,12 @@ def _run(settings, progress, on_step) -> tuple[dict, list[dict]]:
   found, trims = _trim(found, request)  # no spending for nothing
   proposal = _proposal(request, found, progress)  # auto plan kept where it wins
   continuous = _continuous(request, found)
-  ranking, candidates = _ranking(request, found, proposal, presets, progress)
-  if ranking['nominal_best'] not in (None, 'proposal'):
-    # A candidate the run evaluated (a preset, another found design) wins
-    # by the proposal's own rule: it is the proposal.
-    won = next(c for c in candidates if c.name == ranking['nominal_best'])
-    proposal = _adopted(proposal, won)
-    ranking, _ = _ranking(request, found, proposal, presets, progress)
+  # A candidate the run evaluated (a preset, another design) that wins by
+  # the proposal's own rule is the proposal.
+  proposal, candidates = _decided(
+    request, found, proposal, _candidates(request, found, proposal, presets)
+  )
+  ranking = _ranking(request, found, candidates, progress)
   t_total = time.perf_counter() - t_start
   result = _result(request, found, proposal, continuous, presets, ranking)
   result = {
@@ -994,10 +993,11 @@ def _other_spaces(found, score) -> list[robustness.Candidate]:
   return out
 
 
-def _ranking(request, found, proposal: _Proposal, presets, progress):
-  """(`robustness.check` of the proposal, the search's other designs and
-  the presets within the limits, under perturbed prices and skew, with
-  the candidates it left out (`left_out`); the candidates)."""
+def _candidates(request, found, proposal: _Proposal, presets) -> list:
+  """The candidates the proposal is judged against, the proposal first:
+  other designs the search found, the designs the trim judged, each
+  other space's best and the presets within the limits (of the user's
+  parts)."""
   problem = found.problem
 
   def score(f):
@@ -1012,12 +1012,48 @@ def _ranking(request, found, proposal: _Proposal, presets, progress):
     *_other_spaces(found, score),
   ]
   for name, pp, pplan, f in presets:
-    if (
-      score(f) is not None
-      and proposal.source != f'preset {name}'
-      and _allowed(request, pp)
-    ):
+    if score(f) is not None and _allowed(request, pp):
       candidates.append(robustness.Candidate(name, 'preset', pp, pplan, f))
+  return candidates
+
+
+def _decided(request, found, proposal: _Proposal, candidates) -> tuple:
+  """(proposal, candidates): where the proposal rule prefers another
+  candidate over the search's proposal at the nominal numbers, that one
+  is the proposal (first, named `proposal`) and the search's own stays a
+  candidate (`search's best ...`), so that the ranking judges the same
+  set."""
+  problem = found.problem
+  values = [_score(problem, proposal.limits, c.figures) for c in candidates]
+  capex = [c.figures['capex_usd'] for c in candidates]
+  order = shared.decide(
+    values, capex, problem.objective, request.settings.tolerance
+  )
+  if not order or order[0] == 0:
+    return proposal, candidates
+  won = candidates[order[0]]
+  old = candidates[0]
+  d = design_space.describe_index(problem.space, found.result.best_index)
+  rest = [c for i, c in enumerate(candidates) if i not in (0, order[0])]
+  return _adopted(proposal, won), [
+    dataclasses.replace(won, name='proposal', kind='proposal'),
+    *rest,
+    dataclasses.replace(
+      old, name=f"search's best {shared.design_name(d)}", kind='found'
+    ),
+  ]
+
+
+def _ranking(request, found, candidates, progress) -> dict:
+  """`robustness.check` of the candidates (the proposal first) under
+  perturbed prices and skew, with the perturbations it left out
+  (`left_out`)."""
+  problem = found.problem
+  limits = _limits(problem, request.max_nodes)
+
+  def score(f):
+    return _score(problem, limits, f)
+
   perts, left_out = robustness.perturbations(
     candidates, request.w, request.prices
   )
@@ -1036,7 +1072,7 @@ def _ranking(request, found, proposal: _Proposal, presets, progress):
     request.settings.tolerance,
     request.system,
   )
-  return {**rob, 'left_out': left_out}, candidates
+  return {**rob, 'left_out': left_out}
 
 
 def _result(request, found, proposal, continuous, presets, ranking) -> dict:

@@ -465,21 +465,7 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
   """
   if problem.objective not in shared.THROUGHPUT_OBJECTIVES:
     return res, None
-  index, plan_z = shrunk_designs(problem, res)
-  ev = own_plans(problem, index, plan_z)
-  ok, _ = snapping.buildable(problem.space, index)
-  feasible = ev['feasible'] & ok
-  feasible[0] = feasible[0] or res.best_feasible
-  thr = _throughput(problem, ev['value'])
-  capex = np.array(
-    [
-      float(ct.capex_and_power(design_space.build(problem.space, i))[0])
-      for i in index
-    ]
-  )
-  rows = _judged_rows(
-    _frontier(np.flatnonzero(feasible), thr, capex), thr, capex, tolerance
-  )
+  index, plan_z, ev, rows = _screened(problem, res, tolerance)
   judged = []
   for row in rows:
     pz = _written(problem, index, plan_z, ev, row)
@@ -527,6 +513,29 @@ def cheapest_within(problem, res, tolerance: float = TOLERANCE):
       for t, c, v in zip(thr_of, capexes, values, strict=True)
     ],
   }
+
+
+def _screened(problem, res, tolerance):
+  """The screening stage: the search's best and its shrunk variants
+  (`shrunk_designs`) evaluated with their own plans, and the rows of the
+  cost-throughput frontier to judge by their final figures
+  (`_judged_rows`). Returns (index, plan_z, evaluation, rows)."""
+  index, plan_z = shrunk_designs(problem, res)
+  ev = own_plans(problem, index, plan_z)
+  ok, _ = snapping.buildable(problem.space, index)
+  feasible = ev['feasible'] & ok
+  feasible[0] = feasible[0] or res.best_feasible
+  thr = _throughput(problem, ev['value'])
+  capex = np.array(
+    [
+      float(ct.capex_and_power(design_space.build(problem.space, i))[0])
+      for i in index
+    ]
+  )
+  rows = _judged_rows(
+    _frontier(np.flatnonzero(feasible), thr, capex), thr, capex, tolerance
+  )
+  return index, plan_z, ev, rows
 
 
 def _judged_rows(rows, thr, capex, tolerance) -> list[int]:

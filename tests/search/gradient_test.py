@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from codesign import api
 from codesign.boundary import inputs
 from codesign.model import cost_model, report, terms
 from codesign.search import baselines, gradient, part_tables, snapping
@@ -348,13 +349,20 @@ def test_propose_cli_reproducible_across_devices_and_evaluable(tmp_path):
   for key in ('continuous_optimum', 'presets', 'search'):
     assert key in result
   assert {'method', 'starts', 'steps', 'evaluations'} <= set(result['search'])
-  # What experiments.evaluate does with --platform/--plan=proposal.json.
+  # What experiments.evaluate does with --platform/--plan=proposal.json:
+  # the trainers alone by default, the whole system (propose's readers
+  # and failures, auto) when asked.
   path = str(tmp_path / 'one' / 'proposal.json')
   w, p, plan, s = inputs.resolve(path, path, path, stack=path)
-  back = report.to_result(
-    cost_model.evaluate_design(hardware.as_arrays(p), w, plan, s)
-  )
-  for key in ('throughput_samples_per_s', 'capex_usd', 'power_w'):
+  alone = api.evaluate(w, p, s, plan)
+  trainers = prop['system']
+  thr = trainers['trainer_throughput_samples_per_s']
+  assert alone['throughput_samples_per_s'] == thr
+  # The system's split sums the trainers' parts again: last bits.
+  assert alone['capex_usd'] == pytest.approx(trainers['trainers_usd'], 1e-12)
+  assert alone['power_w'] == pytest.approx(trainers['trainers_w'], 1e-12)
+  back = api.evaluate(w, p, s, plan, readers='auto', with_failures='auto')
+  for key in ('throughput_samples_per_s', 'capex_usd', 'power_w', 'system'):
     assert back[key] == prop[key], key
   assert back['breakdown_s'] == prop['breakdown_s']
   rows = (tmp_path / 'one' / 'metrics.jsonl').read_text().splitlines()

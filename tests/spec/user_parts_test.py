@@ -15,6 +15,7 @@ import codesign
 from codesign.boundary import inputs
 from codesign.core import interrupts
 from codesign.core.pytree import replace
+from codesign.core.units import GIB
 from codesign.search import buildability, design_space, part_tables
 from codesign.spec import (
   catalog,
@@ -65,7 +66,7 @@ def test_the_example_joins_the_catalog_inside_its_block_only():
     acc, cpus = part_tables.default_parts()
     assert NEW in acc and 'EPYC-9755 (Turin)' in cpus
     a = catalog.accelerator(NEW)
-    assert float(a.hbm_capacity) == 256e9 and catalog.vendor(NEW) == 'amd'
+    assert float(a.hbm_capacity) == 256 * GIB and catalog.vendor(NEW) == 'amd'
     # The price given is the part with its HBM, as the catalog's.
     assert part_tables.catalog_price_usd(NEW) == pytest.approx(20000.0)
     # Threads started from the block see the parts too.

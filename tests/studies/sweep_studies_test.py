@@ -17,6 +17,7 @@ from codesign.boundary import inputs
 from codesign.calibration import public_cases as pc
 from codesign.core import results
 from codesign.core.errors import InputError
+from codesign.core.units import GIB
 from codesign.model import cost_model, planner, report
 from codesign.spec import hardware
 from codesign.spec import workload as wl
@@ -311,7 +312,8 @@ def test_sensitivity_csv_and_table(elasticities):
   assert header[:4] == ['rank', 'field', 'value_in_field_unit', 'value_si']
   assert len(rows) == len(result['elasticities'])
   hbm = next(r for r in rows if r[1] == 'accelerator.hbm_capacity_gb')
-  assert hbm[2] == pytest.approx(32.0) and hbm[3] == pytest.approx(32e9)
+  # A 32 GB V100 holds 32 GiB; the field's unit is the SI gigabyte.
+  assert hbm[2] == pytest.approx(32 * GIB / 1e9) and hbm[3] == 32 * GIB
   top = result['upgrade_for_throughput'][0]
   assert rows[0][1] == top['field']
   text = se.table(result)
