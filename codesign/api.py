@@ -258,6 +258,7 @@ def evaluate(
     inputs.check_rank_batch(w, p)
     s = _stack(stack, p)
     pl = _plan(plan, w, p, s)
+    _cache_compiles()
     system = _system(readers, with_failures, checkpoint)
     result = report.design_figures(p, w, pl, s, system)
     result['capex_breakdown'] = report.capex_breakdown(p)
@@ -270,6 +271,24 @@ def evaluate(
   result['platform'] = p.name
   result['stack'] = s.name
   return result
+
+
+_CACHE_ASKED = []
+
+
+def _cache_compiles() -> None:
+  """JAX's persistent compilation cache on, where the scripts keep it
+  (`codesign.core.compile_cache`: the environment variable, else the
+  per-user directory; `off` leaves it off), the first time the API
+  compiles, unless the caller set JAX's own: a notebook's next kernel
+  reads its compiles back (a default `propose` in about a quarter of its
+  cold time). The results are the same either way."""
+  if _CACHE_ASKED or jax.config.jax_compilation_cache_dir:
+    return
+  _CACHE_ASKED.append(True)
+  from codesign.core import compile_cache
+
+  compile_cache.enable()
 
 
 def _system(readers, with_failures, checkpoint):
@@ -500,6 +519,7 @@ def propose(
 
   with jax.enable_x64(typecheck.flag('x64', x64)):
     settings = _proposal_settings(proposal, **kw)
+    _cache_compiles()
     result, history = proposal.run(settings, on_step=progress)
   result['history'] = history
   return result

@@ -56,7 +56,7 @@ NOT_ANSWERS = {
 }
 
 API_SCRIPT = """
-import json, sys
+import json, os, sys
 import jax
 assert not jax.config.jax_enable_x64  # the user's default
 import codesign
@@ -64,6 +64,11 @@ from codesign import InputError
 from codesign.core import results
 r = codesign.propose(**json.loads(sys.argv[1]))
 assert not jax.config.jax_enable_x64  # left as it was
+# The compiles the command line left in the cache are read back.
+from codesign.core import compile_cache
+status = compile_cache.status()
+assert status['dir'] == os.environ['CODESIGN_COMPILE_CACHE'], status
+assert status['events'].get('hits', 0) > 0, status
 sys.stdout.write(results.dumps(r['proposal']))
 """
 
