@@ -84,7 +84,7 @@ def test_job_benchmark_smallest_run():
 
   settings = job_benchmark.Settings(
     workload='dlrm_benchmark',
-    max_nodes=2,
+    max_nodes=1,
     relaxed_designs=2,
     planned_designs=4,
     min_time_s=0.0,
