@@ -22,7 +22,7 @@ from codesign.studies import proposal
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# A tiny request: 2 starts of 4 steps, one preset, two parts.
+# A tiny request: 2 starts of 4 steps, one preset, two parts, one space.
 ARGS = {
   'workload': 'rm1',
   'budget_usd': 3e5,
@@ -32,6 +32,7 @@ ARGS = {
   'presets': ('dgx_h100',),
   'only_parts': ('H100', 'EPYC-9654'),
   'trainers': ('accelerator',),
+  'systems': ('board',),  # one space: the question is the API's path
 }
 FLAGS = [
   '--workload=rm1',
@@ -42,6 +43,7 @@ FLAGS = [
   '--presets=dgx_h100',
   '--only_parts=H100,EPYC-9654',
   '--trainers=accelerator',
+  '--systems=board',
 ]
 # The flags of experiments.propose that say where and how a run is
 # written, not what it answers; `stack` and the preset list are checked

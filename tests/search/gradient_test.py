@@ -309,6 +309,8 @@ def _propose(tmp_path, name, *flags, devices=1):
       '--steps=30',
       '--presets=zion,dgx_h100',
       '--trainers=accelerator',
+      # One space: what is checked is the bits, not the system classes.
+      '--systems=board',
       f'--workdir={tmp_path / name}',
       *flags,
     ],
