@@ -937,7 +937,21 @@ def buildable(problem: Problem, index, plan_z):
     jnp.asarray(index),
     jnp.asarray(plan_z),
   )
-  return p, plan_space.concrete(plan, aux['sharding_weights'])
+  return p, _settled(
+    problem, plan_space.concrete(plan, aux['sharding_weights'])
+  )
+
+
+def _settled(problem: Problem, plan):
+  """`plan` with `cpu_lookup_fraction` at the auto plan's 1.0 where the
+  stack caches tables through UVM, so that no term reads it: the search
+  leaves a coordinate without a gradient wherever Adam's normalized steps
+  on rounding noise took it, which differs between processes whose XLA
+  flags differ (a script's and a notebook's), though every figure is the
+  same."""
+  if problem.stack.uvm_caching:
+    return dataclasses.replace(plan, cpu_lookup_fraction=1.0)
+  return plan
 
 
 def relaxed(problem: Problem, z):
