@@ -34,9 +34,10 @@ START_ADDRESS_SPACE = 2.0 * GB
 WORK_ADDRESS_SPACE = 1.25 * GB
 
 
-def _meminfo(key: str) -> float | None:
+def _kb_field(path: str, key: str) -> float | None:
+  """Bytes of the `key: N kB` line of a /proc file, or None."""
   try:
-    with open('/proc/meminfo') as f:
+    with open(path) as f:
       for line in f:
         name, _, rest = line.partition(':')
         if name == key:
@@ -46,16 +47,13 @@ def _meminfo(key: str) -> float | None:
   return None
 
 
+def _meminfo(key: str) -> float | None:
+  return _kb_field('/proc/meminfo', key)
+
+
 def _self_status(key: str) -> float:
-  try:
-    with open('/proc/self/status') as f:
-      for line in f:
-        name, _, rest = line.partition(':')
-        if name == key:
-          return float(rest.split()[0]) * 1024
-  except (OSError, ValueError, IndexError):
-    pass
-  return 0.0
+  found = _kb_field('/proc/self/status', key)
+  return 0.0 if found is None else found
 
 
 def _cgroup_headroom() -> float | None:
