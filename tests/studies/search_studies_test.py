@@ -542,3 +542,38 @@ def test_pareto_cross_check_reports_a_better_design_of_the_same_run():
     and 'own_throughput_samples_per_s' not in (searches[3])
   )
   assert notes == ['capex <= $200,000: the design of power <= 5,000 W']
+
+
+def test_large_space_summary_counts_only_the_entries_a_row_has():
+  """A superchip space beside a board space: the small space's optimum
+  is judged on the board row alone (the small space holds no superchip),
+  and a row without it is neither a gap nor a miss of it."""
+
+  def row(gaps, small=None):
+    v = {
+      m: {'gap_pct': g, 'evaluations': 10}
+      for m, g in zip(('gradient', 'random', 'cma_es'), gaps, strict=True)
+    }
+    if small is not None:
+      v['small_space_optimum'] = {'gap_pct': small, 'relative_difference': 0}
+    best = [m for m, e in v.items() if e['gap_pct'] == 0.0]
+    return {
+      **v,
+      'best': best,
+      'size_factor_over_small': 10.0,
+      'design_space_size_log10': 6.0,
+    }
+
+  per = {
+    'w (board)': row((0.0, 2.0, 1.0), small=0.5),
+    'w (superchip)': row((0.0, None, 3.0)),
+  }
+  s = search_quality_large.summary(per)
+  assert s['median_gap_pct']['small_space_optimum'] == 0.5
+  assert s['no_feasible_design'] == {
+    'gradient': 0,
+    'random': 1,
+    'cma_es': 0,
+    'small_space_optimum': 0,
+  }
+  assert s['wins']['gradient'] == 2
