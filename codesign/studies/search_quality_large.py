@@ -196,12 +196,13 @@ def table_lines(result: dict) -> list[str]:
   per = large['per_workload']
   names = [m for m in ENTRIES if any(m in v for v in per.values())]
   short = {'small_space_optimum': 'small opt %'}
+  width = max([18, *(len(name) for name in per)])
   lines = [
     'large space (each table sharded by one of '
     f'{", ".join(large["sharding_choices"])}: platforms x 4^T designs); '
     f'gaps in % of the reference, {large["reference"]}; same evaluations '
     "for every search (the gradient search's)",
-    f'{"workload":18s} {"log10 size":>10s} {"x small":>9s} '
+    f'{"workload":{width}s} {"log10 size":>10s} {"x small":>9s} '
     f'{"reference":>12s} '
     + ' '.join(f'{short.get(m, m + " %"):>11s}' for m in names)
     + f" {'evals':>8s}  best (lead: the runner-up's gap %)",
@@ -211,7 +212,7 @@ def table_lines(result: dict) -> list[str]:
     margin = v['margin_pct']
     lead = f'{margin:.3g}' if margin is not None else 'none'
     lines.append(
-      f'{name:18s} {v["design_space_size_log10"]:10.1f} '
+      f'{name:{width}s} {v["design_space_size_log10"]:10.1f} '
       f'{v["size_factor_over_small"]:9.2e} '
       f'{ref if ref is not None else float("nan"):12.6g} '
       + ' '.join(fmt(v[m]['gap_pct'] if m in v else None, 11) for m in names)
