@@ -15,6 +15,7 @@ FLOP/s, seconds, USD, W).
   print(r['throughput_samples_per_s'], r['bottleneck'])
 """
 
+import functools
 import os
 from collections.abc import Callable
 
@@ -273,9 +274,6 @@ def evaluate(
   return result
 
 
-_CACHE_ASKED = []
-
-
 def _cache_compiles() -> None:
   """JAX's persistent compilation cache on, where the scripts keep it
   (`codesign.core.compile_cache`: the environment variable, else the
@@ -283,9 +281,14 @@ def _cache_compiles() -> None:
   compiles, unless the caller set JAX's own: a notebook's next kernel
   reads its compiles back (a default `propose` in about a quarter of its
   cold time). The results are the same either way."""
-  if _CACHE_ASKED or jax.config.jax_compilation_cache_dir:
-    return
-  _CACHE_ASKED.append(True)
+  if not jax.config.jax_compilation_cache_dir:
+    _enable_cache_once()
+
+
+@functools.cache
+def _enable_cache_once() -> None:
+  """`compile_cache.enable`, once a process (a cache it finds broken is
+  said once, in one line, and stays off)."""
   from codesign.core import compile_cache
 
   compile_cache.enable()
@@ -296,15 +299,8 @@ def _system(readers, with_failures, checkpoint):
   nothing (the data local, failures not counted)."""
   from codesign.spec import whole_system as ws
 
-  s = ws.check(
-    ws.WholeSystem(
-      readers=ws.readers_setting(readers),
-      with_failures=ws.failures_setting(with_failures),
-      checkpoint=typecheck.choice(
-        'checkpoint', checkpoint, ('full', 'incremental')
-      ),
-      dataset_samples=report.DEFAULT_TRAIN_SAMPLES,
-    )
+  s = ws.from_settings(
+    readers, with_failures, checkpoint, report.DEFAULT_TRAIN_SAMPLES
   )
   return s if s.active else None
 

@@ -343,6 +343,22 @@ def failures_setting(text) -> bool | str:
   return table[t]
 
 
+def from_settings(
+  readers='local', with_failures=False, checkpoint='full', samples=1e9
+) -> WholeSystem:
+  """The checked `WholeSystem` of the flags as given (`--readers`,
+  `--with_failures`, `--checkpoint`, in text or as values) and the
+  dataset's `samples` (`InputError` with one sentence for a bad one)."""
+  return check(
+    WholeSystem(
+      readers=readers_setting(readers),
+      with_failures=failures_setting(with_failures),
+      checkpoint=checkpoint,
+      dataset_samples=float(samples),
+    )
+  )
+
+
 def transform_of(s: WholeSystem, workload_name: str) -> str:
   """The reader's transform for a workload: the setting's, else the
   data file's for the workload (`transforms.by_workload`)."""

@@ -561,13 +561,11 @@ def _request(settings: Settings, on_step) -> _Request:
 def system_of(settings: Settings):
   """The `WholeSystem` of the settings, or None where it changes
   nothing (the data local and failures not counted)."""
-  s = whole_system_spec.check(
-    whole_system_spec.WholeSystem(
-      readers=whole_system_spec.readers_setting(settings.readers),
-      with_failures=whole_system_spec.failures_setting(settings.with_failures),
-      checkpoint=settings.checkpoint,
-      dataset_samples=float(settings.samples),
-    )
+  s = whole_system_spec.from_settings(
+    settings.readers,
+    settings.with_failures,
+    settings.checkpoint,
+    settings.samples,
   )
   return s if s.active else None
 

@@ -261,8 +261,4 @@ def section(result_rows, w, p0, stack_name, system, samples) -> dict:
 
 def system_of(with_failures: str, checkpoint: str) -> ws.WholeSystem:
   """The `WholeSystem` of scale_out's settings (data local)."""
-  return ws.check(
-    ws.WholeSystem(
-      with_failures=ws.failures_setting(with_failures), checkpoint=checkpoint
-    )
-  )
+  return ws.from_settings(with_failures=with_failures, checkpoint=checkpoint)
