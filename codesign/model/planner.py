@@ -132,7 +132,7 @@ def _hbm_required_fn(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   """`frac -> hbm_required(w, p, s, sharding, frac, row_scale)`, with the
   platform's arrays made once (a bisection asks it many times)."""
   weights = terms.one_hot_sharding(sharding)
-  hw = hardware.unlabelled(hardware.as_arrays(p))
+  hw = hardware.unlabelled(hardware.as_numpy(p))
   # No term of the need reads the skew: one program serves every skew
   # (a test checks that the programs are the same).
   w = dataclasses.replace(w, popularity_skew=1.0)

@@ -99,7 +99,7 @@ def design_figures(p: Platform, w, plan, stack, system=None) -> dict:
   (`whole_system.WholeSystem`) the figures are the whole system's
   (`whole_system.apply`: readers, storage, goodput) and `system` holds
   its bill and terms (`whole_system.figures_dict`)."""
-  p = hardware.as_arrays(p)
+  p = hardware.as_numpy(p)
   r = cost_model.evaluate_design(p, w, plan, stack)
   r, f = whole_system.apply(r, p, w, system)
   fig = to_result(r)

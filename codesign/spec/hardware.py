@@ -13,7 +13,9 @@ model; a buildable platform rounds them (see the search).
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from codesign.core.pytree import dataclass, field, replace
 from codesign.core.units import to_si
@@ -387,9 +389,14 @@ def get_value(platform: Platform, path: str):
 
 def as_arrays(platform: Platform, dtype=None) -> Platform:
   """The same platform with every leaf a JAX array of `dtype`."""
-  import jax
-
   return jax.tree.map(lambda x: jnp.asarray(x, dtype=dtype), platform)
+
+
+def as_numpy(platform: Platform) -> Platform:
+  """The same platform with every leaf a numpy array: the arguments of a
+  jitted program, where a JAX array per leaf (`as_arrays`) costs a
+  device transfer each (about 4 ms a platform against 0.1 ms)."""
+  return jax.tree.map(np.asarray, platform)
 
 
 def unlabelled(platform: Platform) -> Platform:
