@@ -91,7 +91,7 @@ class CpuSocket:
     'step: the framework dispatching operators, the loop, the batch '
     'loaded on the training thread) relative to the reference part the '
     "host-time constants were fitted on (REFERENCE_CPU: 1): the part's "
-    'highest boost clock times its core generation\'s instructions per '
+    "highest boost clock times its core generation's instructions per "
     'clock (catalog cpus max_turbo_ghz, ipc_vs_skylake)',
   )
   cores: float = field(
