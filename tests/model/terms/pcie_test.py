@@ -85,7 +85,11 @@ def test_the_ring_crosses_each_link_once():
   # the switches; slow socket links bind it.
   close(
     float(
-      ct.pcie_ring_rate(hardware.as_arrays(pcie_server(pcie_bandwidth=1e12)))
+      ct.pcie_ring_rate(
+        hardware.as_arrays(
+          pcie_server(pcie_bandwidth=1e12, socket_link_bandwidth=1e12)
+        )
+      )
     ),
     HOST_BW,
     rel=1e-6,
