@@ -353,7 +353,10 @@ def fabric(p: Platform, s: Stack, st: Setup, nvls_share=None) -> Fabric:
     # Peers the fabric does not reach are reached over PCIe: through the
     # switches, root complexes and socket links as built (NVLink-C2C
     # hosts: through their Grace, at the host links' rate).
-    if p.host_link.kind == 'pcie':
+    # (On a switch or a torus every peer is on the fabric, share 1: the
+    # relay weighs nothing, and the cheaper host-link rate stands in.)
+    topo = p.fabric.topology
+    if p.host_link.kind == 'pcie' and topo not in ('switch', 'torus'):
       relay = pcie_peer_rate(p)
     else:
       relay = host_link_rate(p) / p.accelerators_per_node
