@@ -23,7 +23,7 @@ from codesign.core.errors import InputError
 from codesign.core.paths import DATA_DIR
 from codesign.core.units import GB, GIB, TFLOPS
 from codesign.spec import dimms
-from codesign.spec.hardware import Accelerator, CpuSocket
+from codesign.spec.hardware import REFERENCE_CPU, Accelerator, CpuSocket
 
 # A user's parts: (table, name, the part's catalog entry as JSON text),
 # sorted; hashable, so that a design space can carry it.
@@ -555,10 +555,30 @@ def _socket(name, d, src, memory: dict, memory_sources: dict) -> CpuSocket:
     price=price,
     access_granularity=64,
     **memory,
+    thread_speed=thread_speed(name),
+    cores=float(d.get('cores', 28)),
     sources=_cpu_sources(
       src, speedup, lanes, link_src, price_src, memory_sources
     ),
   )
+
+
+def _clock_ipc(d: dict) -> float:
+  """A CPU entry's boost GHz times its core's instructions per clock
+  relative to Skylake-SP (catalog `max_turbo_ghz`, `ipc_vs_skylake`;
+  without them, its base clock and 1)."""
+  ghz = d.get('max_turbo_ghz') or d['base_ghz']
+  return float(ghz) * float(d.get('ipc_vs_skylake') or 1.0)
+
+
+def thread_speed(name: str) -> float:
+  """Single-thread speed of catalog CPU `name` relative to the part the
+  host-time constants were fitted on (`hardware.REFERENCE_CPU`, 1): boost
+  clock times instructions per clock, over the reference's."""
+  parts = raw()['cpus']
+  if 'thread_speed' in parts[name]:  # a user's part states it
+    return float(parts[name]['thread_speed'])
+  return _clock_ipc(parts[name]) / _clock_ipc(parts[REFERENCE_CPU])
 
 
 _CPU_SOURCE_ORDER = (
@@ -579,6 +599,8 @@ _CPU_SOURCE_ORDER = (
   'power',
   'ddr_power',
   'access_granularity',
+  'thread_speed',
+  'cores',
 )
 
 
@@ -598,6 +620,9 @@ def _cpu_sources(src, speedup, lanes, link_src, price_src, memory: dict):
     'kernel_overhead': _assume('cpu_kernel_overhead_us'),
     'price': price_src,
     'power': src,
+    'thread_speed': src + ' (max_turbo_ghz x ipc_vs_skylake over '
+    'the reference part: thread_speed_note, thread_speed_source)',
+    'cores': src,
   }
   merged = {**common, **memory}
   return tuple((k, merged[k]) for k in _CPU_SOURCE_ORDER)

@@ -40,6 +40,10 @@ HOST_LINK_KINDS = ('pcie', 'c2c')
 # 'soldered' (LPDDR5X on the package, Grace: one fixed capacity per part).
 MEMORY_KINDS = ('dimm', 'soldered')
 TRAINERS = ('accelerator', 'cpu')
+# The CPU part the host-time constants of the stacks were fitted on (the
+# TorchRec cases ran on AWS p4d, whose Xeon 8275CL the catalog's 8280
+# stands for): `CpuSocket.thread_speed` is 1 there.
+REFERENCE_CPU = 'Xeon-Platinum-8280 (Cascade Lake-SP)'
 
 Sources = tuple[tuple[str, str], ...]
 
@@ -82,6 +86,19 @@ class CpuSocket:
     default='dimm',
     doc="one of MEMORY_KINDS: 'dimm' (DIMM populations, rule dimm) or "
     "'soldered' (on-package LPDDR5X: the part's one capacity)",
+  )
+  thread_speed: float = field(
+    default=1.0,
+    doc='speed of one core on one thread (the host work of a training '
+    'step: the framework dispatching operators, the loop, the batch '
+    'loaded on the training thread) relative to the reference part the '
+    "host-time constants were fitted on (REFERENCE_CPU: 1): the part's "
+    "highest boost clock times its core generation's instructions per "
+    'clock (catalog cpus max_turbo_ghz, ipc_vs_skylake)',
+  )
+  cores: float = field(
+    default=28.0,
+    doc="cores of the socket (default: the reference part's 28)",
   )
 
 
@@ -169,6 +186,14 @@ class HostLink:
     default='pcie',
     doc="one of HOST_LINK_KINDS: 'pcie' (capped by the sockets' PCIe "
     "lanes) or 'c2c' (NVLink-C2C to the accelerator's Grace: not)",
+  )
+  cards_per_switch: float = field(
+    default=1.0,
+    doc='accelerators behind one PCIe switch, sharing its one x16 uplink '
+    "to the socket's root complex at `bandwidth` (1: each card on a root "
+    'port of its own). Peers under one switch meet inside it; the others '
+    'cross the uplinks, and those on another socket the socket links '
+    '(terms.pcie_peer_rate)',
   )
 
 
@@ -300,6 +325,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'cpu.ddr_price': (1e-10, 1e-7),
   'cpu.power': (10.0, 1000.0),
   'cpu.ddr_power': (1e-12, 1e-8),
+  'cpu.thread_speed': (0.1, 10.0),
+  'cpu.cores': (1.0, 512.0),
   'accelerator.peak_flops_fp32': (1e12, 1e15),
   'accelerator.peak_flops_tf32': (1e12, 1e16),
   'accelerator.peak_flops_bf16': (1e12, 1e16),
@@ -323,6 +350,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'host_link.bandwidth': (1e9, 1e12),
   'host_link.latency': (1e-8, 1e-3),
   'host_link.random_access_efficiency': (0.01, 1.0),
+  'host_link.cards_per_switch': (1.0, 16.0),
   'nic.count': (1.0, 64.0),
   'nic.bandwidth': (1e9, 1e12),
   'nic.latency': (1e-8, 1e-3),
@@ -351,8 +379,10 @@ COUNTS = (
   'sockets_per_node',
   'accelerators_per_node',
   'cpu.socket_links',
+  'cpu.cores',
   'fabric.links_per_accelerator',
   'fabric.hosts_per_domain',
+  'host_link.cards_per_switch',
   'nic.count',
   'nic.switch_radix',
 )

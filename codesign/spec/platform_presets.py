@@ -644,11 +644,13 @@ def h100_pcie_8() -> Platform:
   links, 300 GB/s per direction) reaches its one bridged peer; the other
   six peers are reached over PCIe, and a ring over the 8 runs at the
   slower PCIe edge (`terms.pair_ring`). The host link is the slot's Gen5
-  x16.
+  x16, two cards behind each PCIe switch (`H100_PCIE_CARDS_PER_SWITCH`):
+  the six PCIe peers share the switches' uplinks and, four of them, the
+  socket links (`terms.pcie_peer_rate`).
   """
   part = 'H100-PCIe-80GB'
   gen = pcie_generation(SAPPHIRE, part)
-  return _platform(
+  p = _platform(
     'h100_pcie_8',
     'accelerator',
     1,
@@ -664,6 +666,28 @@ def h100_pcie_8() -> Platform:
     'PCIe server, 8 x H100 PCIe, NVLink bridges on pairs (PCIe between '
     'pairs); DDR 2 TB, 4 x 400 Gb/s NICs and chassis are preset choices',
   )
+  link = p.host_link
+  return replace(
+    p,
+    host_link=replace(
+      link,
+      cards_per_switch=H100_PCIE_CARDS_PER_SWITCH,
+      sources=(*link.sources, ('cards_per_switch', _PCIE_SWITCH_SRC)),
+    ),
+  )
+
+
+# Cards behind one PCIe switch in an 8-card Sapphire Rapids server: a
+# socket's 80 lanes (catalog) cannot give 4 cards and 2 NICs an x16 each
+# (96 lanes), so each socket feeds two switches by an x16 each, two cards
+# and a NIC under each (derived, medium).
+H100_PCIE_CARDS_PER_SWITCH = 2.0
+_PCIE_SWITCH_SRC = (
+  'derived (M): 80 PCIe lanes a Sapphire Rapids socket (catalog) against '
+  '4 cards and 2 NICs of x16 a socket; the dual-root switched layout of '
+  '8-GPU PCIe servers (supermicro.org.cn products/system/4U/4029 '
+  'PCIe-Root-Architecture: GPUs under PCIe switches on both CPUs)'
+)
 
 
 GRACE = 'Grace-72C-480GB (Neoverse V2)'

@@ -87,6 +87,12 @@ CPU_KEYS = {
   'pcie_lanes': (True, None, 'PCIe lanes per socket'),
   'power_w': (True, 'w', 'socket TDP'),
   'price_usd': (True, 'usd', 'one socket'),
+  'cores': (False, None, 'cores per socket (28)'),
+  'thread_speed': (
+    False,
+    None,
+    "one core's single-thread speed over the Xeon Platinum 8280's (1)",
+  ),
 }
 KEYS = {'accelerators': ACCELERATOR_KEYS, 'cpus': CPU_KEYS}
 # Whole numbers and their ranges (inclusive), beyond `hardware.BOUNDS`.
@@ -100,6 +106,7 @@ INTEGERS = {
   'max_sockets': tuple(hardware.BOUNDS['sockets_per_node']),
   'socket_links': tuple(hardware.BOUNDS['cpu.socket_links']),
   'pcie_lanes': (16, 1024),
+  'cores': tuple(hardware.BOUNDS['cpu.cores']),
 }
 # The catalog's lane count per inter-socket link that takes PCIe lanes.
 XGMI = 'xGMI (user part: its links take PCIe lanes)'
@@ -290,6 +297,8 @@ def _cpu(part: dict) -> dict:
       part['socket_link_bandwidth_gb_per_s']
     ),
     'pcie_lanes': int(part['pcie_lanes']),
+    'cores': int(part.get('cores', 28)),
+    'thread_speed': float(part.get('thread_speed', 1.0)),
   }
 
 
@@ -382,6 +391,7 @@ def part_problems(table: str, name: str) -> list[str]:
     ),
     ('power_w', c.power, 'cpu.power'),
     ('price_usd', c.price, 'cpu.price'),
+    ('thread_speed', c.thread_speed, 'cpu.thread_speed'),
   ]
   out = [
     _out_of_bounds(f'{what}: {key}', float(x), path, _unit(key))

@@ -25,14 +25,17 @@ Terms, with the physics each one stands for:
   sort-and-aggregate), and the load of the busiest rank when whole
   tables pack unevenly.
 - `alltoall_pooled`, `alltoall_ids`, `allreduce_dense`: collectives as
-  NCCL runs them (its tuning model's latencies per algorithm and
+  NCCL runs them (peers over PCIe through the servers' switches, root
+  complexes and socket links as built: `pcie_peer_rate`,
+  `pcie_ring_rate`) (its tuning model's latencies per algorithm and
   protocol; ring, tree, SHARP or NVLS by size and node count; every
   all-to-all send posted at once, flat or hierarchical), over NICs
   bounded by their slots and the accelerators' host links, with the
   stack's software latency per call.
 - `kernel_counts`, `host_time`, `compose`: the host side (operators the
-  framework dispatches, CUDA graphs), device-side kernel gaps, and how
-  host and device time combine.
+  framework dispatches, CUDA graphs, all at the host CPU's speed:
+  `host_speed`), device-side kernel gaps, and how host and device time
+  combine.
 - `memory`, `capex_and_power`: feasibility per tier and the bill (nodes
   at the wall: `wall_power`, fans and supplies; `node_wall_power` and
   `racks` at a rack's kW; `tco`, capex plus energy over a life);
@@ -78,6 +81,9 @@ from codesign.model.terms.collectives import (
   network_latency,
   nic_rate,
   pair_ring,
+  pcie_cards,
+  pcie_peer_rate,
+  pcie_ring_rate,
   pick_fastest,
   several_nodes,
   several_ranks,
@@ -131,16 +137,20 @@ from codesign.model.terms.host import (
   host_time,
   ids_on_critical_path,
   kernel_counts,
+  op_time,
   step_host_floor,
   with_pipelined_ids,
 )
 from codesign.model.terms.shared import (
+  HOST_THREADS_PER_RANK,
   ONE_DEVICE_DEDICATED_ABOVE,
   STREAM_EFFICIENCY,
   Setup,
+  core_share,
   dense_device,
   domain_hosts,
   host_link_rate,
+  host_speed,
   peak_flops,
   ranks_per_node,
   setup,
@@ -206,12 +216,19 @@ __all__ = [
   'hbm_loads',
   'host_link_rate',
   'host_time',
+  'host_speed',
+  'HOST_THREADS_PER_RANK',
+  'op_time',
   'step_host_floor',
   'batch_loading_time',
   'ids_on_critical_path',
   'interaction_times',
   'intra_node_seconds',
   'pair_ring',
+  'pcie_cards',
+  'pcie_peer_rate',
+  'pcie_ring_rate',
+  'core_share',
   'kernel_counts',
   'with_pipelined_ids',
   'load_orders',

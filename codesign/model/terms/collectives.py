@@ -177,6 +177,86 @@ def pair_ring(p: Platform, bridge, relay):
   return ar, alpha
 
 
+def pcie_cards(p: Platform):
+  """(cards a socket holds, cards a switch holds) of a node whose
+  accelerators hang off its sockets' PCIe: the cards split evenly over
+  the sockets (at least one card on a socket that holds any), at most a
+  socket's cards behind one switch (`HostLink.cards_per_switch`)."""
+  per_socket = jnp.maximum(p.accelerators_per_node / p.sockets_per_node, 1.0)
+  per_switch = jnp.minimum(p.host_link.cards_per_switch, per_socket)
+  return per_socket, per_switch
+
+
+def pcie_peer_rate(p: Platform):
+  """Bytes/s per card of a uniform all-to-all among a node's A cards
+  over PCIe, as servers are built: k cards behind each PCIe switch share
+  its one x16 uplink (`HostLink.cards_per_switch`), the switches hang off
+  the S sockets' root complexes, A/S cards a socket, and a peer on the
+  other socket is reached across the socket links (UPI, xGMI).
+
+  Each card sends V bytes, V/(A - 1) to each peer, all at once. Per byte
+  of V, the busiest of the shared links carries:
+  - its own x16 link: 1 (at `HostLink.bandwidth`);
+  - its switch's uplink: the k cards' bytes to the A - k peers outside
+    the switch, k (A - k)/(A - 1) (at least 1 for 1 <= k <= A - 1), at
+    the same x16 rate (a PCIe switch
+    is non-blocking inside: Broadcom PEX8796, full line rate on all
+    ports; peers under one switch meet there, NCCL_P2P_LEVEL PIX);
+  - its socket's PCIe lanes (the root complex): what leaves its switches,
+    A/S x (A - k)/(A - 1), at `CpuSocket.pcie_bandwidth` (all lanes, one
+    way);
+  - the socket links: what its A/S cards send to the A - A/S cards of
+    the other sockets, A/S x (A - A/S)/(A - 1), at `socket_links` x
+    `socket_link_bandwidth` per direction. NCCL moves it through host
+    memory (its SHM transport: P2P stops at the NUMA node by default,
+    NCCL_P2P_LEVEL PHB), crossing the socket links once.
+  The rate is V over the longest of these (a smooth maximum of the
+  per-byte times), so an 8-card server whose cards sit two to a switch
+  and four to a socket moves its all-to-all at about half a card's link
+  (its socket links at 4 x 4/7 of V), not at the card's x16 rate.
+  Sources: Supermicro SYS-4029GP-TRT PCIe root architectures (dual root:
+  the GPUs under PCIe switches on both CPUs; single root: one CPU's root
+  complex; cascade: one x16 to the CPU); NCCL environment variables
+  (NCCL_P2P_LEVEL, NCCL_SHM_DISABLE: host memory between sockets).
+  """
+  a = p.accelerators_per_node
+  per_socket, k = pcie_cards(p)
+  peers = jnp.maximum(a - 1.0, 0.5)
+  card = p.host_link.bandwidth
+  leave = jnp.maximum(a - k, 0.0) / peers  # a card's share leaving its switch
+  cross = jnp.maximum(a - per_socket, 0.0) / peers  # and its socket
+  cpu = p.cpu
+  # The card's link and its switch's uplink run at the same x16 rate:
+  # the busier of the two (the uplink, but for one switch holding every
+  # card; exactly the card's link without switches, k = 1).
+  times = (
+    jnp.maximum(k * leave, 1.0) / card,
+    per_socket * leave / cpu.pcie_bandwidth,
+    per_socket * cross / (cpu.socket_links * cpu.socket_link_bandwidth),
+  )
+  return 1.0 / smooth_max(*times)
+
+
+def pcie_ring_rate(p: Platform):
+  """Bytes/s of a ring through a node's cards over PCIe (the allreduce's
+  ring, or the PCIe edges of a ring over bridged pairs): each card sends
+  to the next, one flow on each card link; the ring visits a switch's
+  cards in turn, so one flow each way crosses each switch uplink, and it
+  crosses to another socket and back once: one flow each way on the
+  socket links (where the cards span sockets). A socket's root complex
+  forwards the flows of its A/(S k) switches. The slowest of these, as
+  `pcie_peer_rate` weighs them."""
+  per_socket, k = pcie_cards(p)
+  cpu = p.cpu
+  spans = jnp.clip(p.accelerators_per_node - per_socket, 0.0, 1.0)
+  times = (
+    1.0 / p.host_link.bandwidth,
+    per_socket / k / cpu.pcie_bandwidth,
+    spans / (cpu.socket_links * cpu.socket_link_bandwidth),
+  )
+  return 1.0 / smooth_max(*times)
+
+
 def torus_hops(ranks, links):
   """Mean hops from a rank to its peers on a k-ary D-cube with
   wraparound (a torus; TPU v4/v5p ICI: D = 3, 6 links a chip), D = links
@@ -270,9 +350,19 @@ def fabric(p: Platform, s: Stack, st: Setup, nvls_share=None) -> Fabric:
     alpha = cpu.kernel_overhead
     ar = direct
   else:
-    relay = host_link_rate(p) / p.accelerators_per_node
+    # Peers the fabric does not reach are reached over PCIe: through the
+    # switches, root complexes and socket links as built (NVLink-C2C
+    # hosts: through their Grace, at the host links' rate).
+    # (On a switch or a torus every peer is on the fabric, share 1: the
+    # relay weighs nothing, and the cheaper host-link rate stands in.)
+    topo = p.fabric.topology
+    if p.host_link.kind == 'pcie' and topo not in ('switch', 'torus'):
+      relay = pcie_peer_rate(p)
+    else:
+      relay = host_link_rate(p) / p.accelerators_per_node
     if p.fabric.topology == 'pcie_only':
-      direct, share, ar = relay, jnp.zeros_like(relay), relay
+      ar = pcie_ring_rate(p)
+      direct, share = relay, jnp.zeros_like(relay)
       alpha = p.host_link.latency
     else:
       f = p.fabric
@@ -284,7 +374,7 @@ def fabric(p: Platform, s: Stack, st: Setup, nvls_share=None) -> Fabric:
       direct, share = ar, direct_share(p)
       alpha = f.latency
       if f.topology == 'bridged_pairs':
-        ar, alpha = pair_ring(p, ar, relay)
+        ar, alpha = pair_ring(p, ar, pcie_ring_rate(p))
       elif f.topology == 'torus':
         direct = torus_alltoall(
           st.per_domain,

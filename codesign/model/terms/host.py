@@ -216,24 +216,33 @@ def _host_ops(w: wl.Workload, s: Stack, every: dict) -> dict:
 def batch_loading_time(s: Stack, st):
   """Host seconds per step loading the rank's batch on the training
   thread: `sample_host_time` x the local batch `st.local` (0 for a stack
-  that loads elsewhere). More ranks split it."""
-  return s.sample_host_time * st.local
+  that loads elsewhere), at the host's speed (`st.host_speed`). More
+  ranks split it."""
+  return s.sample_host_time * st.local / st.host_speed
 
 
 def step_host_floor(s: Stack, st):
-  """Host seconds per step outside the operators: the stack's floor plus
-  the loading of the rank's batch (`batch_loading_time`)."""
-  return s.step_floor + batch_loading_time(s, st)
+  """Host seconds per step outside the operators: the stack's floor at
+  the host's speed (`st.host_speed`) plus the loading of the rank's
+  batch (`batch_loading_time`)."""
+  return s.step_floor / st.host_speed + batch_loading_time(s, st)
+
+
+def op_time(s: Stack, st):
+  """Host seconds per eagerly dispatched operator: the stack's
+  `op_host_time` (on the reference CPU) at the host's speed."""
+  return s.op_host_time / st.host_speed
 
 
 def host_time(s: Stack, counts: Counts, st):
   """Host seconds per step: the floor (with the loading of the rank's
-  batch) plus every eager operator. Also the stack's ceiling: `compose`
-  at zero device time is the host's work alone, on either trainer, so
-  1 / this bounds the steps per second any hardware with these ranks
-  reaches with this stack (more ranks split the loading, nothing else of
-  it)."""
-  return step_host_floor(s, st) + sum(counts.host_ops.values()) * s.op_host_time
+  batch) plus every eager operator, at the host's speed. Also the
+  stack's ceiling: `compose` at zero device time is the host's work
+  alone, on either trainer, so 1 / this bounds the steps per second any
+  hardware with these ranks and this host CPU reaches with this stack
+  (more ranks split the loading, nothing else of it)."""
+  ops = sum(counts.host_ops.values())
+  return step_host_floor(s, st) + ops * op_time(s, st)
 
 
 def ids_on_critical_path(s: Stack, ids):
@@ -262,8 +271,9 @@ def compose(device, device_by_group: dict, s: Stack, counts: Counts, st):
 
   `device_by_group` maps each of `HOST_GROUPS` to the device seconds of
   that work. The host dispatches each group's operators
-  (`counts.host_ops` x `op_host_time`) and spends `step_floor` outside
-  them. Two limits bound the step:
+  (`counts.host_ops` x `op_time`) and spends its floor outside them
+  (`step_host_floor`), all at the host's speed. Two limits bound the
+  step:
   - asynchronous: the host queues work far enough ahead that the two
     overlap completely: smax(device, host);
   - lockstep: the device waits for each operator's launch, so the groups
@@ -275,7 +285,8 @@ def compose(device, device_by_group: dict, s: Stack, counts: Counts, st):
   every device and host time, so the step does. On a CPU trainer the
   same cores dispatch and compute, so host and device add.
   """
-  host_g = {k: counts.host_ops[k] * s.op_host_time for k in HOST_GROUPS}
+  per_op = op_time(s, st)
+  host_g = {k: counts.host_ops[k] * per_op for k in HOST_GROUPS}
   floor = step_host_floor(s, st)
   host = floor + sum(host_g.values())
   if st.cpu_trainer:

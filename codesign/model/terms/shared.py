@@ -19,6 +19,12 @@ STREAM_EFFICIENCY = 0.8
 # Bottom MLP alone on rank 0 above this many ranks (NVIDIA DLRM
 # dlrm/utils/distributed.py get_device_mapping: `if num_gpus > 4`).
 ONE_DEVICE_DEDICATED_ABOVE = 4.0
+# Busy host threads per rank: the training thread, which dispatches the
+# operators and loads the batch, and NCCL's proxy thread, which polls
+# the rank's network and peer transfers (NVIDIA/nccl src/proxy.cc: one
+# progress thread per rank). A node with fewer cores than these shares
+# them (`host_speed`).
+HOST_THREADS_PER_RANK = 2.0
 
 
 class Setup(NamedTuple):
@@ -33,7 +39,9 @@ class Setup(NamedTuple):
   bottom MLP has a rank to itself); bottom_batch: samples the bottom MLP
   runs per rank (B / R, or B on one device); one_device: static bool,
   the bottom MLP on rank 0; dedicated: about 1 when rank 0 holds no
-  tables, else 0; cpu_trainer: static bool.
+  tables, else 0; cpu_trainer: static bool; host_speed: how fast the
+  host runs a rank's host work against the CPU the stacks' host times
+  were fitted on (`host_speed`; 1 there).
   """
 
   ranks: jax.Array
@@ -47,12 +55,47 @@ class Setup(NamedTuple):
   one_device: bool
   dedicated: jax.Array
   cpu_trainer: bool
+  host_speed: object = 1.0
 
 
 def ranks_per_node(p: Platform):
   if p.trainer == 'cpu':
     return p.sockets_per_node
   return p.accelerators_per_node
+
+
+def host_speed(p: Platform):
+  """How fast one rank's host work runs (the operators the framework
+  dispatches, the step's loop, the batch loaded on the training thread)
+  against the CPU the stacks' host times were fitted on
+  (`hardware.REFERENCE_CPU`: 1).
+
+  That work runs on one thread per rank, so it scales with one core's
+  speed (`CpuSocket.thread_speed`: boost clock x instructions per clock
+  over the reference's), not with the cores. The cores enter where the
+  ranks' threads outnumber them: a node's `HOST_THREADS_PER_RANK` x
+  ranks busy threads share its sockets x cores, each at
+  min(1, cores / threads) of a core (`core_share`: exactly 1 on every
+  built server, a DGX H100 has 112 cores for 16 threads).
+  """
+  cores = p.sockets_per_node * p.cpu.cores
+  threads = HOST_THREADS_PER_RANK * ranks_per_node(p)
+  return p.cpu.thread_speed * core_share(cores / threads)
+
+
+# Half the width of the bend of `core_share` around one core a thread.
+CORE_SHARE_BEND = 0.5
+
+
+def core_share(x):
+  """The share of a core each busy thread gets at `x` cores a thread:
+  min(1, x) with its corner rounded by a parabola over [1 - b, 1 + b]
+  (b = `CORE_SHARE_BEND`): x below, exactly 1 above, continuous with
+  its derivative (a Huber-style soft minimum, so that a platform with
+  cores to spare keeps the fitted host times exactly)."""
+  b = CORE_SHARE_BEND
+  u = jnp.clip(x - (1.0 - b), 0.0, 2.0 * b)
+  return jnp.minimum(x, 1.0 - b) + u - u * u / (4.0 * b)
 
 
 def domain_hosts(p: Platform):
@@ -115,6 +158,7 @@ def setup(p: Platform, w: wl.Workload, s: Stack) -> Setup:
     one_device=one_device,
     dedicated=dedicated,
     cpu_trainer=p.trainer == 'cpu',
+    host_speed=host_speed(p),
   )
 
 

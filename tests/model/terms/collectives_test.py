@@ -30,6 +30,8 @@ from tests.model.fixtures import (
   POOL,
   REL,
   ROWS,
+  SOCKET_LINK_BW,
+  SOCKET_LINKS,
   B,
   a2a_latency,
   allreduce_by_hand,
@@ -148,8 +150,7 @@ def test_direct_share_when_every_peer_is_linked(topology, accels, links):
 def test_alltoall_topology(topology, links):
   # One node of 8 accelerators. The share of peers a rank reaches over its
   # own links gets its bytes over the fabric (links x 25 GB/s x 0.8); the
-  # rest goes through the host at the node's host bandwidth over the 8
-  # accelerators, smin(8 x 16, 2 x 40 GB/s) / 8, at the same time.
+  # rest goes through the host over PCIe at the same time.
   p = with_links(tiny_platform(topology=topology, nodes=1.0, accels=8.0), links)
   bd = run(p, tiny_workload(), make_plan())['breakdown']
   reach = {
@@ -165,7 +166,13 @@ def test_alltoall_topology(topology, links):
     share = 0.0
   else:
     share = smin64(1.0, reach / 7.0)
-  relay = smin(8 * HOST_BW, 2 * CPU_PCIE) / 8
+  # Over PCIe (`terms.pcie_peer_rate`, a root port per card): per byte a
+  # card sends, its x16 link 1, its socket's lanes 4 cards x 7/7, the
+  # socket links 4 x 4/7 (the peers on the other socket); the p = 8 norm
+  # of the times. A ring over PCIe: one flow on each (`pcie_ring_rate`).
+  upi = SOCKET_LINKS * SOCKET_LINK_BW
+  relay = 1.0 / norm8(1 / HOST_BW, 4 / CPU_PCIE, 4 * 4 / 7 / upi)
+  ring = 1.0 / norm8(1 / HOST_BW, 4 / CPU_PCIE, 1 / upi)
   direct = links * LINK_BW * LINK_EFF if topology != 'pcie_only' else relay
   alpha = HOST_LAT if topology == 'pcie_only' else LINK_LAT
 
@@ -181,7 +188,7 @@ def test_alltoall_topology(topology, links):
   assert bd['allreduce_inter'] == 0.0
   # The allreduce is a ring over all links whatever the topology (PCIe
   # only: the host share).
-  ar_bw = direct
+  ar_bw = ring if topology == 'pcie_only' else direct
   intra_ar, _ = allreduce_by_hand(DENSE_PARAMS * 4, 8, 1, ar_bw, NIC, alpha)
   close(bd['allreduce_intra'], intra_ar)
   # The term alone.
@@ -189,6 +196,10 @@ def test_alltoall_topology(topology, links):
     arrays(p), tiny_stack(), ct.setup(arrays(p), tiny_workload(), tiny_stack())
   )
   close(float(ct.intra_node_seconds(1e6, fab)), intra(1e6))
+
+
+def norm8(*times):
+  return sum(t**8 for t in times) ** (1 / 8)
 
 
 def test_several_ranks():
@@ -317,13 +328,18 @@ def test_allreduce_calls(comm, bucket, calls):
 def test_alltoall_on_pcie_only():
   p = tiny_platform(topology='pcie_only', nodes=1.0, accels=8.0)
   bd = run(p, tiny_workload(), make_plan())['breakdown']
-  # No fabric: the 8 accelerators share the node's host bandwidth,
-  # smin(8 x 16, 2 x 40 GB/s), at the host-link latency.
-  bw = smin(8 * HOST_BW, 2 * CPU_PCIE) / 8
+  # No fabric: the 8 accelerators reach each other over PCIe, a root
+  # port each (`terms.pcie_peer_rate`): per byte a card sends, its x16
+  # link 1, its socket's lanes 4 x 7/7 at 40 GB/s, the socket links 4 x
+  # 4/7 at 2 x 20 GB/s; at the host-link latency. The allreduce's ring
+  # meets one flow on each (`terms.pcie_ring_rate`).
+  upi = SOCKET_LINKS * SOCKET_LINK_BW
+  bw = 1.0 / norm8(1 / HOST_BW, 4 / CPU_PCIE, 4 * 4 / 7 / upi)
+  ring = 1.0 / norm8(1 / HOST_BW, 4 / CPU_PCIE, 1 / upi)
   v_intra = B * 3 * DIM * 4 / 8 * 7 / 8
   ids_intra, _ = ids_terms(8, 8, lambda v: v / bw, HOST_LAT)
   close(bd['alltoall_intra'], ids_intra + 2 * (v_intra / bw + 7 * HOST_LAT))
-  ar, _ = allreduce_by_hand(DENSE_PARAMS * 4, 8, 1, bw, NIC, HOST_LAT)
+  ar, _ = allreduce_by_hand(DENSE_PARAMS * 4, 8, 1, ring, NIC, HOST_LAT)
   close(bd['allreduce_intra'], ar)
 
 
