@@ -203,7 +203,9 @@ class Settings:
 def within_limits(fig: dict, limits: dict) -> bool:
   """Whether figures `fig` are feasible and within `limits` (a result's
   `limits`: budget_usd, power_w and rack_w, None for no limit; rack_w
-  bounds what one rack holds whole, `rack_unit_w`)."""
+  bounds what one rack holds whole, `rack_unit_w`, and with it the rack
+  units of that unit, `rack_unit_u`, are within its rack's,
+  `rack_space_u`)."""
   ok = fig['feasible']
   if limits['budget_usd']:
     ok = ok and fig['capex_usd'] <= limits['budget_usd']
@@ -211,6 +213,7 @@ def within_limits(fig: dict, limits: dict) -> bool:
     ok = ok and fig['power_w'] <= limits['power_w']
   if limits.get('rack_w'):
     ok = ok and fig['rack_unit_w'] <= limits['rack_w']
+    ok = ok and fig['rack_unit_u'] <= fig['rack_space_u']
   return bool(ok)
 
 
@@ -766,6 +769,7 @@ def _adopted(proposal: _Proposal, c: robustness.Candidate) -> _Proposal:
       _memory(fig, 'hbm'),
       _memory(fig, 'ddr'),
       (fig['rack_unit_w'], limits.get('rack_w')),
+      (fig['rack_unit_u'], fig['rack_space_u'] if limits.get('rack_w') else 0),
     )
   ):
     g[row] = used / limit - 1.0 if limit else -1.0

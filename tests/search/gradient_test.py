@@ -179,13 +179,18 @@ def test_one_program_answers_every_question():
   np.testing.assert_allclose(vb, 1e8 / throughput, rtol=1e-12)
   assert la == pytest.approx(-np.log(va)) and lb == pytest.approx(np.log(vb))
   rack = gradient.CONSTRAINTS.index('rack')
-  assert ga[1] == ga[rack] == gb[0] == -1.0  # absent limits are inactive
+  space = gradient.CONSTRAINTS.index('rack_space')
+  # Absent limits are inactive; without a rack rule, so is rack space.
+  assert ga[1] == ga[rack] == ga[space] == gb[0] == -1.0
   assert gb[1] > -1.0  # the power limit is active
   # The rack row: one node's wall power over the rack's 5 kW, minus 1.
   p, _, _ = ds.decode(a.space, w, STACK, z)
   node_w = float(terms.node_wall_power(p))
   assert gb[rack] == pytest.approx(node_w / 5e3 - 1.0, rel=1e-12)
-  same = [i for i in range(2, len(ga)) if i != rack]
+  # The rack space row: its rack units over what its rack class holds.
+  used = float(terms.rack_unit_space(p) / terms.usable_rack_units(p))
+  assert gb[space] == pytest.approx(used - 1.0, rel=1e-12)
+  same = [i for i in range(2, len(ga)) if i not in (rack, space)]
   np.testing.assert_array_equal(ga[same], gb[same])
 
 
