@@ -410,6 +410,13 @@ def root_ports(sockets, lanes, lanes_multi):
   return sockets * per_socket / X16_LANES
 
 
+def leaf_oversubscription(domains, oversubscription):
+  """The leaves' oversubscription of a design of `domains` nodes (or
+  scale-up domains): the chosen one from two on, 1 (no fat tree) at one,
+  a blend between (as its NICs, `wiring`). Traced or concrete."""
+  return 1.0 + (oversubscription - 1.0) * _gate(domains)
+
+
 def wiring(nodes, sockets, accels, nics, nic_bw, lanes, lanes_multi):
   """The node's PCIe wiring and its NICs (traced or concrete numbers).
 
@@ -503,17 +510,19 @@ def relative_violations(p: hardware.Platform, aux: dict):
 
 def canonical_index(space, index):
   """Grid indices (..., H) of `design_space` (axes in its `axes` order:
-  nodes 2, NICs 6 and 7, hosts per domain 8 where the space has it) with
-  the NIC axes (and the hosts per domain) at their first step where the
-  design has one node (it has one lowest-rate NIC whatever they say, and
-  its domain is its one host), so that equal platforms have equal
+  nodes 2, NICs 6 and 7, the leaves' oversubscription 8, hosts per
+  domain 9 where the space has it) with the network's axes (and the
+  hosts per domain) at their first step where the design has one node
+  (it has one lowest-rate NIC and no fat tree whatever they say, and its
+  domain is its one host), and the network's axes there too where its
+  nodes are one scale-up domain, so that equal platforms have equal
   indices."""
   index = np.array(index, dtype=np.int64, copy=True)
   nodes = np.asarray(space.grids[0])[index[..., 2]]
   one = nodes == 1.0
-  if index.shape[-1] > 8:  # hosts per domain: one domain has no network
-    domain = nodes == np.asarray(space.grids[6])[index[..., 8]]
-    for axis in (6, 7):
+  if index.shape[-1] > 9:  # hosts per domain: one domain has no network
+    domain = nodes == np.asarray(space.grids[7])[index[..., 9]]
+    for axis in (6, 7, 8):
       index[..., axis] = np.where(domain, 0, index[..., axis])
   for axis in range(6, index.shape[-1]):
     index[..., axis] = np.where(one, 0, index[..., axis])

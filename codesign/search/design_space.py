@@ -100,6 +100,14 @@ STEP_OVERHEAD_S = 200e-6  # as the accelerator presets
 SOCKETS = (1, 2, 4, 8)
 ACCELERATORS_PER_NODE = (1, 2, 4, 8, 16)
 NICS_PER_NODE = (1, 2, 4, 8, 16)
+# Leaf oversubscriptions of the scale-out fat tree (downlinks over
+# uplinks): non-blocking, 2:1 and 3:1, as clusters are built (Meta's
+# 24,576-GPU clusters oversubscribe above the racks: unanswered.io/guide/
+# nvidia-h100-gpu-density-per-node-rack; DGX SuperPOD is non-blocking).
+# Relaxed on a log scale like the other number axes: fewer uplinks and
+# tiers above the leaves (`terms.switching.fat_tree`) against slower
+# collectives across leaves (`terms.collectives.nic_rate`).
+OVERSUBSCRIPTIONS = (1.0, 2.0, 3.0)
 
 HW_AXES = (
   'accelerator',
@@ -110,6 +118,7 @@ HW_AXES = (
   'ddr_per_channel',
   'nic_count',
   'nic_bandwidth',
+  'oversubscription',
 )
 # The superchip space's further axis: hosts per scale-up domain.
 DOMAIN_AXIS = 'hosts_per_domain'
@@ -362,6 +371,7 @@ def _grids(
     ddr,
     tuple(float(n) for n in NICS_PER_NODE),
     tuple(float(catalog.nic_bandwidth(r)) for r in rates),
+    OVERSUBSCRIPTIONS,
   )
   if system != 'superchip':
     return grids
@@ -386,7 +396,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   made from catalog parts with their per-field sources."""
   index = [int(i) for i in index]
   acc_name, cpu_name = space.accelerators[index[0]], space.cpus[index[1]]
-  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = (
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, oversub, *hosts = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
   hosts = float(hosts[0]) if hosts else 1.0
@@ -412,6 +422,15 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     'socket' if cpu_trainer else 'accelerator',
     gen,
     catalog.host_vendor(cpu_name),
+  )
+  nic = replace(
+    nic,
+    oversubscription=float(bd.leaf_oversubscription(nodes // hosts, oversub)),
+    sources=_with_source(
+      nic.sources,
+      'oversubscription',
+      'design_space OVERSUBSCRIPTIONS: the leaves searched',
+    ),
   )
   topology = 'pcie_only' if cpu_trainer else bd.SYSTEM_TOPOLOGY[space.system]
   fab = replace(
@@ -441,6 +460,11 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     ),
   )
   return pt.priced(platform, space.prices)
+
+
+def _with_source(sources, key: str, text: str) -> tuple:
+  """`sources` (field, source) pairs with `key`'s set to `text`."""
+  return tuple((k, v) for k, v in sources if k != key) + ((key, text),)
 
 
 def _slot_generation(space: DesignSpace, acc_name: str, cpu_name: str) -> int:
@@ -512,7 +536,7 @@ def _node_power(accels, sockets, switches):
 
 def _assemble(space, template, acc, cpu, numbers):
   """A platform from part rows (acc, cpu) and the number-axis values."""
-  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = numbers
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, oversub, *hosts = numbers
   accels = 0.0 * accels if space.trainer == 'cpu' else accels
   c2c = space.system == 'superchip'
   na = len(pt.ACC_FIELDS)
@@ -548,6 +572,7 @@ def _assemble(space, template, acc, cpu, numbers):
     slot_bandwidth=slot,
     post_overhead=post,
     switch_radix=_switch_radix(w['nic_bandwidth']),
+    oversubscription=bd.leaf_oversubscription(domains, oversub),
   )
   return replace(
     template,
@@ -839,7 +864,7 @@ def describe_index(space: DesignSpace, index) -> dict:
   """A buildable design's choices in boundary units (a single node's NICs
   as built: one at the lowest rate)."""
   index = [int(i) for i in bd.canonical_index(space, index)]
-  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = (
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, oversub, *hosts = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
   cpu = space.cpus[index[1]]
@@ -856,4 +881,5 @@ def describe_index(space: DesignSpace, index) -> dict:
     'ddr_per_channel_gb': ddr_ch / GB,
     'nic_count': nics,
     'nic_bandwidth_gbit_per_s': nic_bw / (1e9 / 8),
+    'oversubscription': oversub,
   }

@@ -851,64 +851,7 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
     plan_source,
     np.asarray(g_best),
   )
-  return _oversubscribed(problem, out, w, stack, request.settings.tolerance)
-
-
-# Leaf oversubscriptions a multi-node proposal is also judged at: 2:1 and
-# 3:1 halve and third the uplinks and the tiers above (cheaper network),
-# and slow what crosses the leaves (`collectives.nic_rate`).
-OVERSUBSCRIPTIONS = (2.0, 3.0)
-
-
-def _oversubscribed(problem, prop: _Proposal, w, stack, tolerance):
-  """The proposal at the leaf oversubscription (1:1, or one of
-  OVERSUBSCRIPTIONS) the proposal rule prefers with its plan: a cheaper
-  tree where the network is not what limits it. One scale-up domain or
-  one node has no tree: as it is. Returns a `_Proposal`."""
-  p = prop.p
-  if float(p.nodes) <= float(p.fabric.hosts_per_domain):
-    return prop
-  rows = [(p, prop.fig)]
-  for o in OVERSUBSCRIPTIONS:
-    src = tuple(
-      (k, f'proposal: {o:g}:1 at the leaves (the proposal rule)')
-      if k == 'oversubscription'
-      else (k, v)
-      for k, v in p.nic.sources
-    )
-    q = dataclasses.replace(
-      p, nic=dataclasses.replace(p.nic, oversubscription=o, sources=src)
-    )
-    rows.append(
-      (q, report.design_figures(q, w, prop.plan, stack, problem.system))
-    )
-  values = [_score(problem, prop.limits, f) for _, f in rows]
-  order = shared.decide(
-    values,
-    [f['capex_usd'] for _, f in rows],
-    problem.objective,
-    tolerance,
-  )
-  if not order or order[0] == 0:
-    return prop
-  q, fig = rows[order[0]]
-  g = np.array(prop.g_best, dtype=np.float64)
-  g[0] = (
-    fig['capex_usd'] / prop.limits['budget_usd'] - 1.0
-    if prop.limits['budget_usd']
-    else -1.0
-  )
-  g[1] = (
-    fig['power_w'] / prop.limits['power_w'] - 1.0
-    if prop.limits['power_w']
-    else -1.0
-  )
-  auto = report.design_figures(
-    q, w, planner.make(w, q, stack), stack, problem.system
-  )
-  return dataclasses.replace(
-    prop, p=q, pj=schema.platform_to_json(q), fig=fig, auto_fig=auto, g_best=g
-  )
+  return out
 
 
 def _continuous(request: _Request, found) -> tuple:

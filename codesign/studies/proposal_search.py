@@ -581,8 +581,10 @@ def _within(problem, fig: dict) -> bool:
     ('rack_unit_w', problem.rack_w),
   )
   space = not problem.rack_w or fig['rack_unit_u'] <= fig['rack_space_u']
-  return bool(fig['feasible']) and space and all(
-    not limit or fig[key] <= limit for key, limit in limits
+  return (
+    bool(fig['feasible'])
+    and space
+    and all(not limit or fig[key] <= limit for key, limit in limits)
   )
 
 

@@ -232,7 +232,7 @@ def why_not(fig: dict, budget_usd=None, power_w=None, rack_w=None) -> str:
   if rack_w and fig.get('rack_unit_u', 0.0) > fig.get('rack_space_u', 1e9):
     reasons.append(
       f'one node (or scale-up domain) takes {fig["rack_unit_u"]:g}U, over '
-      f"the {fig['rack_space_u']:g}U its rack holds for nodes"
+      f'the {fig["rack_space_u"]:g}U its rack holds for nodes'
     )
   if not fig['feasible']:
     tiers = [t.upper() for t in fig['overflowing_tiers']] or ['memory']

@@ -457,11 +457,14 @@ def test_superchip_space_reaches_nvlink_domains_across_hosts():
   assert space.axes[-1] == 'hosts_per_domain'
   assert space.grids[-1] == (1.0, 9.0, 18.0)
   gb200 = space.accelerators.index('GB200-B200-186GB')
-  # 18 trays x (2 Grace + 4 GB200), 4 x 400G NICs asked, one domain of 18.
-  idx = buildability.canonical_index(space, [gb200, 0, 17, 1, 2, 0, 2, 2, 2])
+  # 18 trays x (2 Grace + 4 GB200), 4 x 400G NICs and 2:1 leaves asked,
+  # one domain of 18: no network, so no NICs but one and no leaves.
+  asked = [gb200, 0, 17, 1, 2, 0, 2, 2, 1, 2]
+  idx = buildability.canonical_index(space, asked)
   p = ds.build(space, idx)
   assert buildability.violations(p, proposal=True) == []
-  assert float(p.nic.count) == 1.0 and idx[6] == idx[7] == 0
+  assert float(p.nic.count) == 1.0 and idx[6] == idx[7] == idx[8] == 0
+  assert float(p.nic.oversubscription) == 1.0
   assert p.host_link.kind == 'c2c' and p.cpu.memory == 'soldered'
   assert float(p.fabric.hosts_per_domain) == 18.0
   stack = stack_presets.get('hugectr')
@@ -500,3 +503,38 @@ def test_the_search_judges_a_design_as_the_report_does(system):
       fig['throughput_samples_per_s'], rel=1e-9
     ), ds.describe_index(space, idx)
   assert len(parts) >= 2
+
+
+def test_oversubscription_is_a_searched_axis():
+  """The leaves' oversubscription is a number axis of the space (1:1,
+  2:1, 3:1): built, 40 nodes of 8 x 400G NICs (more than a 64-port
+  leaf's 32) buy fewer uplinks and switches at 2:1 and 3:1 and move less
+  across the leaves; relaxed, the
+  coordinate sets a continuous oversubscription whose gradient reaches
+  the loss."""
+  from codesign.model.terms import collectives
+
+  w = wp.get('rm1')
+  space = ds.make_space(w, max_nodes=40, plan_mode='auto')
+  axis = space.axes.index('oversubscription')
+  assert space.grids[axis - 2] == ds.OVERSUBSCRIPTIONS == (1.0, 2.0, 3.0)
+  h100 = space.accelerators.index('H100-SXM5-80GB')
+  spr = space.cpus.index('Xeon-Platinum-8480+ (Sapphire Rapids-SP)')
+  base = [h100, spr, 39, 1, 3, 2, 3, 2, 0]
+  built = [ds.build(space, base[:axis] + [o]) for o in range(3)]
+  assert [float(p.nic.oversubscription) for p in built] == [1.0, 2.0, 3.0]
+  bills = [float(terms.network_bill(p)['usd']) for p in built]
+  rates = [float(collectives.nic_rate(p, False)) for p in built]
+  assert bills[0] > bills[1] > bills[2]
+  assert rates[0] > rates[1] > rates[2]
+  problem = gradient.Problem(space, w, STACK, 'throughput_per_usd')
+  z = ds.grid_z(space, base)
+  coord = len(space.accelerators) + len(space.cpus) + axis - 2
+  z[coord] = 0.3
+  p, _, _ = ds.decode(space, w, STACK, jnp.asarray(z))
+  assert 1.0 < float(p.nic.oversubscription) < 2.0
+
+  def loss(x):
+    return gradient.assess(problem, jnp.asarray(z).at[coord].set(x))[0]
+
+  assert float(jax.grad(loss)(0.3)) != 0.0

@@ -35,7 +35,8 @@ Terms, with the physics each one stands for:
   host and device time combine.
 - `memory`, `capex_and_power`: feasibility per tier and the bill (nodes
   at the wall: `wall_power`, fans and supplies; `node_wall_power` and
-  `racks` at a rack's kW and rack units, `rack_unit_space`; `tco`, capex plus energy over a life);
+  `racks` at a rack's kW and rack units, `rack_unit_space`; `tco`,
+  capex plus energy over a life);
   `network_bill`: the scale-out network as built (a rail-optimized fat
   tree: switches per tier, links, NICs) and its price and power.
 """
@@ -60,8 +61,8 @@ from codesign.model.terms.budget import (
   racks,
   stack_hbm_parts,
   stack_hbm_reserved,
-  table_tiers,
   system_class,
+  table_tiers,
   tco,
   usable_rack_units,
   wall_power,

@@ -360,8 +360,10 @@ def racks(p: Platform, rack_w: float) -> dict:
   by_power = math.floor(rack_w / (node_w * hosts))
   by_space = math.floor(usable / unit_u + 1e-9)
   units = min(by_power, by_space)
-  binds = 'both' if by_power == by_space else (
-    'power' if by_power < by_space else 'space'
+  binds = (
+    'both'
+    if by_power == by_space
+    else ('power' if by_power < by_space else 'space')
   )
   racks_needed = math.ceil(nodes / max(units * hosts, hosts))
   switches = float(network_bill(p)['switches'])

@@ -306,7 +306,9 @@ def test_space_binds_where_a_rack_has_power_to_spare():
   one = replace(cpu, sockets_per_node=1.0)
   assert budget.racks(one, 142e3)['units_by_space'] == 40
   board = platform_presets.get('dgx_h100')
-  assert budget.node_rack_units(replace(board, accelerators_per_node=16.0)) == 10
+  assert (
+    budget.node_rack_units(replace(board, accelerators_per_node=16.0)) == 10
+  )
   twelve = replace(board, accelerators_per_node=12.0)
   assert 8.0 < budget.node_rack_units(twelve) < 10.0
 
