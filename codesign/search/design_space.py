@@ -384,6 +384,13 @@ def _template(space: DesignSpace) -> hardware.Platform:
   fabric reduces in its switch (NVLink SHARP) where any part of the
   space's does, each part's share of it traced (`aux['nvls_share']`)."""
   p = build(space, (0,) * space.num_hw)
+  topology = bd.SYSTEM_TOPOLOGY.get(space.system)
+  if space.trainer != 'cpu' and any(
+    bd.part_topology(a, space.system) == topology for a in space.accelerators
+  ):
+    # One static topology for every part: the system's where a part forms
+    # it (a PCIe card without a bridge has none in it: `bd.bridge_gate`).
+    p = replace(p, fabric=replace(p.fabric, topology=topology))
   acc, _ = part_rows(space)
   nvls = bool(np.any(acc[:, len(pt.ACC_FIELDS) + 5] == 1.0))
   if space.trainer == 'cpu' or nvls == p.fabric.in_switch_reduction:
@@ -432,7 +439,9 @@ def build(space: DesignSpace, index) -> hardware.Platform:
       'design_space OVERSUBSCRIPTIONS: the leaves searched',
     ),
   )
-  topology = 'pcie_only' if cpu_trainer else bd.SYSTEM_TOPOLOGY[space.system]
+  topology = (
+    'pcie_only' if cpu_trainer else bd.part_topology(acc_name, space.system)
+  )
   fab = replace(
     platform_presets.accel_fabric(acc_name, topology), hosts_per_domain=hosts
   )
@@ -542,6 +551,7 @@ def _assemble(space, template, acc, cpu, numbers):
   na = len(pt.ACC_FIELDS)
   nc = len(pt.CPU_FIELDS)
   links, link_bw, acc_pcie, domain, c2c_bw, nvls = acc[na : na + 6]
+  bridge = bd.bridge_gate(links)  # 0: a card without NVLink (L40S)
   cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = cpu[
     nc : nc + 7
   ]
@@ -560,8 +570,8 @@ def _assemble(space, template, acc, cpu, numbers):
   host_bw = c2c_bw if c2c else slot * w['host_share']
   fabric = replace(
     template.fabric,
-    links_per_accelerator=links,
-    link_bandwidth=link_bw,
+    links_per_accelerator=links * bridge,
+    link_bandwidth=link_bw * bridge,
     hosts_per_domain=hosts[0] if hosts else template.fabric.hosts_per_domain,
   )
   nic = replace(

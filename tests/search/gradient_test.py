@@ -538,3 +538,44 @@ def test_oversubscription_is_a_searched_axis():
     return gradient.assess(problem, jnp.asarray(z).at[coord].set(x))[0]
 
   assert float(jax.grad(loss)(0.3)) != 0.0
+
+
+def test_pcie_space_offers_the_l40s_on_pcie_only():
+  """The PCIe space proposes the L40S (no NVLink bridge: sold on PCIe
+  only) beside the bridged cards: it builds on `pcie_only` with no fabric
+  links, the traced decoder (whose one topology is bridged pairs) gives
+  the same leaves, and the search judges it as the report does; its
+  bridged neighbour keeps its bridge."""
+  w = wp.get('rm1')
+  space = ds.make_space(w, max_nodes=4, plan_mode='auto', system='pcie')
+  assert 'L40S' in space.accelerators and 'H100-PCIe-80GB' in space.accelerators
+  genoa = space.cpus.index('EPYC-9654 (Genoa)')
+  problem = gradient.Problem(space, w, STACK, 'throughput')
+  for part, topology in (
+    ('L40S', 'pcie_only'),
+    ('H100-PCIe-80GB', 'bridged_pairs'),
+  ):
+    idx = [space.accelerators.index(part), genoa, 1, 1, 3, 2, 1, 1, 0]
+    assert snapping.buildable(space, np.array([idx]))[0][0]
+    p = ds.build(space, idx)
+    assert p.fabric.topology == topology
+    assert (float(p.fabric.links_per_accelerator) == 0.0) == (part == 'L40S')
+    traced, _, _ = ds.decode_index(
+      space, w, STACK, jnp.array(idx), jnp.zeros(0)
+    )
+    built = hardware.as_arrays(p)
+    for path, a, b in zip(
+      hardware.leaf_paths(built),
+      jax.tree.leaves(built),
+      jax.tree.leaves(traced),
+      strict=True,
+    ):
+      if path != 'cpu.ddr_price':  # numpy and XLA may round it differently
+        assert float(a) == float(b), (part, path)
+    pz = np.zeros((1, space.num_plan))
+    ev = gradient.evaluate_indices(problem, np.array([idx]), pz)
+    q, plan = gradient.buildable(problem, np.array(idx), pz[0])
+    fig = report.design_figures(q, w, plan, STACK)
+    assert float(ev['value'][0]) == pytest.approx(
+      fig['throughput_samples_per_s'], rel=1e-9
+    ), part
