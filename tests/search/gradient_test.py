@@ -286,7 +286,7 @@ def test_a_violation_of_rounding_size_is_feasible():
   it is not."""
   w = wp.get('rm1')
   problem = gradient.Problem(_space(w), w, STACK, 'throughput', budget_usd=1e9)
-  index = np.array([[1, 1, 0, 0, 0, 0, 0, 0]])
+  index = np.array([[1, 1, 0, 0, 0, 0, 0, 0, 0]])
   p, plan = gradient.buildable(problem, index[0], np.zeros(0))
   capex = float(cost_model.evaluate(p, w, plan, STACK).capex)
   for over, feasible in ((1e-13, True), (1e-9, False)):
