@@ -423,22 +423,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     f['pcie_lanes'],
     f['pcie_lanes_multi'],
   )
-  nic = platform_presets.nic(
-    round(float(w['nic_count'])),
-    float(w['nic_bandwidth']) / (1e9 / 8),
-    'socket' if cpu_trainer else 'accelerator',
-    gen,
-    catalog.host_vendor(cpu_name),
-  )
-  nic = replace(
-    nic,
-    oversubscription=float(bd.leaf_oversubscription(nodes // hosts, oversub)),
-    sources=_with_source(
-      nic.sources,
-      'oversubscription',
-      'design_space OVERSUBSCRIPTIONS: the leaves searched',
-    ),
-  )
+  nic = _built_nic(w, cpu_trainer, gen, cpu_name, nodes // hosts, oversub)
   topology = (
     'pcie_only' if cpu_trainer else bd.part_topology(acc_name, space.system)
   )
@@ -469,6 +454,28 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     ),
   )
   return pt.priced(platform, space.prices)
+
+
+def _built_nic(w, cpu_trainer, gen, cpu_name, domains, oversub):
+  """The catalog NICs of `wiring` `w` (on the sockets of a CPU trainer,
+  else on the accelerators) in PCIe gen `gen` slots, under leaves of
+  `oversub` (1:1 at one domain)."""
+  nic = platform_presets.nic(
+    round(float(w['nic_count'])),
+    float(w['nic_bandwidth']) / (1e9 / 8),
+    'socket' if cpu_trainer else 'accelerator',
+    gen,
+    catalog.host_vendor(cpu_name),
+  )
+  return replace(
+    nic,
+    oversubscription=float(bd.leaf_oversubscription(domains, oversub)),
+    sources=_with_source(
+      nic.sources,
+      'oversubscription',
+      'design_space OVERSUBSCRIPTIONS: the leaves searched',
+    ),
+  )
 
 
 def _with_source(sources, key: str, text: str) -> tuple:
@@ -574,16 +581,7 @@ def _assemble(space, template, acc, cpu, numbers):
     link_bandwidth=link_bw * bridge,
     hosts_per_domain=hosts[0] if hosts else template.fabric.hosts_per_domain,
   )
-  nic = replace(
-    template.nic,
-    count=w['nic_count'],
-    bandwidth=w['nic_bandwidth'],
-    # A x16 slot of the generation both parts run (as `build` does).
-    slot_bandwidth=slot,
-    post_overhead=post,
-    switch_radix=_switch_radix(w['nic_bandwidth']),
-    oversubscription=bd.leaf_oversubscription(domains, oversub),
-  )
+  nic = _traced_nic(template.nic, w, slot, post, domains, oversub)
   return replace(
     template,
     nodes=nodes,
@@ -607,6 +605,21 @@ def _assemble(space, template, acc, cpu, numbers):
     'gpudirect': 0.0 if cpu_trainer else 1.0,
     'nvls_share': nvls,
   }
+
+
+def _traced_nic(nic, w, slot, post, domains, oversub):
+  """The NICs of `wiring` `w` in slots of `slot` B/s, posting at the
+  host's `post`, under leaves of `oversub` (1:1 at one domain)."""
+  return replace(
+    nic,
+    count=w['nic_count'],
+    bandwidth=w['nic_bandwidth'],
+    # A x16 slot of the generation both parts run (as `build` does).
+    slot_bandwidth=slot,
+    post_overhead=post,
+    switch_radix=_switch_radix(w['nic_bandwidth']),
+    oversubscription=bd.leaf_oversubscription(domains, oversub),
+  )
 
 
 def _cpu_fields(space: DesignSpace, cpu, ddr_ch) -> dict:
