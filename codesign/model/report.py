@@ -94,7 +94,9 @@ def design_figures(p: Platform, w, plan, stack, system=None) -> dict:
   """`to_result` of a concrete design's evaluation (as experiments.evaluate)
   and what one rack must hold whole at the wall, `rack_unit_w`: a node
   with its NICs, or a scale-up domain's hosts (`terms.rack_unit_power`,
-  the rack rule's). One compiled program (`cost_model.evaluate_design`)
+  the rack rule's), its rack units `rack_unit_u` and the rack units its
+  rack class holds, `rack_space_u` (`terms.rack_unit_space`,
+  `usable_rack_units`). One compiled program (`cost_model.evaluate_design`)
   serves the designs of a workload, at every skew. With a `system`
   (`whole_system.WholeSystem`) the figures are the whole system's
   (`whole_system.apply`: readers, storage, goodput) and `system` holds
@@ -104,6 +106,8 @@ def design_figures(p: Platform, w, plan, stack, system=None) -> dict:
   r, f = whole_system.apply(r, p, w, system)
   fig = to_result(r)
   fig['rack_unit_w'] = _f(terms.rack_unit_power(p))
+  fig['rack_unit_u'] = _f(terms.rack_unit_space(p))
+  fig['rack_space_u'] = _f(terms.usable_rack_units(p))
   if f is not None:
     fig['system'] = whole_system.figures_dict(f, fig, system)
   return fig
@@ -289,17 +293,38 @@ def _unit(r: dict) -> str:
 
 
 def racks_line(r: dict) -> str:
-  """The racks of a bill (`terms.racks`), one line."""
-  if not r['fits']:
+  """The racks of a bill (`terms.racks`), one line: how many, of which
+  class, the rack units used and which of power and space sets the
+  nodes per rack."""
+  if not r['power_fits']:
     return (
       f'racks: OVER RACK POWER: {_unit(r)} draws {r["unit_kw"]:.1f} kW at '
       f'the wall, above the {r["rack_kw"]:g} kW of a rack (--rack_kw)'
     )
+  if not r['space_fits']:
+    return (
+      f'racks: OVER RACK SPACE: {_unit(r)} takes {r["unit_u"]:g}U, above '
+      f'the {r["usable_u"]:g}U a {r["rack_u"]:g}U rack holds for nodes'
+    )
   cooling = r.get('cooling', 'air')
   limit = ' (--rack_kw)' if cooling == 'liquid' else ''
+  binds = {
+    'power': 'power binds',
+    'space': 'space binds',
+    'both': 'power and space bind',
+  }[r['binds']]
+  network = ''
+  if r.get('network_racks'):
+    network = (
+      f'; {r["network_racks"]} network rack(s) for '
+      f'{r["network_switches"]} switch(es)'
+    )
   return (
-    f'racks: {r["racks"]} {cooling}-cooled of {r["rack_kw"]:g} kW{limit}, '
+    f'racks: {r["racks"]} {cooling}-cooled of {r["rack_kw"]:g} kW{limit} '
+    f'and {r["rack_u"]:g}U ({r["usable_u"]:g}U for nodes), '
     f'{r["nodes_per_rack"]} node{"s" if r["nodes_per_rack"] > 1 else ""} '
-    f'of {r["node_kw"]:.1f} kW at the wall per rack'
-    + (f' ({_unit(r)} per rack unit)' if r['unit_hosts'] > 1 else '')
+    f'of {r["node_kw"]:.1f} kW and {r["node_u"]:g}U per rack ({binds}: '
+    f'{r["units_by_power"]} by power, {r["units_by_space"]} by space)'
+    + (f', {_unit(r)} per rack unit' if r['unit_hosts'] > 1 else '')
+    + f'; {r["u_used"]:g}U used{network}'
   )

@@ -246,8 +246,10 @@ DESIGN_TOPOLOGY = 'switch'
 # baseboard with DIMM hosts; `superchip`, GH200 and GB200 modules on
 # their Grace (NVLink-C2C, soldered LPDDR5X), their NVLink domains
 # spanning hosts (NVL36, NVL72); `pcie`, PCIe cards in PCIe servers,
-# NVLink bridges on pairs (the cards with a bridge: the L40S, PCIe only,
-# has no fabric the space can relax, `FABRICS`).
+# NVLink bridges on pairs, and the cards without a bridge (the L40S) on
+# PCIe only (`part_topology`): the relaxed space keeps the one static
+# topology, bridged pairs, and a card without links has no bridge in it
+# (`bridge_gate`; the cost model reaches its peers over PCIe).
 SYSTEM_TOPOLOGY = {
   'board': DESIGN_TOPOLOGY,
   'superchip': DESIGN_TOPOLOGY,
@@ -342,15 +344,29 @@ def in_design_space(name: str) -> bool:
   return in_system(name, 'board')
 
 
+def part_topology(name: str, system: str) -> str | None:
+  """The topology the design space of `system` gives accelerator
+  `name`: the system's (`SYSTEM_TOPOLOGY`) where the part forms it; in
+  the PCIe space a card without an NVLink bridge (the L40S: `FABRICS`
+  'pcie_only') reaches its peers over PCIe only, as sold; None where
+  the part forms neither."""
+  forms = fabrics_of(name)
+  if SYSTEM_TOPOLOGY[system] in forms:
+    return SYSTEM_TOPOLOGY[system]
+  if system == 'pcie' and 'pcie_only' in forms:
+    return 'pcie_only'
+  return None
+
+
 def in_system(name: str, system: str) -> bool:
   """Whether the design space of `system` (`SYSTEM_TOPOLOGY`) can wire
   the catalog accelerator `name`: its fabric forms the system's topology
-  (`FABRICS`: a PCIe card no switch, an SXM module no bridged pair), and
-  its host is the system's (a superchip GPU's is its Grace,
-  `is_superchip`; the other systems' are DIMM sockets)."""
-  forms = fabrics_of(name)
+  (`FABRICS`: a PCIe card no switch, an SXM module no bridged pair; the
+  PCIe space also the cards without a bridge, `part_topology`), and its
+  host is the system's (a superchip GPU's is its Grace, `is_superchip`;
+  the other systems' are DIMM sockets)."""
   superchip = is_superchip(name)
-  return SYSTEM_TOPOLOGY[system] in forms and superchip == (
+  return part_topology(name, system) is not None and superchip == (
     system == 'superchip'
   )
 
@@ -380,7 +396,23 @@ def in_system_cpus(name: str, system: str) -> bool:
 def design_domain(name: str, system: str = 'board') -> float:
   """Accelerators per scale-up domain the design space of `system`
   allows the part (its domain on the system's topology)."""
-  return float(fabrics_of(name)[SYSTEM_TOPOLOGY[system]])
+  return float(fabrics_of(name)[part_topology(name, system)])
+
+
+# Floors of a part row's fabric links and their B/s where the part has
+# none (the L40S: no NVLink): rows mix in log space, so every number is
+# positive; `bridge_gate` is 0 at the floor, so the platform it decodes
+# has no links, as the part's catalog fabric (`pcie_only`).
+NO_LINKS = 1e-6
+NO_LINK_BANDWIDTH = 1.0
+
+
+def bridge_gate(links):
+  """0 for a part row without fabric links (`NO_LINKS`), 1 from one
+  link on, linear between (a mixture of a bridged card and a card
+  without NVLink has part of a bridge). Traced or concrete."""
+  g = (links - NO_LINKS) / (1.0 - NO_LINKS)
+  return _xp(links).clip(g, 0.0, 1.0)
 
 
 def lowest_nic_bandwidth() -> float:
@@ -408,6 +440,13 @@ def root_ports(sockets, lanes, lanes_multi):
   more sockets; a blend between 1 and 2 sockets in the relaxation)."""
   per_socket = lanes + (lanes_multi - lanes) * _gate(sockets)
   return sockets * per_socket / X16_LANES
+
+
+def leaf_oversubscription(domains, oversubscription):
+  """The leaves' oversubscription of a design of `domains` nodes (or
+  scale-up domains): the chosen one from two on, 1 (no fat tree) at one,
+  a blend between (as its NICs, `wiring`). Traced or concrete."""
+  return 1.0 + (oversubscription - 1.0) * _gate(domains)
 
 
 def wiring(nodes, sockets, accels, nics, nic_bw, lanes, lanes_multi):
@@ -503,17 +542,19 @@ def relative_violations(p: hardware.Platform, aux: dict):
 
 def canonical_index(space, index):
   """Grid indices (..., H) of `design_space` (axes in its `axes` order:
-  nodes 2, NICs 6 and 7, hosts per domain 8 where the space has it) with
-  the NIC axes (and the hosts per domain) at their first step where the
-  design has one node (it has one lowest-rate NIC whatever they say, and
-  its domain is its one host), so that equal platforms have equal
+  nodes 2, NICs 6 and 7, the leaves' oversubscription 8, hosts per
+  domain 9 where the space has it) with the network's axes (and the
+  hosts per domain) at their first step where the design has one node
+  (it has one lowest-rate NIC and no fat tree whatever they say, and its
+  domain is its one host), and the network's axes there too where its
+  nodes are one scale-up domain, so that equal platforms have equal
   indices."""
   index = np.array(index, dtype=np.int64, copy=True)
   nodes = np.asarray(space.grids[0])[index[..., 2]]
   one = nodes == 1.0
-  if index.shape[-1] > 8:  # hosts per domain: one domain has no network
-    domain = nodes == np.asarray(space.grids[6])[index[..., 8]]
-    for axis in (6, 7):
+  if index.shape[-1] > 9:  # hosts per domain: one domain has no network
+    domain = nodes == np.asarray(space.grids[7])[index[..., 9]]
+    for axis in (6, 7, 8):
       index[..., axis] = np.where(domain, 0, index[..., axis])
   for axis in range(6, index.shape[-1]):
     index[..., axis] = np.where(one, 0, index[..., axis])

@@ -100,6 +100,14 @@ STEP_OVERHEAD_S = 200e-6  # as the accelerator presets
 SOCKETS = (1, 2, 4, 8)
 ACCELERATORS_PER_NODE = (1, 2, 4, 8, 16)
 NICS_PER_NODE = (1, 2, 4, 8, 16)
+# Leaf oversubscriptions of the scale-out fat tree (downlinks over
+# uplinks): non-blocking, 2:1 and 3:1, as clusters are built (Meta's
+# 24,576-GPU clusters oversubscribe above the racks: unanswered.io/guide/
+# nvidia-h100-gpu-density-per-node-rack; DGX SuperPOD is non-blocking).
+# Relaxed on a log scale like the other number axes: fewer uplinks and
+# tiers above the leaves (`terms.switching.fat_tree`) against slower
+# collectives across leaves (`terms.collectives.nic_rate`).
+OVERSUBSCRIPTIONS = (1.0, 2.0, 3.0)
 
 HW_AXES = (
   'accelerator',
@@ -110,6 +118,7 @@ HW_AXES = (
   'ddr_per_channel',
   'nic_count',
   'nic_bandwidth',
+  'oversubscription',
 )
 # The superchip space's further axis: hosts per scale-up domain.
 DOMAIN_AXIS = 'hosts_per_domain'
@@ -362,6 +371,7 @@ def _grids(
     ddr,
     tuple(float(n) for n in NICS_PER_NODE),
     tuple(float(catalog.nic_bandwidth(r)) for r in rates),
+    OVERSUBSCRIPTIONS,
   )
   if system != 'superchip':
     return grids
@@ -374,6 +384,13 @@ def _template(space: DesignSpace) -> hardware.Platform:
   fabric reduces in its switch (NVLink SHARP) where any part of the
   space's does, each part's share of it traced (`aux['nvls_share']`)."""
   p = build(space, (0,) * space.num_hw)
+  topology = bd.SYSTEM_TOPOLOGY.get(space.system)
+  if space.trainer != 'cpu' and any(
+    bd.part_topology(a, space.system) == topology for a in space.accelerators
+  ):
+    # One static topology for every part: the system's where a part forms
+    # it (a PCIe card without a bridge has none in it: `bd.bridge_gate`).
+    p = replace(p, fabric=replace(p.fabric, topology=topology))
   acc, _ = part_rows(space)
   nvls = bool(np.any(acc[:, len(pt.ACC_FIELDS) + 5] == 1.0))
   if space.trainer == 'cpu' or nvls == p.fabric.in_switch_reduction:
@@ -386,7 +403,7 @@ def build(space: DesignSpace, index) -> hardware.Platform:
   made from catalog parts with their per-field sources."""
   index = [int(i) for i in index]
   acc_name, cpu_name = space.accelerators[index[0]], space.cpus[index[1]]
-  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = (
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, oversub, *hosts = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
   hosts = float(hosts[0]) if hosts else 1.0
@@ -406,14 +423,10 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     f['pcie_lanes'],
     f['pcie_lanes_multi'],
   )
-  nic = platform_presets.nic(
-    round(float(w['nic_count'])),
-    float(w['nic_bandwidth']) / (1e9 / 8),
-    'socket' if cpu_trainer else 'accelerator',
-    gen,
-    catalog.host_vendor(cpu_name),
+  nic = _built_nic(w, cpu_trainer, gen, cpu_name, nodes // hosts, oversub)
+  topology = (
+    'pcie_only' if cpu_trainer else bd.part_topology(acc_name, space.system)
   )
-  topology = 'pcie_only' if cpu_trainer else bd.SYSTEM_TOPOLOGY[space.system]
   fab = replace(
     platform_presets.accel_fabric(acc_name, topology), hosts_per_domain=hosts
   )
@@ -441,6 +454,33 @@ def build(space: DesignSpace, index) -> hardware.Platform:
     ),
   )
   return pt.priced(platform, space.prices)
+
+
+def _built_nic(w, cpu_trainer, gen, cpu_name, domains, oversub):
+  """The catalog NICs of `wiring` `w` (on the sockets of a CPU trainer,
+  else on the accelerators) in PCIe gen `gen` slots, under leaves of
+  `oversub` (1:1 at one domain)."""
+  nic = platform_presets.nic(
+    round(float(w['nic_count'])),
+    float(w['nic_bandwidth']) / (1e9 / 8),
+    'socket' if cpu_trainer else 'accelerator',
+    gen,
+    catalog.host_vendor(cpu_name),
+  )
+  return replace(
+    nic,
+    oversubscription=float(bd.leaf_oversubscription(domains, oversub)),
+    sources=_with_source(
+      nic.sources,
+      'oversubscription',
+      'design_space OVERSUBSCRIPTIONS: the leaves searched',
+    ),
+  )
+
+
+def _with_source(sources, key: str, text: str) -> tuple:
+  """`sources` (field, source) pairs with `key`'s set to `text`."""
+  return tuple((k, v) for k, v in sources if k != key) + ((key, text),)
 
 
 def _slot_generation(space: DesignSpace, acc_name: str, cpu_name: str) -> int:
@@ -512,12 +552,13 @@ def _node_power(accels, sockets, switches):
 
 def _assemble(space, template, acc, cpu, numbers):
   """A platform from part rows (acc, cpu) and the number-axis values."""
-  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = numbers
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, oversub, *hosts = numbers
   accels = 0.0 * accels if space.trainer == 'cpu' else accels
   c2c = space.system == 'superchip'
   na = len(pt.ACC_FIELDS)
   nc = len(pt.CPU_FIELDS)
   links, link_bw, acc_pcie, domain, c2c_bw, nvls = acc[na : na + 6]
+  bridge = bd.bridge_gate(links)  # 0: a card without NVLink (L40S)
   cpu_pcie, max_sockets, max_ddr, min_sockets, channels, lanes, multi = cpu[
     nc : nc + 7
   ]
@@ -536,19 +577,11 @@ def _assemble(space, template, acc, cpu, numbers):
   host_bw = c2c_bw if c2c else slot * w['host_share']
   fabric = replace(
     template.fabric,
-    links_per_accelerator=links,
-    link_bandwidth=link_bw,
+    links_per_accelerator=links * bridge,
+    link_bandwidth=link_bw * bridge,
     hosts_per_domain=hosts[0] if hosts else template.fabric.hosts_per_domain,
   )
-  nic = replace(
-    template.nic,
-    count=w['nic_count'],
-    bandwidth=w['nic_bandwidth'],
-    # A x16 slot of the generation both parts run (as `build` does).
-    slot_bandwidth=slot,
-    post_overhead=post,
-    switch_radix=_switch_radix(w['nic_bandwidth']),
-  )
+  nic = _traced_nic(template.nic, w, slot, post, domains, oversub)
   return replace(
     template,
     nodes=nodes,
@@ -572,6 +605,21 @@ def _assemble(space, template, acc, cpu, numbers):
     'gpudirect': 0.0 if cpu_trainer else 1.0,
     'nvls_share': nvls,
   }
+
+
+def _traced_nic(nic, w, slot, post, domains, oversub):
+  """The NICs of `wiring` `w` in slots of `slot` B/s, posting at the
+  host's `post`, under leaves of `oversub` (1:1 at one domain)."""
+  return replace(
+    nic,
+    count=w['nic_count'],
+    bandwidth=w['nic_bandwidth'],
+    # A x16 slot of the generation both parts run (as `build` does).
+    slot_bandwidth=slot,
+    post_overhead=post,
+    switch_radix=_switch_radix(w['nic_bandwidth']),
+    oversubscription=bd.leaf_oversubscription(domains, oversub),
+  )
 
 
 def _cpu_fields(space: DesignSpace, cpu, ddr_ch) -> dict:
@@ -839,7 +887,7 @@ def describe_index(space: DesignSpace, index) -> dict:
   """A buildable design's choices in boundary units (a single node's NICs
   as built: one at the lowest rate)."""
   index = [int(i) for i in bd.canonical_index(space, index)]
-  nodes, sockets, accels, ddr_ch, nics, nic_bw, *hosts = (
+  nodes, sockets, accels, ddr_ch, nics, nic_bw, oversub, *hosts = (
     g[i] for g, i in zip(space.grids, index[2:], strict=True)
   )
   cpu = space.cpus[index[1]]
@@ -856,4 +904,5 @@ def describe_index(space: DesignSpace, index) -> dict:
     'ddr_per_channel_gb': ddr_ch / GB,
     'nic_count': nics,
     'nic_bandwidth_gbit_per_s': nic_bw / (1e9 / 8),
+    'oversubscription': oversub,
   }

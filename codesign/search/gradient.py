@@ -109,7 +109,17 @@ OBJECTIVES = (
 _MIN_OBJECTIVES = ('capex', 'power')
 # `rack`: one node's wall power (or a scale-up domain's, whose hosts one
 # rack holds) within a rack's; the rack's W is part of the question.
-CONSTRAINTS = ('capex', 'power', 'hbm', 'ddr', 'rack') + buildability.TRACED
+# `rack_space`: the same unit's rack units within what a rack of its
+# class holds (`terms.rack_unit_space`, `usable_rack_units`), where
+# there is a rack rule.
+CONSTRAINTS = (
+  'capex',
+  'power',
+  'hbm',
+  'ddr',
+  'rack',
+  'rack_space',
+) + buildability.TRACED
 FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
 # Relative violation of a buildable design that is rounding, not excess:
 # an auto plan fills the HBM to the capacity by construction (the fit's
@@ -117,7 +127,12 @@ FEASIBLE_TOL = 1e-3  # relative violation accepted for relaxed designs
 # fusion, lands an ulp or two either side (1e-12 of 80 GB is 0.08 bytes).
 ROUNDING_TOL = 1e-12
 # Constraints a plan cannot change.
-HARDWARE_CONSTRAINTS = ('capex', 'power', 'rack') + buildability.TRACED
+HARDWARE_CONSTRAINTS = (
+  'capex',
+  'power',
+  'rack',
+  'rack_space',
+) + buildability.TRACED
 HARDWARE_COLUMNS = tuple(CONSTRAINTS.index(c) for c in HARDWARE_CONSTRAINTS)
 
 
@@ -387,6 +402,13 @@ def loss_of(problem: Problem, value, question=None):
   return -logv if maximized(problem.objective) else logv
 
 
+def _rack_space_row(p, rack_w):
+  """The `rack_space` row: a rack unit's rack units over what its rack
+  holds, less 1; -1 (inactive) without a rack rule (`rack_w` infinite)."""
+  used = terms.rack_unit_space(p) / terms.usable_rack_units(p) - 1.0
+  return jnp.where(jnp.isinf(rack_w), -1.0, used)
+
+
 def violations(
   problem: Problem, p, r: cost_model.CostReport, aux, question=None
 ):
@@ -403,6 +425,7 @@ def violations(
       r.memory_required['hbm'] / jnp.maximum(hbm_avail, 1.0) - 1.0,
       r.memory_required['ddr'] / r.memory_available['ddr'] - 1.0,
       terms.rack_unit_power(p) / q[5] - 1.0,
+      _rack_space_row(p, q[5]),
     ]
   )
   return jnp.concatenate([own, buildability.relative_violations(p, aux)])

@@ -87,11 +87,12 @@ def accelerator_row(
   d = catalog.raw()['accelerators'][name]
   x16 = catalog.pcie_x16_bandwidth(d['pcie_gen'])
   c2c = buildability.catalog_facts()[name]['c2c']
-  topology = buildability.SYSTEM_TOPOLOGY[system]
+  topology = buildability.part_topology(name, system) or 'switch'
   nvls = platform_presets.accel_fabric(name, topology).in_switch_reduction
   aux = [
-    float(d['link_count']),
-    d['link_bw_GBps_per_direction'] * GB,
+    # A card without NVLink (L40S) at the floors (`buildability.NO_*`).
+    max(float(d['link_count']), buildability.NO_LINKS),
+    max(d['link_bw_GBps_per_direction'] * GB, buildability.NO_LINK_BANDWIDTH),
     x16,
     buildability.design_domain(name, system),
     x16 if c2c is None else c2c,

@@ -11,6 +11,8 @@ their JSON.
   schema            the inputs as JSON, in boundary units, and back
   whole_system      the system around the trainers: readers, storage,
                     failures and checkpoints (data/whole_system.json)
+  facility          rack classes and the rack units of a node
+                    (data/facility.json)
 
 Imports: core.
 """

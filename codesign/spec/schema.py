@@ -410,6 +410,8 @@ def platform_problems(p: hardware.Platform) -> list[str]:
   for path, value in _known_leaves(p, ''):
     if path == 'accelerators_per_node' and p.trainer == 'cpu':
       continue  # unused on a CPU trainer
+    if _no_fabric_links(p, path, value):
+      continue
     # In the key's unit, as the user wrote it.
     f = field_at(p, path)
     unit = f.metadata.get('unit')
@@ -443,6 +445,22 @@ TOL = 1e-12
 # Largest access granularity accepted, bytes (cache lines and HBM bursts
 # are 32-128 B; a 4 KiB page is the coarsest access a model could mean).
 MAX_ACCESS_GRANULARITY = 4096
+
+
+# A PCIe-only fabric's links and their rate, which its collectives never
+# read: a card without NVLink (the L40S) has none, 0.
+_UNUSED_ON_PCIE = ('fabric.links_per_accelerator', 'fabric.link_bandwidth')
+
+
+def _no_fabric_links(p: hardware.Platform, path: str, value) -> bool:
+  """Whether `value` at `path` is a PCIe-only fabric's 0 links (or 0
+  B/s of them): a card without a fabric of its own, not out of bounds."""
+  return (
+    path in _UNUSED_ON_PCIE
+    and p.fabric is not None
+    and p.fabric.topology == 'pcie_only'
+    and float(np.asarray(value)) == 0.0
+  )
 
 
 def field_at(obj, path: str) -> dataclasses.Field:

@@ -203,7 +203,9 @@ class Settings:
 def within_limits(fig: dict, limits: dict) -> bool:
   """Whether figures `fig` are feasible and within `limits` (a result's
   `limits`: budget_usd, power_w and rack_w, None for no limit; rack_w
-  bounds what one rack holds whole, `rack_unit_w`)."""
+  bounds what one rack holds whole, `rack_unit_w`, and with it the rack
+  units of that unit, `rack_unit_u`, are within its rack's,
+  `rack_space_u`)."""
   ok = fig['feasible']
   if limits['budget_usd']:
     ok = ok and fig['capex_usd'] <= limits['budget_usd']
@@ -211,6 +213,7 @@ def within_limits(fig: dict, limits: dict) -> bool:
     ok = ok and fig['power_w'] <= limits['power_w']
   if limits.get('rack_w'):
     ok = ok and fig['rack_unit_w'] <= limits['rack_w']
+    ok = ok and fig['rack_unit_u'] <= fig['rack_space_u']
   return bool(ok)
 
 
@@ -766,6 +769,7 @@ def _adopted(proposal: _Proposal, c: robustness.Candidate) -> _Proposal:
       _memory(fig, 'hbm'),
       _memory(fig, 'ddr'),
       (fig['rack_unit_w'], limits.get('rack_w')),
+      (fig['rack_unit_u'], fig['rack_space_u'] if limits.get('rack_w') else 0),
     )
   ):
     g[row] = used / limit - 1.0 if limit else -1.0
@@ -847,64 +851,7 @@ def _proposal(request: _Request, found, progress) -> _Proposal:
     plan_source,
     np.asarray(g_best),
   )
-  return _oversubscribed(problem, out, w, stack, request.settings.tolerance)
-
-
-# Leaf oversubscriptions a multi-node proposal is also judged at: 2:1 and
-# 3:1 halve and third the uplinks and the tiers above (cheaper network),
-# and slow what crosses the leaves (`collectives.nic_rate`).
-OVERSUBSCRIPTIONS = (2.0, 3.0)
-
-
-def _oversubscribed(problem, prop: _Proposal, w, stack, tolerance):
-  """The proposal at the leaf oversubscription (1:1, or one of
-  OVERSUBSCRIPTIONS) the proposal rule prefers with its plan: a cheaper
-  tree where the network is not what limits it. One scale-up domain or
-  one node has no tree: as it is. Returns a `_Proposal`."""
-  p = prop.p
-  if float(p.nodes) <= float(p.fabric.hosts_per_domain):
-    return prop
-  rows = [(p, prop.fig)]
-  for o in OVERSUBSCRIPTIONS:
-    src = tuple(
-      (k, f'proposal: {o:g}:1 at the leaves (the proposal rule)')
-      if k == 'oversubscription'
-      else (k, v)
-      for k, v in p.nic.sources
-    )
-    q = dataclasses.replace(
-      p, nic=dataclasses.replace(p.nic, oversubscription=o, sources=src)
-    )
-    rows.append(
-      (q, report.design_figures(q, w, prop.plan, stack, problem.system))
-    )
-  values = [_score(problem, prop.limits, f) for _, f in rows]
-  order = shared.decide(
-    values,
-    [f['capex_usd'] for _, f in rows],
-    problem.objective,
-    tolerance,
-  )
-  if not order or order[0] == 0:
-    return prop
-  q, fig = rows[order[0]]
-  g = np.array(prop.g_best, dtype=np.float64)
-  g[0] = (
-    fig['capex_usd'] / prop.limits['budget_usd'] - 1.0
-    if prop.limits['budget_usd']
-    else -1.0
-  )
-  g[1] = (
-    fig['power_w'] / prop.limits['power_w'] - 1.0
-    if prop.limits['power_w']
-    else -1.0
-  )
-  auto = report.design_figures(
-    q, w, planner.make(w, q, stack), stack, problem.system
-  )
-  return dataclasses.replace(
-    prop, p=q, pj=schema.platform_to_json(q), fig=fig, auto_fig=auto, g_best=g
-  )
+  return out
 
 
 def _continuous(request: _Request, found) -> tuple:

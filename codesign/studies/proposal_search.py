@@ -580,8 +580,11 @@ def _within(problem, fig: dict) -> bool:
     ('power_w', problem.power_w),
     ('rack_unit_w', problem.rack_w),
   )
-  return bool(fig['feasible']) and all(
-    not limit or fig[key] <= limit for key, limit in limits
+  space = not problem.rack_w or fig['rack_unit_u'] <= fig['rack_space_u']
+  return (
+    bool(fig['feasible'])
+    and space
+    and all(not limit or fig[key] <= limit for key, limit in limits)
   )
 
 

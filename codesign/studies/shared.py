@@ -213,7 +213,9 @@ def system_of(pj: dict) -> str:
 def why_not(fig: dict, budget_usd=None, power_w=None, rack_w=None) -> str:
   """Why figures `fig` (a `report.to_result` dict) are not acceptable:
   over the capex budget (by how much, USD), over the power limit (W), a
-  node or domain over a rack's power (`fig['rack_unit_w']`, `rack_w`),
+  node or domain over a rack's power (`fig['rack_unit_w']`, `rack_w`)
+  or, where there is a rack rule, its rack units (`rack_unit_u` over
+  `rack_space_u`),
   tables that do not fit in HBM or DDR; '' when none applies. A limit of
   None or 0 is no limit."""
   reasons = []
@@ -226,6 +228,11 @@ def why_not(fig: dict, budget_usd=None, power_w=None, rack_w=None) -> str:
     reasons.append(
       f'one node (or scale-up domain) draws {fig["rack_unit_w"] / 1e3:.1f} '
       f"kW, over a rack's {rack_w / 1e3:g} kW"
+    )
+  if rack_w and fig.get('rack_unit_u', 0.0) > fig.get('rack_space_u', 1e9):
+    reasons.append(
+      f'one node (or scale-up domain) takes {fig["rack_unit_u"]:g}U, over '
+      f'the {fig["rack_space_u"]:g}U its rack holds for nodes'
     )
   if not fig['feasible']:
     tiers = [t.upper() for t in fig['overflowing_tiers']] or ['memory']
@@ -247,7 +254,7 @@ def why_not_rows(g, limit_kind: str, limit: float, capex, power) -> str:
       reasons.append(f'over the capex budget by ${capex - limit:,.0f}')
     else:
       reasons.append(f'over the power limit by {power - limit:,.0f} W')
-  names = ('HBM', 'DDR', 'rack') + buildability.TRACED
+  names = ('HBM', 'DDR', 'rack', 'rack_space') + buildability.TRACED
   rows = g[1:].reshape(-1, len(names))
   for j, row in enumerate(rows):
     where = f' (workload {j + 1})' if len(rows) > 1 else ''
@@ -256,7 +263,9 @@ def why_not_rows(g, limit_kind: str, limit: float, capex, power) -> str:
       reasons.append(f'tables do not fit in {"/".join(tiers)}{where}')
     if row[2] > 0:
       reasons.append(f"one node over a rack's power{where}")
-    rules = [n for n, v in zip(names[3:], row[3:], strict=True) if v > 0]
+    if row[3] > 0:
+      reasons.append(f"one node over a rack's rack units{where}")
+    rules = [n for n, v in zip(names[4:], row[4:], strict=True) if v > 0]
     if rules:
       what = ' and '.join(buildability.TRACED_WHAT[n] for n in rules)
       reasons.append(f'not buildable: beyond {what}{where}')
@@ -281,6 +290,9 @@ def violation_sentence(problem: gradient.Problem, g) -> str:
     what = f'the power budget of {problem.power_w:,.0f} W'
   elif name == 'rack':
     what = f"a rack's {problem.rack_w / 1e3:g} kW (--rack_kw), by one node,"
+  elif name == 'rack_space':
+    what = "a rack's rack units (its class's height less its switches and "
+    what += 'power), by one node,'
   else:
     what = {
       'hbm': 'the HBM capacity',

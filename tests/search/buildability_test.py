@@ -350,8 +350,11 @@ def _space(max_nodes=2):
   return ds.make_space(wp.get('criteo_kaggle'), max_nodes, plan_mode='auto')
 
 
-def _index(space, acc, cpu, nodes, sockets, accels, ddr_ch_gb, nics, gbps):
+def _index(
+  space, acc, cpu, nodes, sockets, accels, ddr_ch_gb, nics, gbps, oversub=1
+):
   values = (nodes, sockets, accels, ddr_ch_gb * GB, nics, gbps * 1e9 / 8)
+  values += (oversub,)
   return [space.accelerators.index(acc), space.cpus.index(cpu)] + [
     list(g).index(float(v)) for g, v in zip(space.grids, values, strict=True)
   ]
@@ -389,12 +392,15 @@ def test_a_design_with_pcie_switches_is_legal_and_pays_for_them():
 
 def test_single_node_designs_have_one_lowest_rate_nic():
   space = _space()
-  idx = _index(space, 'H100-SXM5-80GB', SAPPHIRE, 1, 2, 8, 64, 16, 800)
+  idx = _index(space, 'H100-SXM5-80GB', SAPPHIRE, 1, 2, 8, 64, 16, 800, 3)
   p = ds.build(space, idx)
   assert float(p.nic.count) == 1.0 and float(p.nic.bandwidth) * 8 == 100e9
+  # and no fat tree, so no oversubscribed leaves, whatever the axis says
+  assert float(p.nic.oversubscription) == 1.0
   assert bd.violations(p, proposal=True) == []
   d = ds.describe_index(space, idx)
   assert d['nic_count'] == 1.0 and d['nic_bandwidth_gbit_per_s'] == 100.0
+  assert d['oversubscription'] == 1.0
 
 
 def test_switch_count_is_whole_at_integers_and_continuous_between():

@@ -179,13 +179,18 @@ def test_one_program_answers_every_question():
   np.testing.assert_allclose(vb, 1e8 / throughput, rtol=1e-12)
   assert la == pytest.approx(-np.log(va)) and lb == pytest.approx(np.log(vb))
   rack = gradient.CONSTRAINTS.index('rack')
-  assert ga[1] == ga[rack] == gb[0] == -1.0  # absent limits are inactive
+  space = gradient.CONSTRAINTS.index('rack_space')
+  # Absent limits are inactive; without a rack rule, so is rack space.
+  assert ga[1] == ga[rack] == ga[space] == gb[0] == -1.0
   assert gb[1] > -1.0  # the power limit is active
   # The rack row: one node's wall power over the rack's 5 kW, minus 1.
   p, _, _ = ds.decode(a.space, w, STACK, z)
   node_w = float(terms.node_wall_power(p))
   assert gb[rack] == pytest.approx(node_w / 5e3 - 1.0, rel=1e-12)
-  same = [i for i in range(2, len(ga)) if i != rack]
+  # The rack space row: its rack units over what its rack class holds.
+  used = float(terms.rack_unit_space(p) / terms.usable_rack_units(p))
+  assert gb[space] == pytest.approx(used - 1.0, rel=1e-12)
+  same = [i for i in range(2, len(ga)) if i not in (rack, space)]
   np.testing.assert_array_equal(ga[same], gb[same])
 
 
@@ -281,7 +286,7 @@ def test_a_violation_of_rounding_size_is_feasible():
   it is not."""
   w = wp.get('rm1')
   problem = gradient.Problem(_space(w), w, STACK, 'throughput', budget_usd=1e9)
-  index = np.array([[1, 1, 0, 0, 0, 0, 0, 0]])
+  index = np.array([[1, 1, 0, 0, 0, 0, 0, 0, 0]])
   p, plan = gradient.buildable(problem, index[0], np.zeros(0))
   capex = float(cost_model.evaluate(p, w, plan, STACK).capex)
   for over, feasible in ((1e-13, True), (1e-9, False)):
@@ -452,11 +457,14 @@ def test_superchip_space_reaches_nvlink_domains_across_hosts():
   assert space.axes[-1] == 'hosts_per_domain'
   assert space.grids[-1] == (1.0, 9.0, 18.0)
   gb200 = space.accelerators.index('GB200-B200-186GB')
-  # 18 trays x (2 Grace + 4 GB200), 4 x 400G NICs asked, one domain of 18.
-  idx = buildability.canonical_index(space, [gb200, 0, 17, 1, 2, 0, 2, 2, 2])
+  # 18 trays x (2 Grace + 4 GB200), 4 x 400G NICs and 2:1 leaves asked,
+  # one domain of 18: no network, so no NICs but one and no leaves.
+  asked = [gb200, 0, 17, 1, 2, 0, 2, 2, 1, 2]
+  idx = buildability.canonical_index(space, asked)
   p = ds.build(space, idx)
   assert buildability.violations(p, proposal=True) == []
-  assert float(p.nic.count) == 1.0 and idx[6] == idx[7] == 0
+  assert float(p.nic.count) == 1.0 and idx[6] == idx[7] == idx[8] == 0
+  assert float(p.nic.oversubscription) == 1.0
   assert p.host_link.kind == 'c2c' and p.cpu.memory == 'soldered'
   assert float(p.fabric.hosts_per_domain) == 18.0
   stack = stack_presets.get('hugectr')
@@ -495,3 +503,79 @@ def test_the_search_judges_a_design_as_the_report_does(system):
       fig['throughput_samples_per_s'], rel=1e-9
     ), ds.describe_index(space, idx)
   assert len(parts) >= 2
+
+
+def test_oversubscription_is_a_searched_axis():
+  """The leaves' oversubscription is a number axis of the space (1:1,
+  2:1, 3:1): built, 40 nodes of 8 x 400G NICs (more than a 64-port
+  leaf's 32) buy fewer uplinks and switches at 2:1 and 3:1 and move less
+  across the leaves; relaxed, the
+  coordinate sets a continuous oversubscription whose gradient reaches
+  the loss."""
+  from codesign.model.terms import collectives
+
+  w = wp.get('rm1')
+  space = ds.make_space(w, max_nodes=40, plan_mode='auto')
+  axis = space.axes.index('oversubscription')
+  assert space.grids[axis - 2] == ds.OVERSUBSCRIPTIONS == (1.0, 2.0, 3.0)
+  h100 = space.accelerators.index('H100-SXM5-80GB')
+  spr = space.cpus.index('Xeon-Platinum-8480+ (Sapphire Rapids-SP)')
+  base = [h100, spr, 39, 1, 3, 2, 3, 2, 0]
+  built = [ds.build(space, base[:axis] + [o]) for o in range(3)]
+  assert [float(p.nic.oversubscription) for p in built] == [1.0, 2.0, 3.0]
+  bills = [float(terms.network_bill(p)['usd']) for p in built]
+  rates = [float(collectives.nic_rate(p, False)) for p in built]
+  assert bills[0] > bills[1] > bills[2]
+  assert rates[0] > rates[1] > rates[2]
+  problem = gradient.Problem(space, w, STACK, 'throughput_per_usd')
+  z = ds.grid_z(space, base)
+  coord = len(space.accelerators) + len(space.cpus) + axis - 2
+  z[coord] = 0.3
+  p, _, _ = ds.decode(space, w, STACK, jnp.asarray(z))
+  assert 1.0 < float(p.nic.oversubscription) < 2.0
+
+  def loss(x):
+    return gradient.assess(problem, jnp.asarray(z).at[coord].set(x))[0]
+
+  assert float(jax.grad(loss)(0.3)) != 0.0
+
+
+def test_pcie_space_offers_the_l40s_on_pcie_only():
+  """The PCIe space proposes the L40S (no NVLink bridge: sold on PCIe
+  only) beside the bridged cards: it builds on `pcie_only` with no fabric
+  links, the traced decoder (whose one topology is bridged pairs) gives
+  the same leaves, and the search judges it as the report does; its
+  bridged neighbour keeps its bridge."""
+  w = wp.get('rm1')
+  space = ds.make_space(w, max_nodes=4, plan_mode='auto', system='pcie')
+  assert 'L40S' in space.accelerators and 'H100-PCIe-80GB' in space.accelerators
+  genoa = space.cpus.index('EPYC-9654 (Genoa)')
+  problem = gradient.Problem(space, w, STACK, 'throughput')
+  for part, topology in (
+    ('L40S', 'pcie_only'),
+    ('H100-PCIe-80GB', 'bridged_pairs'),
+  ):
+    idx = [space.accelerators.index(part), genoa, 1, 1, 3, 2, 1, 1, 0]
+    assert snapping.buildable(space, np.array([idx]))[0][0]
+    p = ds.build(space, idx)
+    assert p.fabric.topology == topology
+    assert (float(p.fabric.links_per_accelerator) == 0.0) == (part == 'L40S')
+    traced, _, _ = ds.decode_index(
+      space, w, STACK, jnp.array(idx), jnp.zeros(0)
+    )
+    built = hardware.as_arrays(p)
+    for path, a, b in zip(
+      hardware.leaf_paths(built),
+      jax.tree.leaves(built),
+      jax.tree.leaves(traced),
+      strict=True,
+    ):
+      if path != 'cpu.ddr_price':  # numpy and XLA may round it differently
+        assert float(a) == float(b), (part, path)
+    pz = np.zeros((1, space.num_plan))
+    ev = gradient.evaluate_indices(problem, np.array([idx]), pz)
+    q, plan = gradient.buildable(problem, np.array(idx), pz[0])
+    fig = report.design_figures(q, w, plan, STACK)
+    assert float(ev['value'][0]) == pytest.approx(
+      fig['throughput_samples_per_s'], rel=1e-9
+    ), part

@@ -13,10 +13,12 @@ ACC, CPU = part_tables.default_parts()
 
 
 def test_defaults_are_every_modelled_part_the_space_can_wire():
-  # The PCIe cards are modelled (presets, user JSON) but left out of the
-  # design space, whose one switch fabric would credit them NVLink.
+  # The PCIe cards are left out of the board space, whose one switch
+  # fabric would credit them NVLink; the PCIe space offers them all, the
+  # bridged cards and the L40S, which is sold without a bridge.
   pcie = {'A100-PCIe-80GB', 'H100-PCIe-80GB', 'H100-NVL-94GB'}
   pcie |= {'H200-NVL-141GB', 'L40S'}
+  assert set(part_tables.default_parts('pcie')[0]) == pcie
   # Nor the superchips, whose host is their Grace, nor Grace, whose
   # soldered LPDDR5X has no DIMM population to search.
   superchips = {'GH200-H100-96GB', 'GB200-B200-186GB'}
@@ -55,9 +57,10 @@ def test_available_by_keeps_the_nic_rates_sold_by_then():
   # The design space offers only those rates, one kept as a degenerate axis.
   w = presets.get('rm1')
   space = design_space.make_space(w, max_nodes=2, nic_rates=by_2019)
-  assert space.grids[-1] == tuple(catalog.nic_bandwidth(r) for r in by_2019)
+  rate = space.axes.index('nic_bandwidth') - 2  # the number axes' grids
+  assert space.grids[rate] == tuple(catalog.nic_bandwidth(r) for r in by_2019)
   one = design_space.make_space(w, max_nodes=2, nic_rates=(100,))
-  assert one.grids[-1] == (catalog.nic_bandwidth(100),) * 2
+  assert one.grids[rate] == (catalog.nic_bandwidth(100),) * 2
 
 
 def test_one_part_left_is_a_space_of_that_part():

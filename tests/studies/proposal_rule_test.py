@@ -75,3 +75,23 @@ def test_no_printed_candidate_beats_the_proposal():
       else:
         assert v <= values[0] * (1 + 1e-9)
   assert seen >= 20  # most requests have a buildable answer
+
+
+def test_a_design_over_its_rack_space_is_outside_the_limits():
+  """Where there is a rack rule, a rack unit's rack units must fit what
+  its rack class holds (`rack_unit_u` within `rack_space_u`), beside its
+  power; without a rack rule, neither counts."""
+  fig = {
+    'feasible': True,
+    'capex_usd': 1e5,
+    'power_w': 1e4,
+    'rack_unit_w': 1e4,
+    'rack_unit_u': 45.0,
+    'rack_space_u': 38.0,
+    'overflowing_tiers': [],
+  }
+  limits = {'budget_usd': None, 'power_w': None, 'rack_w': 142e3}
+  assert not proposal.within_limits(fig, limits)
+  assert '45U, over the 38U' in shared.why_not(fig, rack_w=142e3)
+  assert proposal.within_limits(fig, {**limits, 'rack_w': None})
+  assert proposal.within_limits({**fig, 'rack_unit_u': 27.0}, limits)

@@ -38,7 +38,8 @@ Terms, with the physics each one stands for:
   combine.
 - `memory`, `capex_and_power`: feasibility per tier and the bill (nodes
   at the wall: `wall_power`, fans and supplies; `node_wall_power` and
-  `racks` at a rack's kW; `tco`, capex plus energy over a life);
+  `racks` at a rack's kW and rack units, `rack_unit_space`; `tco`,
+  capex plus energy over a life);
   `network_bill`: the scale-out network as built (a rail-optimized fat
   tree: switches per tier, links, NICs) and its price and power.
 """
@@ -55,14 +56,18 @@ from codesign.model.terms.budget import (
   host_copy,
   liquid_share,
   memory,
+  node_rack_units,
   node_wall_power,
   nodes_capex_and_power,
   rack_unit_power,
+  rack_unit_space,
   racks,
   stack_hbm_parts,
   stack_hbm_reserved,
+  system_class,
   table_tiers,
   tco,
+  usable_rack_units,
   wall_power,
   whole_in_hbm,
 )
@@ -189,6 +194,10 @@ __all__ = [
   'liquid_share',
   'node_wall_power',
   'rack_unit_power',
+  'rack_unit_space',
+  'node_rack_units',
+  'usable_rack_units',
+  'system_class',
   'fabric_capex_and_power',
   'nodes_capex_and_power',
   'racks',

@@ -3,11 +3,13 @@ racks)."""
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from codesign.core.smooth import smooth_max
 from codesign.model.terms.embedding import Lookups
 from codesign.model.terms.shared import Setup, domain_hosts
 from codesign.model.terms.switching import network_bill
+from codesign.spec import facility
 from codesign.spec.hardware import Platform
 
 # TorchRec's planner (pytorch/torchrec@a48cef7 torchrec/distributed/
@@ -277,15 +279,74 @@ def rack_unit_power(p: Platform):
   return node_wall_power(p) * domain_hosts(p)
 
 
+def system_class(p: Platform) -> str:
+  """The system class of `p` (`facility.SYSTEM_CLASSES`), from its static
+  fields: a CPU trainer; superchips (an NVLink-C2C host link); PCIe cards
+  (bridged pairs or PCIe only); else a board."""
+  if p.trainer == 'cpu':
+    return 'cpu'
+  if p.host_link.kind == 'c2c':
+    return 'superchip'
+  if p.fabric.topology in ('bridged_pairs', 'pcie_only'):
+    return 'pcie'
+  return 'board'
+
+
+def _is_concrete(*xs) -> bool:
+  return all(isinstance(x, (int, float)) for x in xs)
+
+
+def node_rack_units(p: Platform):
+  """Rack units of one node (`facility.node_rack_units` of its system
+  class by accelerators, a CPU trainer's by sockets), interpolated in
+  log2 of the count between the table's counts (the relaxation's
+  continuous counts), exact at them. Traced or concrete."""
+  system = system_class(p)
+  counts, units = facility.node_rack_units(system)
+  x = p.sockets_per_node if system == 'cpu' else p.accelerators_per_node
+  if _is_concrete(x):
+    return float(np.interp(np.log2(max(x, 1.0)), np.log2(counts), units))
+  logc = jnp.log2(jnp.asarray(counts))
+  return jnp.interp(jnp.log2(jnp.maximum(x, 1.0)), logc, jnp.asarray(units))
+
+
+def rack_unit_space(p: Platform):
+  """Rack units of what one rack must hold whole (`rack_unit_power`'s
+  unit): a node, or the hosts of one scale-up domain with their NVLink
+  switch trays (`facility.domain_switch_rack_units`, ramped in between
+  one host and two). Traced or concrete."""
+  hosts = domain_hosts(p)
+  trays = facility.domain_switch_rack_units()
+  if _is_concrete(hosts):
+    several = min(max(hosts - 1.0, 0.0), 1.0)
+  else:
+    several = jnp.clip(hosts - 1.0, 0.0, 1.0)
+  return node_rack_units(p) * hosts + trays * several
+
+
+def usable_rack_units(p: Platform):
+  """Rack units one of `p`'s racks holds for nodes: the air-cooled
+  class's where air cools a rack unit, the liquid-cooled class's where
+  it does not (`liquid_share`, a ramp between); each class's height
+  less its switches and power (`facility.usable_rack_units`)."""
+  air = facility.usable_rack_units('air')
+  liquid = facility.usable_rack_units('liquid')
+  return air + (liquid - air) * liquid_share(p)
+
+
 def racks(p: Platform, rack_w: float) -> dict:
   """The racks a concrete platform needs where a rack may draw up to
   `rack_w` W: air-cooled racks of `AIR_RACK_W` where a rack unit (a
   node, or a scale-up domain's hosts: `rack_unit_power`) fits one, else
   liquid-cooled racks of `rack_w` (`cooling`); each node at its wall
   power with its NICs (`node_wall_power`), as many whole units per rack
-  as fit, the network's switches not counted. `fits` is False when one
-  unit alone exceeds a rack (then each is counted as a rack of its own);
-  the search refuses such designs (its `rack` row)."""
+  as both the rack's power and its rack units hold (`rack_unit_space`,
+  `usable_rack_units`; `binds` says which sets the count: 'power',
+  'space' or 'both'); the scale-out network's switches in racks of
+  their own (`network_racks`, air-cooled). `fits` is False when one
+  unit alone exceeds a rack's power or space (then each is counted as a
+  rack of its own); the search refuses such designs (its `rack` and
+  `rack_space` rows)."""
   import math
 
   nodes = float(p.nodes)
@@ -293,17 +354,44 @@ def racks(p: Platform, rack_w: float) -> dict:
   node_w = float(node_wall_power(p))
   air = node_w * hosts <= AIR_RACK_W
   rack_w = min(rack_w, AIR_RACK_W) if air else rack_w
-  per_rack = math.floor(rack_w / (node_w * hosts)) * hosts
+  cooling = 'air' if air else 'liquid'
+  unit_u = float(rack_unit_space(p))
+  usable = facility.usable_rack_units(cooling)
+  by_power = math.floor(rack_w / (node_w * hosts))
+  by_space = math.floor(usable / unit_u + 1e-9)
+  units = min(by_power, by_space)
+  binds = (
+    'both'
+    if by_power == by_space
+    else ('power' if by_power < by_space else 'space')
+  )
+  racks_needed = math.ceil(nodes / max(units * hosts, hosts))
+  switches = float(network_bill(p)['switches'])
+  switch_u = switches * facility.network_switch_rack_units()
   return {
-    'cooling': 'air' if air else 'liquid',
+    'cooling': cooling,
     'cooling_usd': float(cooling_capex(p)),
     'rack_kw': rack_w / 1e3,
     'node_kw': node_w / 1e3,
     'unit_hosts': hosts,
     'unit_kw': node_w * hosts / 1e3,
-    'nodes_per_rack': int(round(per_rack)),
-    'racks': math.ceil(nodes / max(per_rack, hosts)),
-    'fits': per_rack >= 1,
+    'node_u': float(node_rack_units(p)),
+    'unit_u': unit_u,
+    'rack_u': facility.rack_units(cooling),
+    'usable_u': usable,
+    'units_by_power': by_power,
+    'units_by_space': by_space,
+    'binds': binds,
+    'nodes_per_rack': int(round(units * hosts)),
+    'racks': racks_needed,
+    'u_used': unit_u * nodes / hosts,
+    'network_switches': int(round(switches)),
+    'network_racks': math.ceil(
+      switch_u / facility.usable_rack_units('air') - 1e-9
+    ),
+    'fits': units >= 1,
+    'power_fits': by_power >= 1,
+    'space_fits': by_space >= 1,
   }
 
 

@@ -257,6 +257,24 @@ def pcie_ring_rate(p: Platform):
   return 1.0 / smooth_max(*times)
 
 
+def _bridged(p: Platform, bridge, relay, direct, share):
+  """(allreduce, alpha, direct, direct_share) on bridged pairs: a ring
+  over the pairs (`pair_ring`); a card without a bridge (no links: the
+  L40S in the PCIe space's relaxation, whose fabric is bridged pairs for
+  every card) reaches every peer over PCIe, as `pcie_only` (its ring at
+  `pcie_ring_rate`); blended by its links between 0 and 1, exactly one
+  or the other outside."""
+  b = jnp.clip(p.fabric.links_per_accelerator, 0.0, 1.0)
+  ring = pcie_ring_rate(p)
+  ar, alpha = pair_ring(p, jnp.maximum(bridge, 1.0), ring)
+  return (
+    b * ar + (1.0 - b) * ring,
+    b * alpha + (1.0 - b) * p.host_link.latency,
+    b * direct + (1.0 - b) * relay,
+    b * share,
+  )
+
+
 def torus_hops(ranks, links):
   """Mean hops from a rank to its peers on a k-ary D-cube with
   wraparound (a torus; TPU v4/v5p ICI: D = 3, 6 links a chip), D = links
@@ -374,7 +392,7 @@ def fabric(p: Platform, s: Stack, st: Setup, nvls_share=None) -> Fabric:
       direct, share = ar, direct_share(p)
       alpha = f.latency
       if f.topology == 'bridged_pairs':
-        ar, alpha = pair_ring(p, ar, pcie_ring_rate(p))
+        ar, alpha, direct, share = _bridged(p, ar, relay, direct, share)
       elif f.topology == 'torus':
         direct = torus_alltoall(
           st.per_domain,

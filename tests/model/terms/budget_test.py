@@ -260,6 +260,59 @@ def test_racks_at_a_rack_power():
   assert (r['nodes_per_rack'], r['racks'], r['fits']) == (0, 10, False)
 
 
+def test_racks_count_from_both_power_and_space():
+  """Rack units beside power (codesign/data/facility.json): an air rack
+  is 42U less 2U of switches, 40U for nodes. 10 DGX H100 (8U) at 142 kW
+  per rack are air-cooled (9.6 kW a node): 4 by power, 5 by space (40 /
+  8), power binds, 3 racks, 80U used. A GB200 NVL72 domain is 18 trays
+  of 1U and 9 switch trays, 27U, within the 38U of a liquid rack (48U
+  less 8 power shelves and 2 switches)."""
+  from codesign.core.pytree import replace
+  from codesign.model.terms import budget
+  from codesign.spec import platform_presets
+
+  p = replace(platform_presets.get('dgx_h100'), nodes=10.0)
+  r = budget.racks(p, 142e3)
+  assert (r['node_u'], r['usable_u'], r['rack_u']) == (8.0, 40.0, 42.0)
+  assert (r['units_by_power'], r['units_by_space'], r['binds']) == (
+    4,
+    5,
+    'power',
+  )
+  assert (r['racks'], r['u_used']) == (3, 80.0)
+  nvl = platform_presets.get('gb200_nvl72')
+  r = budget.racks(nvl, 142e3)
+  assert (r['cooling'], r['unit_u'], r['usable_u']) == ('liquid', 27.0, 38.0)
+  assert (r['racks'], r['fits'], r['space_fits']) == (1, True, True)
+  # The traced rows read the same numbers.
+  assert float(budget.rack_unit_space(nvl)) == 27.0
+  assert float(budget.usable_rack_units(nvl)) == 38.0
+
+
+def test_space_binds_where_a_rack_has_power_to_spare():
+  """50 two-socket CPU nodes (2U, under 1 kW at the wall): 42 by the
+  air rack's power, 20 by its 40U: space binds, 3 racks; one-socket
+  nodes (1U) fit 40. The rack units are smooth in the accelerators per
+  node between the table's counts (log2) and exact at them: a board of
+  12 GPUs lies between the 8U of 8 and the 10U of 16."""
+  from codesign.core.pytree import replace
+  from codesign.model.terms import budget
+  from codesign.spec import platform_presets
+
+  cpu = replace(platform_presets.get('cpu_2s'), nodes=50.0)
+  r = budget.racks(cpu, 142e3)
+  assert (r['node_u'], r['units_by_space'], r['binds']) == (2.0, 20, 'space')
+  assert r['units_by_power'] > 20 and r['racks'] == 3
+  one = replace(cpu, sockets_per_node=1.0)
+  assert budget.racks(one, 142e3)['units_by_space'] == 40
+  board = platform_presets.get('dgx_h100')
+  assert (
+    budget.node_rack_units(replace(board, accelerators_per_node=16.0)) == 10
+  )
+  twelve = replace(board, accelerators_per_node=12.0)
+  assert 8.0 < budget.node_rack_units(twelve) < 10.0
+
+
 def test_tco_is_capex_plus_energy_over_the_life():
   """10 kW for 5 years (8766 h each) x PUE 1.58 = 692,514 kWh; at 0.08
   USD/kWh 55,401.12 USD, beside 1e6 USD of capex."""
