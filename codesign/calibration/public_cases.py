@@ -2,18 +2,20 @@
 way to calibrate the software stacks against them.
 
 `data/calibration_cases.json` (a copy of ../shared/reference) holds
-measured throughputs C1-C17: NVIDIA's PyTorch DLRM (1 and 8 GPUs, V100
+measured throughputs C1-C19: NVIDIA's PyTorch DLRM (1 and 8 GPUs, V100
 and A100), HugeCTR (one DGX A100, H100 or H200; 8 DGX A100 with the
 hybrid embedding, C10; 8 DGX H100 with SHARP, C11; 2 HGX H200 nodes,
-C14), Intel's CPU trainer on four Cooper Lake sockets and on two Sapphire
-Rapids sockets (C15), and TorchRec on 8 A100s (C9, C16 at a small batch,
-C17 with the DCNv2 tables one-hot). `load()` turns every (case,
-precision) into a `PublicCase`: the catalog platform cut to the devices
-and nodes the case used (`PLATFORMS`, `NODES`, with the case's parts and
-network where its notes name them: `CASE_CPU`, `CASE_NIC`), the catalog
-workload at the case's batch and precision, the stack the case names
-(with the case's own version choices, `CASE_STACK_CHANGES`, each with its
-source) and the plan that stack's software makes (`CASE_PLANS`).
+C14; 4 DGX H100, C19), Intel's CPU trainer on four Cooper Lake sockets
+and on one and four nodes of two Sapphire Rapids sockets (C15, C18), and
+TorchRec on 8 A100s (C9, C16 at a small batch, C17 DCNv2). `load()` turns
+every (case, precision) into a `PublicCase` from the names a user gives
+and nothing else (`CASES`): the stack release (`NAME@YEAR`,
+`stack_presets.VERSIONS`), the platform preset cut to the devices and
+nodes the case used with the hardware facts its description states (a
+CPU part, NIC fields), the catalog workload at the case's batch and
+precision, and the plan the stack's software makes (`planner.make` with
+no sharding: `Stack.planner`). What a case's software did that no preset
+captured is a field of its release's preset, not a case override.
 
 What is fitted (`FIT_PARAMETERS`): a handful of physical numbers that
 more than one case sees, each moving inside a documented range

@@ -82,12 +82,6 @@ _NV_2020 = (
   'PyTorch 1.10) and the MLPerf v0.7 submission (training_results_v0.7 '
   'NVIDIA/benchmarks/dlrm/implementations/pytorch, container 20.06)'
 )
-_NV_2020_APRIL = (
-  'NVIDIA DeepLearningExamples DLRM dlrm/model.py as of April 2020 (its '
-  'first release): nn.Embedding(sparse=True) per table, nn.Linear + '
-  'nn.ReLU, bmm interaction with tril indices, torch.optim.SGD per '
-  'parameter (calibration_cases.json C4 stack_note)'
-)
 _HCTR_V31 = (
   'NVIDIA-Merlin/HugeCTR v3.1 (21.05, MLPerf v1.0) release notes and '
   'training_results_v1.0 NVIDIA dlrm hugectr dgx_a100*.json'
@@ -459,14 +453,12 @@ _HUGECTR_RUNS_ON = {
 
 _HUGECTR_EXTRA = {
   'planner': (
-    'hybrid',
-    f'{_HUGECTR}: HybridSparseEmbedding (frequent rows of every table '
-    'data-parallel, infrequent rows model-parallel; HugeCTR docs '
-    'hugectr_layer_book HybridEmbeddingParam: max_num_frequent_categories '
-    '"in unit of batch size", restricted to MLPerf use); multi-hot '
-    'tables go through the embedding collection with sharding plan '
-    'hier_auto (training_results_v3.0 NVIDIA dlrm_dcnv2 hugectr '
-    'config_DGXH100_8x8x2112.sh), the auto plan',
+    'auto',
+    f'{_HCTR_V30}: the embedding collection with sharding plan hier_auto '
+    '(calibration_cases.json C11, C14 model_note): tables balanced over '
+    'the GPUs, the auto plan; HybridSparseEmbedding is "restricted to '
+    'MLPerf use" (HugeCTR docs hugectr_layer_book HybridEmbeddingParam) '
+    'and MLPerf moved to multi-hot DCNv2 in v3.0',
   ),
   'alltoall': (
     'hierarchical',
@@ -611,7 +603,7 @@ _IPEX_CPU_CHOICES = {
   'update_path': (
     'fused',
     f'{_IPEX_V21}: "hybrid-gradient embedding", the SGD update fused '
-    'into the merged embedding\'s backward',
+    "into the merged embedding's backward",
   ),
   'pooled_cast': (True, None),
   'id_bytes': (8, None),
@@ -775,33 +767,26 @@ VERSIONS = {
         f'{_NV_2020}: before PyTorch 1.10 brought CUDA graphs every '
         'operator launched eagerly (seen in C4 and C5)',
       ),
-      'embedding_kernel': (
-        'per_table',
-        f'{_NV_2020_APRIL} (known from C4 only)',
-      ),
-      'mlp_fusion': ('none', f'{_NV_2020_APRIL} (known from C4 only)'),
-      'fused_interaction': (False, f'{_NV_2020_APRIL} (known from C4 only)'),
-      'fused_dense_optimizer': (
-        False,
-        f'{_NV_2020_APRIL} (known from C4 only)',
-      ),
     },
     2021: {},
   },
   'hugectr': {
     2021: {
-      'graph_scope': (
-        'step',
-        f'{_HCTR_V31}: holistic_cuda_graph true (the whole iteration '
-        'one graph)',
+      'planner': (
+        'hybrid',
+        f'{_HCTR_V31}: HybridSparseEmbedding, communication type '
+        'IB_NVLink_Hierarchical (frequent rows data-parallel, infrequent '
+        'model-parallel; calibration_cases.json C10 model_note)',
       ),
     },
     2022: {
-      'graph_scope': ('step', f'{_HCTR_V21}: CUDA graph on'),
+      'planner': (
+        'hybrid',
+        f'{_HCTR_V21}: HybridSparseEmbedding (calibration_cases.json C12 '
+        'model_note)',
+      ),
     },
-    2023: {
-      'graph_scope': ('step', f'{_HCTR_V30}: use_cuda_graph'),
-    },
+    2023: {},
     2024: {},
   },
   'ipex_cpu': {
@@ -813,8 +798,7 @@ VERSIONS = {
       ),
       'update_path': (
         'sparse_grad',
-        f'{_INTEL}: sparse gradients of nn.EmbeddingBag(sparse=True), '
-        'then SGD',
+        f'{_INTEL}: sparse gradients of nn.EmbeddingBag(sparse=True), then SGD',
       ),
       'mlp_fusion': ('none', f'{_INTEL}: nn.Linear and nn.ReLU'),
     },
