@@ -305,6 +305,16 @@ def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
     dense_precision=PRECISIONS[precision],
   )
   notes = []
+  if 'pooling' in c:
+    # The case's published lookups per table (C17's model_note: the
+    # DCNv2 tables trained one-hot), not the catalog model's.
+    w = dataclasses.replace(
+      w,
+      tables=tuple(
+        dataclasses.replace(t, pooling=float(c['pooling'])) for t in w.tables
+      ),
+    )
+    notes.append(f'pooling: {c["pooling"]} lookup(s) per table (model_note)')
   # The optimizer's name is the field's first word (C17 explains it after).
   opt = (c.get('optimizer') or '').split(' ')[0] or None
   if opt == 'adagrad' and w.optimizer == 'rowwise_adagrad':
