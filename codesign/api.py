@@ -103,7 +103,10 @@ def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
   Args:
     name_or_path: a preset name (`torchrec`, `nvidia_pytorch`, `hugectr`,
       `ipex_cpu`, `jax_xla`; see `codesign.spec.stack_presets`; presets carry
-      the numbers fitted on the published cases), a path to a stack JSON
+      the numbers fitted on the published cases) as `NAME` (its newest
+      release) or `NAME@YEAR` (its software as it stood that year:
+      `hugectr@2021`; `stack_presets.VERSIONS` lists them), a path to a
+      stack JSON
       file (keys in boundary units such as `step_floor_us`; or a run's
       config.json), or such a dict (or one holding it as its `stack`
       section). A partial one names its `base` and the keys it changes:
@@ -155,8 +158,8 @@ def make_plan(
   workload: wl.Workload | NameOrPath,
   platform: hardware.Platform | NameOrPath,
   stack: stack_lib.Stack | NameOrPath | None = None,
-  placement: str = 'auto',
-  sharding: str = 'auto',
+  placement: str | None = None,
+  sharding: str | None = None,
   x64: bool = True,
 ) -> plan_lib.Plan:
   """Makes an execution plan (`codesign.model.planner.make`).
@@ -168,10 +171,14 @@ def make_plan(
       trainer's default, `torchrec` or `ipex_cpu`).
     placement: `auto` (the hottest bytes in the HBM the stack allows, the
       rest in host DDR), `hbm` (every table in HBM) or `ddr` (every table
-      in DDR).
+      in DDR); None: the stack planner's.
     sharding: one of `table_wise`, `row_wise`, `table_row_wise`,
-      `column_wise`, `data_parallel` for every table, or `auto` (the
-      fastest feasible of four candidates by the cost model).
+      `column_wise`, `data_parallel` for every table, `auto` (the
+      fastest feasible of four candidates by the cost model), `hybrid`
+      (HugeCTR's hybrid embedding) or `intel` (Intel's split); None (the
+      default): the plan the stack's software makes (`Stack.planner`:
+      HugeCTR's hybrid embedding, NVIDIA's whole tables in HBM, Intel's
+      split, TorchRec's balanced shards).
     x64: plan in float64 (as the scripts do by default).
 
   Returns:
@@ -193,7 +200,7 @@ def _plan(plan, w, p, s) -> plan_lib.Plan:
   if isinstance(plan, plan_lib.Plan):
     return plan_lib.validate(_typed(plan, plan_lib.Plan, 'plan'), w)
   if isinstance(plan, str) and plan in ('auto', 'hbm', 'ddr'):
-    return planner.make(w, p, s, placement=plan)
+    return planner.make(w, p, s, placement=None if plan == 'auto' else plan)
   if isinstance(plan, dict):
     d = _section(plan, 'plan')
   elif isinstance(plan, str | os.PathLike):
@@ -227,8 +234,9 @@ def evaluate(
     platform: a `Platform`, or what `load_platform` takes.
     stack: a `Stack`, or what `load_stack` takes (None: the platform
       trainer's default, TorchRec on accelerators, `ipex_cpu` on CPUs).
-    plan: a `Plan`; `auto`, `hbm` or `ddr` (a placement, made by
-      `make_plan` with the auto sharding); or a plan JSON file or dict (or
+    plan: a `Plan`; `auto` (the plan the stack's software makes,
+      `make_plan` with no placement or sharding), `hbm` or `ddr` (that
+      placement, the stack's sharding); or a plan JSON file or dict (or
       one holding it as its `plan` section: a run's config.json).
     x64: evaluate in float64 (as the scripts do by default).
     readers, with_failures, checkpoint: the system around the trainers, as

@@ -26,7 +26,7 @@ Steps (JAX picks the backend; nothing here is CPU-specific):
    MLP widths and interaction, against the cost model's step time on a
    one-device platform built from the profile. VALIDATION DATA: none of
    these steps is used in the fit.
-5. `public_cases`: the published DLRM training throughputs C1-C17
+5. `public_cases`: the published DLRM training throughputs C1-C19
    (`calibration_cases.json`: NVIDIA PyTorch, HugeCTR, TorchRec, Intel
    CPU) against the cost model with the stack each case names. The few
    physical numbers the cases share (`public_cases.FIT_PARAMETERS`: host
@@ -77,7 +77,7 @@ flags.DEFINE_integer(
 flags.DEFINE_bool(
   'public',
   True,
-  'Fit and judge the public cases C1-C17 (about a minute on 2 cores) and '
+  'Fit and judge the public cases C1-C19 (about a minute on 2 cores) and '
   'write stack_fit.json; --nopublic calibrates the local device alone.',
 )
 flags.DEFINE_bool(

@@ -68,9 +68,13 @@ flags.DEFINE_string(
   'Software stack that trains the model: a preset ('
   + ', '.join(STACK_PRESETS)
   + '; see '
-  "codesign/spec/stack_presets.py) or a stack JSON file (a run's "
-  "config.json also works); empty: the platform trainer's default "
-  '(torchrec on accelerators, ipex_cpu on CPU trainers). The same GPUs '
+  'codesign/spec/stack_presets.py), as NAME (its newest release) or '
+  'NAME@YEAR (its software as it stood that year, e.g. hugectr@2021, '
+  'nvidia_pytorch@2020, ipex_cpu@2020: kernels, fusions, update path, '
+  'graphs and planner of that release), or a stack JSON '
+  "file (a run's config.json also works); empty: the platform trainer's "
+  'default (torchrec on accelerators, ipex_cpu on CPU trainers). The '
+  'same GPUs '
   'train several times faster or slower depending on it. propose also '
   'takes any (torchrec, nvidia_pytorch and hugectr) or a comma-separated '
   'list: one search per stack, the best design of each side by side.',
@@ -197,9 +201,11 @@ def define_input_flags(
     flags.DEFINE_string(
       'plan',
       'auto',
-      'Execution plan: auto (the hottest rows in the HBM the stack allows, '
-      'the rest in DDR; the fastest sharding), hbm, ddr, or a plan JSON '
-      'file.',
+      "Execution plan: auto (the plan the stack's software makes: its "
+      "planner's sharding and placement, e.g. HugeCTR's hybrid embedding, "
+      "NVIDIA's whole tables in HBM, TorchRec's balanced shards with the "
+      'hottest rows in the HBM the stack allows), hbm or ddr (every table '
+      "there, the stack's sharding), or a plan JSON file.",
     )
   if override:
     sections = override.split(',')

@@ -207,3 +207,39 @@ def test_evaluate_prices_the_system_around_the_trainers_when_asked():
   two = codesign.evaluate('criteo_kaggle', 'dgx_h100', readers=2)
   feed = two['system']['readers_feed_samples_per_s']
   assert two['throughput_samples_per_s'] <= feed * (1 + 1e-9)
+
+
+def test_make_plan_without_a_sharding_is_the_stacks_own_plan():
+  """No placement or sharding: the plan the stack's software makes
+  (`Stack.planner`): NVIDIA's whole tables in HBM, Intel's split,
+  HugeCTR's hybrid embedding; the same as naming that plan."""
+  from codesign.model import planner
+
+  w = codesign.load_workload('mlperf_dlrm_v1')
+  for stack, platform in (
+    ('nvidia_pytorch', 'dgx_a100_80gb'),
+    ('hugectr@2021', 'dgx_a100_80gb'),
+    ('ipex_cpu', 'cpu_4s'),
+  ):
+    s = codesign.load_stack(stack)
+    p = codesign.load_platform(platform)
+    placement, sharding = planner.STACK_PLANS[s.planner]
+    own = codesign.make_plan(w, p, s)
+    named = codesign.make_plan(w, p, s, placement=placement, sharding=sharding)
+    assert own.sharding == named.sharding, stack
+    np.testing.assert_array_equal(own.hbm_fraction, named.hbm_fraction)
+    if stack == 'nvidia_pytorch':
+      assert set(own.sharding) == {'table_wise'}
+      np.testing.assert_array_equal(own.hbm_fraction, 1.0)
+    else:
+      assert 'data_parallel' in own.sharding, stack
+    auto = codesign.make_plan(w, p, s, sharding='auto')
+    if stack != 'nvidia_pytorch':
+      assert auto.sharding != own.sharding, stack
+  new = codesign.load_stack('hugectr')
+  p = codesign.load_platform('dgx_a100_80gb')
+  assert codesign.make_plan(w, p, new).sharding == auto_of(w, p, new)
+
+
+def auto_of(w, p, s):
+  return codesign.make_plan(w, p, s, placement='auto', sharding='auto').sharding

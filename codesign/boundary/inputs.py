@@ -285,13 +285,16 @@ def load_stack(
 
 
 def load_plan(name_or_path: str, w, p, s, overrides: list[str] | None = None):
-  """A plan file, or a named plan (`auto`, `hbm`, `ddr`) made by
-  `codesign.model.planner.make` for the workload `w`, platform `p` and stack
-  `s`, with its `plan.` overrides applied."""
+  """A plan file, or a named plan made by `codesign.model.planner.make`
+  for the workload `w`, platform `p` and stack `s` (`auto`: the plan the
+  stack's software makes; `hbm`, `ddr`: that placement with the stack's
+  sharding), with its `plan.` overrides applied."""
   if is_path(name_or_path):
     plj = _from_file(name_or_path, 'plan')
   else:
-    plj = schema.plan_to_json(planner.make(w, p, s, placement=name_or_path))
+    # auto: the stack planner's own placement and sharding.
+    placement = None if name_or_path == 'auto' else name_or_path
+    plj = schema.plan_to_json(planner.make(w, p, s, placement=placement))
   plj = with_overrides(plj, 'plan', overrides)
   return schema.plan_from_json(plj, w, _label(name_or_path))
 
@@ -304,7 +307,9 @@ def rank_batch(w, p, s) -> dict:
   the stack has none), `minimum_source` and `below_stack_minimum`."""
   ranks = float(p.nodes) * float(terms.ranks_per_node(p))
   per_rank = w.global_batch / ranks
-  least, source = stack_presets.FITTED_RANK_BATCH.get(s.name, (None, None))
+  least, source = stack_presets.FITTED_RANK_BATCH.get(
+    stack_presets.family(s.name), (None, None)
+  )
   return {
     'samples_per_rank': per_rank,
     'stack_minimum': least,

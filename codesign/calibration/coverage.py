@@ -15,7 +15,7 @@ import numpy as np
 
 from codesign.calibration import public_cases
 from codesign.core.paths import DATA_DIR
-from codesign.spec import platform_presets
+from codesign.spec import platform_presets, stack_presets
 
 # Cases whose leave-one-case-out errors set a design's band.
 NEAREST = 3
@@ -42,11 +42,13 @@ def cases() -> tuple[dict, ...]:
   for c in public_cases.case_keys():
     p = platform_presets.get(c.platform)
     cpu = p.trainer == 'cpu'
-    own = public_cases.CASE_CPU.get(c.case_id, (p.cpu.name,))[0]
+    named = public_cases.CASES[c.case_id].cpu
+    own = named[0] if named else p.cpu.name
     out.append(
       {
         'id': c.case_id,
-        'stack': c.stack,
+        # The preset, whatever its release (`hugectr` of `hugectr@2021`).
+        'stack': stack_presets.family(c.stack),
         'family': family(own if cpu else p.accelerator.name),
         'trainer': p.trainer,
         'nodes': c.nodes,
@@ -90,6 +92,7 @@ def coverage(
     the errors).
   """
   fam = family(part)
+  stack = stack_presets.family(stack)
   every = [c for c in cases() if c['id'] != without]
   own = [c for c in every if c['stack'] == stack]
   both = [c for c in own if c['family'] == fam and c['trainer'] == trainer]
@@ -179,7 +182,7 @@ def batch_range(stack: str) -> dict | None:
   rows = [
     (batch[k.case_id] / (k.nodes * k.devices), k.case_id)
     for k in public_cases.case_keys()
-    if k.stack == stack
+    if stack_presets.family(k.stack) == stack_presets.family(stack)
   ]
   if not rows:
     return None

@@ -2,18 +2,20 @@
 way to calibrate the software stacks against them.
 
 `data/calibration_cases.json` (a copy of ../shared/reference) holds
-measured throughputs C1-C17: NVIDIA's PyTorch DLRM (1 and 8 GPUs, V100
+measured throughputs C1-C19: NVIDIA's PyTorch DLRM (1 and 8 GPUs, V100
 and A100), HugeCTR (one DGX A100, H100 or H200; 8 DGX A100 with the
 hybrid embedding, C10; 8 DGX H100 with SHARP, C11; 2 HGX H200 nodes,
-C14), Intel's CPU trainer on four Cooper Lake sockets and on two Sapphire
-Rapids sockets (C15), and TorchRec on 8 A100s (C9, C16 at a small batch,
-C17 with the DCNv2 tables one-hot). `load()` turns every (case,
-precision) into a `PublicCase`: the catalog platform cut to the devices
-and nodes the case used (`PLATFORMS`, `NODES`, with the case's parts and
-network where its notes name them: `CASE_CPU`, `CASE_NIC`), the catalog
-workload at the case's batch and precision, the stack the case names
-(with the case's own version choices, `CASE_STACK_CHANGES`, each with its
-source) and the plan that stack's software makes (`CASE_PLANS`).
+C14; 4 DGX H100, C19), Intel's CPU trainer on four Cooper Lake sockets
+and on one and four nodes of two Sapphire Rapids sockets (C15, C18), and
+TorchRec on 8 A100s (C9, C16 at a small batch, C17 DCNv2). `load()` turns
+every (case, precision) into a `PublicCase` from the names a user gives
+and nothing else (`CASES`): the stack release (`NAME@YEAR`,
+`stack_presets.VERSIONS`), the platform preset cut to the devices and
+nodes the case used with the hardware facts its description states (a
+CPU part, NIC fields), the catalog workload at the case's batch and
+precision, and the plan the stack's software makes (`planner.make` with
+no sharding: `Stack.planner`). What a case's software did that no preset
+captured is a field of its release's preset, not a case override.
 
 What is fitted (`FIT_PARAMETERS`): a handful of physical numbers that
 more than one case sees, each moving inside a documented range
@@ -59,36 +61,72 @@ from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 
 CASES_FILE = DATA_DIR / 'calibration_cases.json'
-# Which catalog platform and how many of its devices each case ran on.
-PLATFORMS = {
-  'C1': ('dgx_a100_80gb', 1),
-  'C2': ('dgx1_v100', 8),
-  'C3': ('dgx1_v100', 1),
-  'C4': ('dgx1_v100', 1),
-  'C5': ('dgx_a100_40gb', 8),
-  'C6': ('dgx_a100_80gb', 8),
-  'C7': ('cpu_4s', 4),
-  'C8': ('dgx_h100', 8),
-  'C9': ('p4d', 8),
-  'C10': ('dgx_a100_80gb', 8),
-  'C11': ('dgx_h100', 8),
-  'C12': ('dgx_h100', 8),
-  'C13': ('dgx_h200', 8),
-  'C14': ('dgx_h200', 8),
-  'C15': ('cpu_2s', 2),
-  'C16': ('p4d', 8),
-  'C17': ('p4d', 8),
-}
-# Nodes of the multi-node cases (calibration_cases.json `nodes`; others 1).
-NODES = {'C10': 8, 'C11': 8, 'C14': 2}
-# The CPU part where a case's sockets differ from its platform preset's.
-CASE_CPU = {
-  'C15': (
-    platform_presets.SAPPHIRE,
-    512,
-    'calibration_cases.json C15: 2x Xeon Sapphire Rapids, 1 TB (512 GB a '
-    'socket); the catalog 8480+ stands for the preview part',
+
+
+class CaseSystem(NamedTuple):
+  """What a case ran, in the names a user gives: the stack release
+  (`NAME@YEAR`, `stack_presets.VERSIONS`, from the case's software and
+  round), the platform preset with the accelerators (or sockets) per node
+  and the nodes the case used, and the hardware facts its published
+  description states where they differ from the preset (`cpu`: the CPU
+  part and DDR GB a socket; `nic`: NIC fields). Nothing else: the plan is
+  the stack's (`planner.make` with no sharding), the workload is the
+  catalog model at the case's batch and precision."""
+
+  stack: str
+  platform: str
+  devices: int
+  nodes: int = 1
+  cpu: tuple[str, int] | None = None
+  nic: dict | None = None
+  why: str = ''
+
+
+_SPR = (
+  platform_presets.SAPPHIRE,
+  512,
+)
+_SPR_WHY = (
+  '2x Xeon Sapphire Rapids, 1 TB a node (512 GB a socket); the catalog '
+  '8480+ stands for the preview part'
+)
+# Each case as a user names it (calibration_cases.json `software`, `src`,
+# `hardware`, `nodes`, `accelerators`, `sockets`).
+CASES = {
+  'C1': CaseSystem('nvidia_pytorch@2021', 'dgx_a100_80gb', 1),
+  'C2': CaseSystem('nvidia_pytorch@2021', 'dgx1_v100', 8),
+  'C3': CaseSystem('nvidia_pytorch@2021', 'dgx1_v100', 1),
+  'C4': CaseSystem('nvidia_pytorch@2020', 'dgx1_v100', 1),
+  'C5': CaseSystem('nvidia_pytorch@2020', 'dgx_a100_40gb', 8),
+  'C6': CaseSystem('hugectr@2021', 'dgx_a100_80gb', 8),
+  'C7': CaseSystem('ipex_cpu@2020', 'cpu_4s', 4),
+  'C8': CaseSystem('hugectr@2023', 'dgx_h100', 8),
+  'C9': CaseSystem('torchrec@2022', 'p4d', 8),
+  'C10': CaseSystem('hugectr@2021', 'dgx_a100_80gb', 8, 8),
+  'C11': CaseSystem(
+    'hugectr@2023',
+    'dgx_h100',
+    8,
+    8,
+    nic={'in_network_reduction': True},
+    why='8x ConnectX-7 NDR per node, SHARP',
   ),
+  'C12': CaseSystem('hugectr@2022', 'dgx_h100', 8),
+  'C13': CaseSystem('hugectr@2024', 'dgx_h200', 8),
+  'C14': CaseSystem('hugectr@2024', 'dgx_h200', 8, 2),
+  'C15': CaseSystem('ipex_cpu@2022', 'cpu_2s', 2, cpu=_SPR, why=_SPR_WHY),
+  'C16': CaseSystem('torchrec@2022', 'p4d', 8),
+  'C17': CaseSystem('torchrec@2022', 'p4d', 8),
+  'C18': CaseSystem(
+    'ipex_cpu@2022',
+    'cpu_2s',
+    2,
+    4,
+    cpu=_SPR,
+    nic={'count': 2.0},
+    why=_SPR_WHY + '; Intel E810-2CQDA2, 2x 100GbE a node',
+  ),
+  'C19': CaseSystem('hugectr@2022', 'dgx_h100', 8, 4),
 }
 # Not AMX: a Sapphire Rapids core's tile unit does 1024 bf16 operations
 # per cycle (Intel, "Accelerate AI Workloads with Intel AMX"), 8x its
@@ -97,13 +135,6 @@ CASE_CPU = {
 # measured (the dense part would take 4 ms); the measured step leaves
 # about 8.6 TFLOP/s a socket for the MLPs, the AVX-512 BF16 rate at the
 # catalog's 60% efficiency. The catalog's bf16 peak (2x fp32) stays.
-# Platform changes a case's notes name.
-CASE_NIC = {
-  'C11': (
-    {'in_network_reduction': True},
-    'calibration_cases.json C11 hardware: 8x ConnectX-7 NDR per node, SHARP',
-  ),
-}
 # Catalog model name -> workload preset.
 WORKLOADS = {
   'mlperf_dlrm_v1': 'mlperf_dlrm_v1',
@@ -113,88 +144,16 @@ WORKLOADS = {
 # Published precision label -> the workload's dense precision (TF32 is the
 # stack's choice for fp32 GEMMs: NVIDIA's DLRM runs fp32 as TF32 on A100).
 PRECISIONS = {'amp': 'fp16', 'fp32': 'fp32', 'tf32': 'fp32', 'bf16': 'bf16'}
-# The version of a stack a case ran, where it differs from the preset.
-CASE_STACK_CHANGES = {
-  'C4': (
-    {
-      'graph_scope': 'none',
-      'fused_interaction': False,
-      'mlp_fusion': 'none',
-      'fused_dense_optimizer': False,
-      'embedding_kernel': 'per_table',
-    },
-    'NVIDIA DeepLearningExamples DLRM dlrm/model.py as of April 2020: '
-    'nn.Embedding(sparse=True) per table, nn.Linear + nn.ReLU, bmm '
-    'interaction with tril indices, no CUDA graphs (calibration_cases.json '
-    'stack_note)',
-  ),
-  'C15': (
-    {
-      'embedding_kernel': 'fused',
-      'update_path': 'fused',
-      'mlp_fusion': 'epilogue',
-    },
-    'calibration_cases.json C15 model_note: IPEX merged embedding (one '
-    'kernel for all tables, the SGD update fused into its backward: '
-    '"hybrid-gradient embedding") and fused MLP (GEMM with bias and ReLU)',
-  ),
-  'C5': (
-    {'graph_scope': 'none'},
-    'NVIDIA PyTorch 20.06 (MLPerf v0.7): before PyTorch 1.10 brought CUDA '
-    'graphs, every operator launched eagerly',
-  ),
-}
-# Table storage precision where a case differs from fp32.
-CASE_TABLE_PRECISION = {
-  'C5': (
-    'fp16',
-    'calibration_cases.json C5: apex O2, embeddings likely fp16',
-  ),
-}
-# Lookups per table where a case trained its tables differently.
-CASE_POOLING = {
-  'C17': (
-    1.0,
-    'calibration_cases.json C17 model_note: the DCNv2 tables trained '
-    'one-hot (pooling 1, not multi-hot)',
-  ),
-}
-# The plan each case's software makes.
-CASE_PLANS = {
-  'C1': 'nvidia',
-  'C2': 'nvidia',
-  'C3': 'nvidia',
-  'C4': 'nvidia',
-  'C5': 'nvidia',
-  # HugeCTR's hybrid embedding on one node (C6, C12) stays on the auto
-  # plan, as C6 was before the hybrid plan existed: with the tables of
-  # rows looked up at least 8 times a step data-parallel, the model
-  # predicts C6 19% and C12 12% fast out of sample and the fit lifts the
-  # HugeCTR floor from 0.14 to 0.70 ms (median 12.3% against 10.0% over
-  # C1-C17); across nodes (C10) the hybrid plan is the one that fits the
-  # physics of its all-to-all (+4% against +52% with the auto plan).
-  'C6': 'auto',
-  'C7': 'intel',
-  'C8': 'auto',
-  'C9': 'auto',
-  'C10': 'hybrid',
-  'C11': 'auto',
-  'C12': 'auto',
-  'C13': 'auto',
-  'C14': 'auto',
-  'C15': 'intel',
-  'C16': 'auto',
-  'C17': 'auto',
-}
 PLAN_WHY = {
-  'nvidia': "NVIDIA's placement (calibration_cases.json placement_note, "
-  'get_device_mapping): every table whole on one GPU, all in HBM',
-  'auto': "the stack's planner balances the tables over the GPUs; "
+  'table_placement': "NVIDIA's placement (calibration_cases.json "
+  'placement_note, get_device_mapping): every table whole on one GPU, '
+  'all in HBM',
+  'auto': "the stack's planner balances the tables over the ranks; "
   'codesign.planner auto plan (fastest feasible of its candidates) '
   'stands for it',
   'hybrid': "HugeCTR's hybrid embedding (calibration_cases.json "
-  'model_note): the tables whose lookups are mostly of frequent rows '
-  'data-parallel, the rest sharded; codesign.planner hybrid plan',
+  'model_note): frequent rows data-parallel, the rest sharded; '
+  'codesign.planner hybrid plan',
   'intel': 'calibration_cases.json C7: large tables model-parallel (4 per '
   'rank), small tables data-parallel',
 }
@@ -346,16 +305,16 @@ def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
     dense_precision=PRECISIONS[precision],
   )
   notes = []
-  if c['id'] in CASE_TABLE_PRECISION:
-    prec, why = CASE_TABLE_PRECISION[c['id']]
-    tables = tuple(dataclasses.replace(t, precision=prec) for t in w.tables)
-    w = dataclasses.replace(w, tables=tables)
-    notes.append(f'tables {prec}: {why}')
-  if c['id'] in CASE_POOLING:
-    pool, why = CASE_POOLING[c['id']]
-    tables = tuple(dataclasses.replace(t, pooling=pool) for t in w.tables)
-    w = dataclasses.replace(w, tables=tables)
-    notes.append(f'pooling {pool:g}: {why}')
+  if 'pooling' in c:
+    # The case's published lookups per table (C17's model_note: the
+    # DCNv2 tables trained one-hot), not the catalog model's.
+    w = dataclasses.replace(
+      w,
+      tables=tuple(
+        dataclasses.replace(t, pooling=float(c['pooling'])) for t in w.tables
+      ),
+    )
+    notes.append(f'pooling: {c["pooling"]} lookup(s) per table (model_note)')
   # The optimizer's name is the field's first word (C17 explains it after).
   opt = (c.get('optimizer') or '').split(' ')[0] or None
   if opt == 'adagrad' and w.optimizer == 'rowwise_adagrad':
@@ -369,17 +328,16 @@ def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
 
 
 def _platform(case_id: str) -> hardware.Platform:
-  name, devices = PLATFORMS[case_id]
-  base = platform_presets.get(name)
-  nodes = float(NODES.get(case_id, 1))
-  if case_id in CASE_NIC:
-    base = replace(base, nic=replace(base.nic, **CASE_NIC[case_id][0]))
+  named = CASES[case_id]
+  base = platform_presets.get(named.platform)
+  nodes = float(named.nodes)
+  if named.nic is not None:
+    base = replace(base, nic=replace(base.nic, **named.nic))
   if base.trainer == 'cpu':
-    if case_id in CASE_CPU:
-      part, ddr_gb, _ = CASE_CPU[case_id]
-      base = replace(base, cpu=catalog.cpu(part, ddr_gb))
-    return replace(base, nodes=nodes, sockets_per_node=float(devices))
-  base = replace(base, nodes=nodes, accelerators_per_node=float(devices))
+    if named.cpu is not None:
+      base = replace(base, cpu=catalog.cpu(*named.cpu))
+    return replace(base, nodes=nodes, sockets_per_node=float(named.devices))
+  base = replace(base, nodes=nodes, accelerators_per_node=float(named.devices))
   # The catalog's assumptions, not a shipped fit: every fit starts from
   # the priors (the GEMM numbers at their FIT_PARAMETERS priors).
   profile = device_profile.default_profile(base.accelerator.name)
@@ -393,30 +351,8 @@ def _platform(case_id: str) -> hardware.Platform:
   return replace(p, accelerator=replace(p.accelerator, **priors))
 
 
-def _stack(c: dict) -> tuple[stack_lib.Stack, list[str]]:
-  s = stack_presets.get(c['stack'], fitted=False)
-  if c['id'] not in CASE_STACK_CHANGES:
-    return s, []
-  changes, why = CASE_STACK_CHANGES[c['id']]
-  return stack_lib.validate(replace(s, **changes)), [f'stack: {why}']
-
-
-def _plan(case_id, w, p, s) -> plan_lib.Plan:
-  kind = CASE_PLANS[case_id]
-  if kind == 'nvidia':
-    return planner.make(w, p, s, placement='hbm', sharding='table_wise')
-  if kind == 'intel':
-    # The 16 largest tables whole on the ranks, the rest replicated.
-    order = np.argsort([-t.rows for t in w.tables], kind='stable')
-    big = set(order[:16].tolist())
-    shard = tuple(
-      'table_wise' if i in big else 'data_parallel' for i in range(w.num_tables)
-    )
-    base = planner.make(w, p, s, placement='hbm', sharding='table_wise')
-    return dataclasses.replace(base, sharding=shard)
-  if kind == 'hybrid':
-    return planner.make(w, p, s, placement='auto', sharding='hybrid')
-  return planner.make(w, p, s, placement='auto', sharding='auto')
+def _stack(case_id: str) -> stack_lib.Stack:
+  return stack_presets.get(CASES[case_id].stack, fitted=False)
 
 
 class CaseKey(NamedTuple):
@@ -443,14 +379,21 @@ def case_keys(path: pathlib.Path = CASES_FILE) -> list[CaseKey]:
   data = json.loads(pathlib.Path(path).read_text())
   out = []
   for c in data['cases']:
-    name, devices = PLATFORMS[c['id']]
+    named = CASES[c['id']]
     if 'model' in c:
       workload = f'nv_dlrm_{c["model"]}'
     else:
       workload = WORKLOADS[c['catalog_model']]
-    nodes = NODES.get(c['id'], 1)
     out.append(
-      CaseKey(c['id'], name, devices, nodes, workload, c['stack'], c['src'])
+      CaseKey(
+        c['id'],
+        named.platform,
+        named.devices,
+        named.nodes,
+        workload,
+        named.stack,
+        c['src'],
+      )
     )
   return out
 
@@ -466,13 +409,9 @@ def load(
     if ids is not None and c['id'] not in ids:
       continue
     p = _platform(c['id'])
-    s, stack_notes = _stack(c)
-    stack_notes = stack_notes + [
-      f'platform: {why}'
-      for table in (CASE_CPU, CASE_NIC)
-      for key, (*_, why) in table.items()
-      if key == c['id']
-    ]
+    s = _stack(c['id'])
+    why = CASES[c['id']].why
+    stack_notes = [f'stack: {s.name}'] + ([f'platform: {why}'] if why else [])
     for prec, rate in sorted(c['records_per_s'].items()):
       w, notes = _workload(c, prec)
       out.append(
@@ -482,12 +421,10 @@ def load(
           hardware=c['hardware'],
           platform=p,
           workload=w,
-          plan=_plan(c['id'], w, p, s),
+          plan=planner.make(w, p, s),
           stack=s,
           measured=w.global_batch / float(rate),
-          notes=tuple(
-            stack_notes + notes + [f'plan: {PLAN_WHY[CASE_PLANS[c["id"]]]}']
-          ),
+          notes=tuple(stack_notes + notes + [f'plan: {PLAN_WHY[s.planner]}']),
         )
       )
   return out
@@ -519,7 +456,7 @@ def apply_values(case: PublicCase, values: dict):
     for who, fname in param.targets:
       if who == 'gpu' and p.trainer != 'cpu':
         p = replace(p, accelerator=replace(p.accelerator, **{fname: v}))
-      elif who == s.name:
+      elif who == stack_presets.family(s.name):
         s = replace(s, **{fname: v})
   return p, s
 
@@ -556,7 +493,7 @@ def used_parameters(case: PublicCase) -> list[str]:
   for param in FIT_PARAMETERS:
     for who, _ in param.targets:
       if (who == 'gpu' and case.platform.trainer != 'cpu') or (
-        who == case.stack.name
+        who == stack_presets.family(case.stack.name)
       ):
         out.append(param.name)
         break

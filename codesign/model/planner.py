@@ -534,35 +534,48 @@ def make(
   w: wl.Workload,
   p: Platform,
   s: Stack,
-  placement: str = 'auto',
-  sharding: str = 'auto',
+  placement: str | None = None,
+  sharding: str | None = None,
   comm_precision: str = 'fp32',
   row_scale: float = 1.0,
 ) -> Plan:
   """A plan from named choices (see the module docstring).
 
   placement: `auto` (hottest bytes in the HBM the stack allows, the rest
-  in DDR), `hbm` (every table in HBM) or `ddr` (every table in DDR).
-  sharding: one of `plan.SHARDINGS` for every table, `auto` or `hybrid`
-  (`auto` with the mostly frequent tables data-parallel).
+  in DDR), `hbm` (every table in HBM) or `ddr` (every table in DDR);
+  None: the stack planner's (`STACK_PLANS`).
+  sharding: one of `plan.SHARDINGS` for every table, `auto`, `hybrid`
+  (`auto` with the mostly frequent tables data-parallel) or `intel`
+  (`intel_shardings`); None: the plan the stack's software makes
+  (`Stack.planner`, `STACK_PLANS`).
   row_scale: the plan is for `w` with every table's rows times this
   (as `cost_model.evaluate(..., row_scale)` costs it).
   """
+  own_placement, own_sharding = STACK_PLANS[s.planner]
+  placement = own_placement if placement is None else placement
+  sharding = own_sharding if sharding is None else sharding
   if placement not in ('auto', 'hbm', 'ddr'):
     raise InputError(
       f'unknown placement {placement!r}; valid choices: auto, hbm, ddr'
     )
-  if sharding not in SHARDINGS + ('auto', 'hybrid'):
+  if sharding not in SHARDINGS + ('auto', 'hybrid', 'intel'):
     raise InputError(
-      f'unknown sharding {sharding!r}; valid choices: auto, hybrid, '
+      f'unknown sharding {sharding!r}; valid choices: auto, hybrid, intel, '
       + ', '.join(SHARDINGS)
     )
   if placement == 'auto':  # the HBM fit
     check_memory(w)
+  if sharding == 'intel':
+    shardings = intel_shardings(w, p)
+    return _build(w, p, s, shardings, placement, comm_precision, row_scale)
   if sharding not in ('auto', 'hybrid'):
     return _build(
       w, p, s, (sharding,) * w.num_tables, placement, comm_precision, row_scale
     )
+  if sharding == 'hybrid' and any(float(t.pooling) > 1.0 for t in w.tables):
+    # HybridSparseEmbedding takes one id per table and sample; HugeCTR
+    # trains multi-hot tables in its embedding collection (the auto plan).
+    sharding = 'auto'
   candidates = auto_candidates(w, p, s, row_scale)
   if sharding == 'hybrid':
     candidates = tuple(hybrid_shardings(w, p, c) for c in candidates)
@@ -578,6 +591,41 @@ def make(
     return (not feasible, step_time)
 
   return min(plans, key=rank)
+
+
+# Stack.planner -> the (placement, sharding) its software makes.
+STACK_PLANS = {
+  # TorchRec's planner (EmbeddingShardingPlanner: the cheapest feasible
+  # sharding of each table by its cost estimates) and HugeCTR's embedding
+  # collection (sharding plan `hier_auto`) balance tables by their cost;
+  # the auto plan's fastest feasible candidate stands for them.
+  'auto': ('auto', 'auto'),
+  # HugeCTR's HybridSparseEmbedding (`frequent_share`, `hybrid_shardings`).
+  'hybrid': ('auto', 'hybrid'),
+  # NVIDIA DeepLearningExamples DLRM dlrm/utils/distributed.py
+  # get_device_mapping: every table whole on one GPU, all in HBM.
+  'table_placement': ('hbm', 'table_wise'),
+  # Intel's MLPerf DLRM (training_results_v0.7 Intel 1-node-4s-cpx-pytorch
+  # README): large tables model-parallel, small ones data-parallel.
+  'intel': ('hbm', 'intel'),
+}
+# Tables a rank holds whole under Intel's split: "4 ranks x ...; small
+# tables data-parallel, large tables model-parallel (4 per rank)"
+# (mlcommons/training_results_v0.7 Intel/benchmarks/dlrm/
+# 1-node-4s-cpx-pytorch/README.md, calibration_cases.json C7).
+INTEL_TABLES_PER_RANK = 4
+
+
+def intel_shardings(w: wl.Workload, p: Platform) -> tuple:
+  """Intel's split: the `INTEL_TABLES_PER_RANK` x ranks largest tables
+  table-wise (model-parallel), the rest data-parallel."""
+  ranks = float(p.nodes) * float(terms.ranks_per_node(p))
+  big = min(w.num_tables, int(round(INTEL_TABLES_PER_RANK * ranks)))
+  order = np.argsort([-t.rows for t in w.tables], kind='stable')
+  whole = set(order[:big].tolist())
+  return tuple(
+    'table_wise' if i in whole else 'data_parallel' for i in range(w.num_tables)
+  )
 
 
 def auto_candidates(w: wl.Workload, p: Platform, s: Stack, row_scale) -> tuple:

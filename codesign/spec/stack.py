@@ -81,6 +81,14 @@ TRAIN_PIPELINES = ('none', 'sparse_dist')
 ALLTOALLS = ('flat', 'hierarchical')
 # NCCL (RCCL follows its tuning model) or Intel's oneCCL (CPU trainers).
 COLLECTIVE_LIBRARIES = ('nccl', 'oneccl')
+# The plan the stack's software makes (`codesign.model.planner.stack_plan`):
+# auto (a cost-model planner balancing the tables, as TorchRec's planner
+# and HugeCTR's embedding collection do), hybrid (HugeCTR's hybrid
+# embedding: each table's frequent rows data-parallel, the rest sharded),
+# table_placement (NVIDIA's PyTorch DLRM: every table whole on one GPU,
+# all in HBM), intel (Intel's DLRM: the largest tables model-parallel, 4
+# a rank, the rest data-parallel).
+PLANNERS = ('auto', 'hybrid', 'table_placement', 'intel')
 
 # One kernel per table runs at half the bytes/s of a fused kernel for all
 # tables: TorchRec planner constants.py kernel_bw_lookup, cuda DENSE =
@@ -218,6 +226,14 @@ class Stack:
     "SHARP, NVLS) or oneccl (Intel's oneCCL: allreduce by message size, "
     'recursive doubling, star-like, ring; flat over CPU buffers)',
   )
+  planner: str = field(
+    static=True,
+    default='auto',
+    doc="the plan the stack's software makes when none is given: auto, "
+    'hybrid (frequent rows of each table data-parallel), '
+    'table_placement (each table whole in one HBM) or intel (the '
+    'largest tables model-parallel, the rest data-parallel)',
+  )
 
 
 # Physical bounds of the continuous fields (SI). The cost model is finite
@@ -329,6 +345,7 @@ def problems(s: Stack) -> list[str]:
     choice(v, VENDORS, 'vendor')
   choice(s.alltoall, ALLTOALLS, 'alltoall')
   choice(s.collective_library, COLLECTIVE_LIBRARIES, 'collective_library')
+  choice(s.planner, PLANNERS, 'planner')
   for key in (
     'fused_interaction',
     'fused_dense_optimizer',

@@ -76,6 +76,34 @@ _IPEX_ISA = (
   'ISA paths); confidence M'
 )
 
+_NV_2020 = (
+  'NVIDIA DeepLearningExamples PyTorch/Recommendation/DLRM as of 2020 '
+  '(README changelog: CUDA graphs came with the 21.xx containers and '
+  'PyTorch 1.10) and the MLPerf v0.7 submission (training_results_v0.7 '
+  'NVIDIA/benchmarks/dlrm/implementations/pytorch, container 20.06)'
+)
+_HCTR_V31 = (
+  'NVIDIA-Merlin/HugeCTR v3.1 (21.05, MLPerf v1.0) release notes and '
+  'training_results_v1.0 NVIDIA dlrm hugectr dgx_a100*.json'
+)
+_HCTR_V21 = (
+  'training_results_v2.1 NVIDIA/benchmarks/dlrm/implementations/'
+  'hugectr-preview (dgx_h100.py, dgx_h100_4x8x2240.py)'
+)
+_HCTR_V30 = (
+  'training_results_v3.0 NVIDIA/benchmarks/dlrm_dcnv2/implementations/'
+  'hugectr (HugeCTR 23.04)'
+)
+_HCTR_V40 = (
+  'training_results_v4.0 NVIDIA/benchmarks/dlrm_dcnv2/implementations/'
+  'hugectr (HugeCTR 24.04) and training_results_v5.0 (HugeCTR 24.09)'
+)
+_IPEX_V21 = (
+  'mlcommons/training_results_v2.1 Intel/benchmarks/dlrm/'
+  '1-node-SPR-pytorch and 4-nodes-SPR-pytorch (IPEX 1.x for Sapphire '
+  'Rapids; calibration_cases.json C15, C18 model_note)'
+)
+
 # Prior values of the continuous leaves (SI) with their reasons.
 PRIORS = {
   'graph_step_floor': (
@@ -320,6 +348,15 @@ _NVIDIA_PYTORCH_DEVICE = {
 }
 
 
+_NVIDIA_PYTORCH_EXTRA = {
+  'planner': (
+    'table_placement',
+    f'{_NV} dlrm/utils/distributed.py get_device_mapping: every table '
+    'whole on one GPU, all in HBM',
+  ),
+}
+
+
 _NVIDIA_PYTORCH_RUNS_ON = {
   'trainers': (
     ('accelerator',),
@@ -346,6 +383,7 @@ def nvidia_pytorch() -> Stack:
     _NVIDIA_PYTORCH_HOST,
     _NVIDIA_PYTORCH_DEVICE,
     _NVIDIA_PYTORCH_RUNS_ON,
+    _NVIDIA_PYTORCH_EXTRA,
   )
 
 
@@ -414,6 +452,14 @@ _HUGECTR_RUNS_ON = {
 
 
 _HUGECTR_EXTRA = {
+  'planner': (
+    'auto',
+    f'{_HCTR_V30}: the embedding collection with sharding plan hier_auto '
+    '(calibration_cases.json C11, C14 model_note): tables balanced over '
+    'the GPUs, the auto plan; HybridSparseEmbedding is "restricted to '
+    'MLPerf use" (HugeCTR docs hugectr_layer_book HybridEmbeddingParam) '
+    'and MLPerf moved to multi-hot DCNv2 in v3.0',
+  ),
   'alltoall': (
     'hierarchical',
     f'{_HUGECTR}: communication type IB_NVLink_Hierarchical '
@@ -499,6 +545,12 @@ _TORCHREC_RUNS_ON = {
   'vendors': (('nvidia', 'amd'), _FBGEMM_ROCM),
 }
 _TORCHREC_EXTRA = {
+  'planner': (
+    'auto',
+    'pytorch/torchrec torchrec/distributed/planner/planners.py '
+    'EmbeddingShardingPlanner: the cheapest feasible sharding per table '
+    'by its cost estimates; the auto plan stands for it',
+  ),
   'sample_host_time': _prior('torchrec_sample_host_time'),
   'train_pipeline': ('sparse_dist', _TREC_PIPELINE),
   'kjt_copies': (20, _TREC_KJT),
@@ -529,12 +581,15 @@ def torchrec() -> Stack:
 
 # ipex_cpu: field -> (value, source or None), by concept.
 _IPEX_CPU_CHOICES = {
-  'graph_scope': ('none', f'{_INTEL}: PyTorch 1.5 eager with IPEX 0.2'),
-  'mlp_fusion': ('none', f'{_FB_DLRM}: nn.Linear and nn.ReLU'),
+  'graph_scope': ('none', f'{_IPEX_V21}: eager PyTorch with IPEX'),
+  'mlp_fusion': (
+    'epilogue',
+    f'{_IPEX_V21}: fused MLP (GEMM with bias and ReLU)',
+  ),
   'fused_interaction': (False, f'{_FB_DLRM}: bmm and tril indices'),
   'embedding_kernel': (
-    'per_table',
-    f'{_FB_DLRM}: nn.EmbeddingBag per table, sparse gradients',
+    'fused',
+    f'{_IPEX_V21}: IPEX merged embedding, one kernel for all tables',
   ),
   'per_table_kernels': (27, _PYPROF + ' (the same PyTorch operators on CPU)'),
   'payload_precision': ('dense', f'{_INTEL}: --bf16'),
@@ -545,7 +600,11 @@ _IPEX_CPU_CHOICES = {
   'allreduce_bucket_bytes': (25e6, _DDP_BUCKET),
   'bottom_mlp': ('data_parallel', None),
   'fused_dense_optimizer': (False, None),
-  'update_path': ('sparse_grad', None),
+  'update_path': (
+    'fused',
+    f'{_IPEX_V21}: "hybrid-gradient embedding", the SGD update fused '
+    "into the merged embedding's backward",
+  ),
   'pooled_cast': (True, None),
   'id_bytes': (8, None),
   'uvm_caching': (False, None),
@@ -581,6 +640,11 @@ _IPEX_CPU_RUNS_ON = {
 
 
 _IPEX_CPU_EXTRA = {
+  'planner': (
+    'intel',
+    f'{_INTEL}: 4 ranks; large tables model-parallel (4 per rank), small '
+    'tables data-parallel',
+  ),
   'collective_library': (
     'oneccl',
     f'{_INTEL}: --dist-backend=ccl (torch-ccl over oneCCL '
@@ -690,6 +754,58 @@ def jax_xla() -> Stack:
 PRESETS = {
   f.__name__: f for f in (torchrec, nvidia_pytorch, hugectr, ipex_cpu, jax_xla)
 }
+
+# The releases of each preset by year: year -> field -> (value, source),
+# the fields where that release differs from the newest (the preset of the
+# bare name). A field whose change is known from one published case only
+# says so. `get('NAME@YEAR')` builds one.
+VERSIONS = {
+  'nvidia_pytorch': {
+    2020: {
+      'graph_scope': (
+        'none',
+        f'{_NV_2020}: before PyTorch 1.10 brought CUDA graphs every '
+        'operator launched eagerly (seen in C4 and C5)',
+      ),
+    },
+    2021: {},
+  },
+  'hugectr': {
+    2021: {
+      'planner': (
+        'hybrid',
+        f'{_HCTR_V31}: HybridSparseEmbedding, communication type '
+        'IB_NVLink_Hierarchical (frequent rows data-parallel, infrequent '
+        'model-parallel; calibration_cases.json C10 model_note)',
+      ),
+    },
+    2022: {
+      'planner': (
+        'hybrid',
+        f'{_HCTR_V21}: HybridSparseEmbedding (calibration_cases.json C12 '
+        'model_note)',
+      ),
+    },
+    2023: {},
+    2024: {},
+  },
+  'ipex_cpu': {
+    2020: {
+      'embedding_kernel': (
+        'per_table',
+        f'{_INTEL}: PyTorch 1.5 + IPEX 0.2 on the facebookresearch/dlrm '
+        'model, one nn.EmbeddingBag per table',
+      ),
+      'update_path': (
+        'sparse_grad',
+        f'{_INTEL}: sparse gradients of nn.EmbeddingBag(sparse=True), then SGD',
+      ),
+      'mlp_fusion': ('none', f'{_INTEL}: nn.Linear and nn.ReLU'),
+    },
+    2022: {},
+  },
+  'torchrec': {2022: {}},
+}
 DEFAULT = 'torchrec'
 # The stack a platform gets when none is named: its trainer's (issue 21).
 DEFAULT_FOR_TRAINER = {'accelerator': 'torchrec', 'cpu': 'ipex_cpu'}
@@ -758,7 +874,7 @@ def fitted_values() -> dict:
 def with_fit(s: Stack, fit: dict) -> Stack:
   """`s` with the fitted fields of `fit` (a stack_fit.json dict) applied,
   each field's source replaced by the fit's provenance."""
-  entry = fit.get('stacks', {}).get(s.name, {})
+  entry = fit.get('stacks', {}).get(family(s.name), {})
   if not entry:
     return s
   values = {k: float(v['value']) for k, v in entry.items()}
@@ -768,14 +884,54 @@ def with_fit(s: Stack, fit: dict) -> Stack:
   return replace(s, **values, sources=tuple(sources.items()))
 
 
-def get(name: str, fitted: bool = True) -> Stack:
-  """The stack preset called `name`, with the shipped fit applied unless
-  `fitted` is False (the priors)."""
-  if name not in PRESETS:
+def family(name: str) -> str:
+  """The preset a stack name belongs to: `hugectr` of `hugectr@2021`."""
+  return name.split('@', 1)[0]
+
+
+def version_names() -> tuple[str, ...]:
+  """Every `NAME@YEAR` preset, by name and year."""
+  return tuple(
+    f'{name}@{year}' for name, years in VERSIONS.items() for year in years
+  )
+
+
+def _version(name: str) -> Stack:
+  """The preset `NAME@YEAR`: the newest preset `NAME` with the fields its
+  release of that year had (`VERSIONS`), each with its source."""
+  base, _, year = name.partition('@')
+  years = VERSIONS.get(base)
+  if base not in PRESETS or years is None or not year.isdigit():
     raise InputError(
-      f'unknown stack preset {name!r}; valid choices: ' + ', '.join(PRESETS)
+      f'unknown stack preset {name!r}; valid choices: '
+      + ', '.join((*PRESETS, *version_names()))
     )
-  s = PRESETS[name]()
+  if int(year) not in years:
+    raise InputError(
+      f'no {base} release of {year} is described; valid years: '
+      + ', '.join(str(y) for y in years)
+    )
+  changes = years[int(year)]
+  sources = dict(PRESETS[base]().sources)
+  sources.update({k: f'{name}: {src}' for k, (_, src) in changes.items()})
+  values = {k: v for k, (v, _) in changes.items()}
+  s = replace(PRESETS[base](), **values)
+  return replace(s, name=name, sources=tuple(sorted(sources.items())))
+
+
+def get(name: str, fitted: bool = True) -> Stack:
+  """The stack preset called `name` (`NAME`, its newest release, or
+  `NAME@YEAR`, `VERSIONS`), with the shipped fit applied unless `fitted`
+  is False (the priors)."""
+  if '@' in name:
+    s = _version(name)
+  elif name in PRESETS:
+    s = PRESETS[name]()
+  else:
+    raise InputError(
+      f'unknown stack preset {name!r}; valid choices: '
+      + ', '.join((*PRESETS, *version_names()))
+    )
   if fitted:
     s = with_fit(s, fitted_values())
   return validate(s)

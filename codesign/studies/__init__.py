@@ -25,7 +25,7 @@ table and plots print), so that result.json stays reproducible.
   growth             design for the model grown x2-x8, regrets per factor
   search_quality     gradient search against random, CMA-ES, exhaustive
   zion_decision      the Zion paper's decision: 2019's parts and today's
-  calibration        the model against this device's train steps and C1-C17
+  calibration        the model against this device's train steps and C1-C19
   benchmark          how fast the cost model evaluates
   shared             what they share: loading, checks, names, reasons
   training_time      scale_out's efficiency reference and time to train

@@ -21,7 +21,7 @@ CPU-specific):
    MLP widths and interaction, against the cost model's step time on a
    one-device platform built from the profile. VALIDATION DATA: none of
    these steps is used in the fit.
-5. `public_cases`: the published DLRM training throughputs C1-C17
+5. `public_cases`: the published DLRM training throughputs C1-C19
    (`calibration_cases.json`: NVIDIA PyTorch, HugeCTR, TorchRec, Intel
    CPU) against the cost model with the stack each case names. The few
    physical numbers the cases share (`public_cases.FIT_PARAMETERS`: host
@@ -71,7 +71,7 @@ class Settings:
     device_profile: path of a measured device profile JSON to use instead
       of measuring one (no microbenchmarks, no fit); None: measure.
     fit_steps: Adam steps of the profile fit.
-    public: fit and judge the public cases C1-C17 (False: the local
+    public: fit and judge the public cases C1-C19 (False: the local
       device alone; no public figures and no stack fit).
     seed: seed of parameters, data and benchmarks.
 
@@ -284,7 +284,7 @@ def _public_case(c, fold: dict) -> dict:
 
 
 def public_cases():
-  """The published cases C1-C17, each predicted out of sample: with the
+  """The published cases C1-C19, each predicted out of sample: with the
   stack and GPU numbers fitted on the OTHER cases only (leave-one-case-
   out, `codesign.calibration.public_cases`), and with the priors beside it.
   Returns (cases, per-parameter fit report, stack_fit.json dict).
@@ -340,7 +340,7 @@ PROTOCOL = {
   'configurations absent from the fit',
   'timing': 'wall clock; microbenchmarks and validation steps sampled '
   'in turn in the same rounds, each keeping its fastest sample',
-  'public_cases': 'published DLRM training throughputs C1-C17 (NVIDIA '
+  'public_cases': 'published DLRM training throughputs C1-C19 (NVIDIA '
   'PyTorch, HugeCTR, TorchRec, Intel CPU) against the catalog parts '
   'and the stack each case names; the few physical numbers in '
   'codesign.public_cases.FIT_PARAMETERS are fitted with Adam through '
@@ -408,7 +408,7 @@ def run(
   public, public_fit, stack_fit = [], None, None
   if settings.public:
     progress(
-      'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out)'
+      'public cases C1-C19 (stack and GPU numbers fitted leave-one-case-out)'
       ' ...'
     )
     public, public_fit, stack_fit = public_cases()
@@ -568,7 +568,7 @@ def _local_lines(result: dict) -> list[str]:
 def _public_lines(result: dict) -> list[str]:
   """The public cases and the fitted parameters."""
   lines = [
-    'public cases C1-C17 (stack and GPU numbers fitted leave-one-case-out):'
+    'public cases C1-C19 (stack and GPU numbers fitted leave-one-case-out):'
   ]
   for c in result['public_cases']:
     lines.append(

@@ -611,7 +611,7 @@ def calibration(path, local: list[dict], public: list[dict]) -> pathlib.Path:
   allv = []
   for cases, marker, label in (
     (local, 'o', 'local device (validation configs)'),
-    (public, 's', 'public cases C1-C17, leave-one-case-out fit'),
+    (public, 's', 'public cases C1-C19, leave-one-case-out fit'),
   ):
     if not cases:
       continue

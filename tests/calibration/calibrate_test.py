@@ -338,11 +338,11 @@ def test_calibrate_smoke_writes_every_file(tmp_path):
   out = _run('--smoke', f'--device_profile={LOCAL}', f'--workdir={workdir}')
   assert out.returncode == 0, out.stderr[-2000:]
   # Tables on stdout, progress on stderr.
-  assert 'public cases C1-C17' in out.stdout and 'public cases' in out.stderr
+  assert 'public cases C1-C19' in out.stdout and 'public cases' in out.stderr
   r = json.loads((workdir / 'result.json').read_text())
   assert len(r['local_cases']) == 2 and 'stack_fit' not in r
-  # The public cases C1-C17, each judged out of sample.
-  assert len(r['public_cases']) == 21
+  # The public cases C1-C19, each judged out of sample.
+  assert len(r['public_cases']) == 23
   for c in r['local_cases'] + r['public_cases']:
     assert c['measured'] > 0 and c['predicted'] > 0
     assert c['rel_error'] == pytest.approx(c['predicted'] / c['measured'] - 1)

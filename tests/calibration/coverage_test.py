@@ -13,7 +13,8 @@ from codesign.spec import platform_presets
 def _part(key) -> str:
   p = platform_presets.get(key.platform)
   if p.trainer == 'cpu':
-    return public_cases.CASE_CPU.get(key.case_id, (p.cpu.name,))[0]
+    named = public_cases.CASES[key.case_id].cpu
+    return named[0] if named else p.cpu.name
   return p.accelerator.name
 
 

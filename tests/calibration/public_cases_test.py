@@ -1,4 +1,4 @@
-"""The published cases C1-C9 and the leave-one-case-out protocol that
+"""The published cases C1-C19 and the leave-one-case-out protocol that
 judges the fitted stack and GPU numbers against them."""
 
 import dataclasses
@@ -14,24 +14,8 @@ NAMES = [
   'C1_amp', 'C1_tf32', 'C2_amp', 'C2_fp32', 'C3_amp', 'C3_fp32',
   'C4_amp', 'C4_fp32', 'C5_amp', 'C6_amp', 'C7_bf16', 'C8_amp', 'C9_fp32',
   'C10_amp', 'C11_amp', 'C12_amp', 'C13_amp', 'C14_amp', 'C15_bf16',
-  'C16_fp32', 'C17_fp32',
+  'C16_fp32', 'C17_fp32', 'C18_bf16', 'C19_amp',
 ]  # fmt: skip
-STACKS = {
-  'C1': 'nvidia_pytorch',
-  'C5': 'nvidia_pytorch',
-  'C6': 'hugectr',
-  'C7': 'ipex_cpu',
-  'C8': 'hugectr',
-  'C9': 'torchrec',
-  'C10': 'hugectr',
-  'C11': 'hugectr',
-  'C12': 'hugectr',
-  'C13': 'hugectr',
-  'C14': 'hugectr',
-  'C15': 'ipex_cpu',
-  'C16': 'torchrec',
-  'C17': 'torchrec',
-}
 
 
 @pytest.fixture(scope='module')
@@ -39,46 +23,86 @@ def cases():
   return pc.load()
 
 
+def test_every_case_is_built_from_names_alone(cases):
+  """A case is its stack release, platform preset, devices, nodes and the
+  hardware facts its description states: the stack is the preset of
+  that name, the plan is the one `planner.make` makes for that stack
+  with no sharding, and the module holds no other table by case id (no
+  stack changes, plans, precisions or pooling per case)."""
+  from codesign.model import planner
+  from codesign.spec import stack_presets
+
+  ids = set(pc.CASES)
+  per_case = [
+    name
+    for name, value in vars(pc).items()
+    if isinstance(value, dict) and ids & set(value) and name != 'CASES'
+  ]
+  assert per_case == []
+  assert not [n for n in vars(pc) if n.startswith('CASE_')]
+  assert set(pc.CaseSystem._fields) == {
+    'stack',
+    'platform',
+    'devices',
+    'nodes',
+    'cpu',
+    'nic',
+    'why',
+  }
+  for c in cases:
+    named = pc.CASES[c.case_id]
+    assert '@' in named.stack, c.case_id
+    want = stack_presets.get(named.stack, fitted=False)
+    assert c.stack == want, c.name
+    plan = planner.make(c.workload, c.platform, c.stack)
+    assert plan.sharding == c.plan.sharding, c.name
+    np.testing.assert_allclose(
+      np.asarray(plan.hbm_fraction), np.asarray(c.plan.hbm_fraction)
+    )
+    assert bool(pc.predict(c).feasible), c.name
+
+
 def test_every_case_with_its_stack_plan_and_machine(cases):
   assert [c.name for c in cases] == NAMES
-  for c in cases:
-    assert c.stack.name == STACKS.get(c.case_id, 'nvidia_pytorch')
-    assert bool(pc.predict(c).feasible), c.name
-    if pc.CASE_PLANS[c.case_id] == 'nvidia':  # whole tables, all in HBM
-      assert set(c.plan.sharding) == {'table_wise'}
-      np.testing.assert_array_equal(np.asarray(c.plan.hbm_fraction), 1.0)
   by = {c.case_id: c for c in cases}
   assert float(by['C2'].platform.accelerators_per_node) == 8.0
   assert float(by['C7'].platform.sockets_per_node) == 4.0
   assert by['C7'].platform.trainer == 'cpu'
+  # Intel's split: 4 large tables a rank model-parallel.
   assert by['C7'].plan.sharding.count('table_wise') == 16
   assert by['C7'].plan.sharding.count('data_parallel') == 10
-  # The April-2020 software of C4 and the eager 20.06 of C5.
-  assert by['C4'].stack.graph_scope == 'none'
-  assert by['C4'].stack.embedding_kernel == 'per_table'
+  # NVIDIA's placement: whole tables, all in HBM.
+  for k in ('C1', 'C2', 'C5'):
+    assert set(by[k].plan.sharding) == {'table_wise'}
+    np.testing.assert_array_equal(np.asarray(by[k].plan.hbm_fraction), 1.0)
+  # The 2020 releases ran eagerly; 2021's captured the step in a graph.
+  assert by['C4'].stack.name == 'nvidia_pytorch@2020'
   assert by['C5'].stack.graph_scope == 'none'
   assert by['C1'].stack.graph_scope == 'forward_backward'
   # The multi-node cases on their node counts and networks.
-  assert {k: float(by[k].platform.nodes) for k in ('C10', 'C11', 'C14')} == {
-    'C10': 8.0,
-    'C11': 8.0,
-    'C14': 2.0,
-  }
+  nodes = {'C10': 8.0, 'C11': 8.0, 'C14': 2.0, 'C18': 4.0, 'C19': 4.0}
+  assert {k: float(by[k].platform.nodes) for k in nodes} == nodes
   assert by['C11'].platform.nic.in_network_reduction
   assert not by['C14'].platform.nic.in_network_reduction
   assert by['C10'].stack.alltoall == 'hierarchical'
-  # C10's hybrid embedding: the 9 tables of at most 1,120 rows (71,680
-  # samples over 64 GPUs look each row up at least 64 times) replicated.
+  # HugeCTR's hybrid embedding on one-hot tables (C10: the 9 tables of
+  # at most 1,120 rows, which 71,680 samples over 64 GPUs look up at
+  # least 64 times each, replicated); its multi-hot DCNv2 cases on the
+  # embedding collection's balanced plan, none replicated.
   small = [i for i, t in enumerate(by['C10'].workload.tables) if t.rows <= 1120]
   assert len(small) == 9
   assert [
     i for i, x in enumerate(by['C10'].plan.sharding) if x == 'data_parallel'
   ] == small
-  # C15 on two Sapphire Rapids sockets with IPEX's merged embedding; C17
-  # one-hot with row-wise Adagrad.
-  assert 'Sapphire' in by['C15'].platform.cpu.name
-  assert by['C15'].stack.embedding_kernel == 'fused'
-  assert {t.pooling for t in by['C17'].workload.tables} == {1.0}
+  for k in ('C8', 'C11', 'C13', 'C14'):
+    assert 'data_parallel' not in by[k].plan.sharding, k
+  # C15 and C18 on Sapphire Rapids with IPEX's 2022 merged embedding; C7
+  # with 2020's table per kernel.
+  for k in ('C15', 'C18'):
+    assert 'Sapphire' in by[k].platform.cpu.name
+    assert by[k].stack.embedding_kernel == 'fused'
+    assert by[k].stack.update_path == 'fused'
+  assert by['C7'].stack.embedding_kernel == 'per_table'
   assert by['C17'].workload.optimizer == 'rowwise_adagrad'
   # Priors, not a shipped fit: every fit starts from the same numbers.
   for c in cases:
@@ -116,7 +140,7 @@ def test_shipped_values_are_the_presets_numbers(cases):
   assert set(values) == {p.name for p in pc.FIT_PARAMETERS}
   c11 = next(c for c in cases if c.case_id == 'C11')
   p, s = pc.apply_values(c11, values)
-  preset_stack = stack_presets.get('hugectr')
+  preset_stack = stack_presets.get(c11.stack.name)
   # The same numbers; the provenance texts differ (prior vs fitted).
   assert dataclasses.replace(s, sources=preset_stack.sources) == preset_stack
   preset = inputs.load_platform('dgx_h100').accelerator
@@ -139,8 +163,7 @@ def test_every_case_uses_the_settings_it_states(cases):
     prec = c.name.split('_', 1)[1]
     assert c.workload.global_batch == int(case['global_batch']), c.name
     assert c.workload.dense_precision == pc.PRECISIONS[prec], c.name
-    want = pc.CASE_TABLE_PRECISION.get(c.case_id, ('fp32',))[0]
-    assert {t.precision for t in c.workload.tables} == {want}, c.name
+    assert {t.precision for t in c.workload.tables} == {'fp32'}, c.name
   # TorchRec's case trained with TrainPipelineSparseDist, as the preset.
   by = {c.case_id: c for c in cases}
   assert by['C9'].stack.train_pipeline == 'sparse_dist'

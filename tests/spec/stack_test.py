@@ -101,3 +101,46 @@ def test_collective_library_per_stack():
     stack_presets.get('ipex_cpu'), collective_library='mpi'
   )
   assert any('collective_library' in e for e in stack_lib.problems(bad))
+
+
+def test_a_release_by_year_differs_from_the_newest_where_it_did():
+  """`NAME@YEAR` is the preset as its software stood that year: each
+  field it changes cites its source; the bare name is the newest."""
+  old, new = stack_presets.get('ipex_cpu@2020'), stack_presets.get('ipex_cpu')
+  assert (old.embedding_kernel, new.embedding_kernel) == ('per_table', 'fused')
+  assert (old.update_path, new.update_path) == ('sparse_grad', 'fused')
+  assert (old.mlp_fusion, new.mlp_fusion) == ('none', 'epilogue')
+  assert old.name == 'ipex_cpu@2020' and new.name == 'ipex_cpu'
+  assert 'training_results_v0.7' in dict(old.sources)['embedding_kernel']
+  nv_old, nv_new = (
+    stack_presets.get(n) for n in ('nvidia_pytorch@2020', 'nvidia_pytorch')
+  )
+  assert nv_old.graph_scope == 'none'
+  assert nv_new.graph_scope == 'forward_backward'
+  h21, h = stack_presets.get('hugectr@2021'), stack_presets.get('hugectr')
+  assert (h21.planner, h.planner) == ('hybrid', 'auto')
+  assert 'IB_NVLink_Hierarchical' in dict(h21.sources)['planner']
+  for name in stack_presets.version_names():
+    s = stack_presets.get(name)
+    base = stack_presets.get(stack_presets.family(name))
+    changed = [
+      k
+      for k in stack_lib.leaf_paths(s) + list(stack_presets.CHOICE_FIELDS)
+      if getattr(s, k) != getattr(base, k)
+    ]
+    for k in changed:
+      assert dict(s.sources)[k].startswith(name), (name, k)
+
+
+@pytest.mark.parametrize(
+  'name, words',
+  [
+    ('hugectr@2019', 'no hugectr release of 2019 is described'),
+    ('hugectr@x', "unknown stack preset 'hugectr@x'"),
+    ('jax_xla@2022', "unknown stack preset 'jax_xla@2022'"),
+  ],
+)
+def test_an_unknown_release_is_one_sentence(name, words):
+  with pytest.raises(InputError) as e:
+    stack_presets.get(name)
+  assert words in str(e.value)
