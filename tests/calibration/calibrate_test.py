@@ -14,10 +14,9 @@ import pytest
 
 from codesign.calibration import device_profile, microbenchmarks, profile_fit
 from codesign.core.errors import InputError
-from codesign.spec import stack_presets
 from codesign.core.pytree import replace
 from codesign.model import cost_model
-from codesign.spec import catalog, hardware, platform_presets
+from codesign.spec import catalog, hardware, platform_presets, stack_presets
 from codesign.studies import calibration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
