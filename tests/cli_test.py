@@ -261,7 +261,7 @@ BAD_FLAGS = {
   'no_part_by_year': ('propose', ['--available_by=2010'], ['by 2010']),
   'every_part_excluded': (
     'propose',
-    ['--exclude_parts=V100,A100,MI,H,B200,GB200,GH200'],
+    ['--exclude_parts=V100,A100,MI,H,B200,GB200,GH200,L40S'],
     ['leave no accelerator'],
   ),
   'wrong_override_section': (

@@ -838,7 +838,7 @@ FITTED_RANK_BATCH = {
   'torchrec': (256, 'C16: 2,048 samples on 8 A100 (p4d)'),
   'hugectr': (1120, 'C10: 71,680 samples on 64 A100 (8 DGX A100)'),
   'nvidia_pytorch': (6912, 'C5: 55,296 samples on 8 A100 (DGX A100)'),
-  'ipex_cpu': (8192, 'C7: 32,768 samples on 4 Cooper Lake sockets'),
+  'ipex_cpu': (4096, 'C18: 32,768 samples on 8 Sapphire Rapids sockets'),
 }
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from codesign.calibration import public_cases
 from codesign.core.errors import InputError
 from codesign.model import cost_model, planner, report
-from codesign.spec import hardware
+from codesign.spec import hardware, stack_presets
 from codesign.spec import plan as plan_lib
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
@@ -362,17 +362,18 @@ def matching_cases(
 ) -> list[public_cases.CaseKey]:
   """The public cases (`calibration_cases.json`) measured on what is
   scaled: a case matches when it ran the platform preset of the same name
-  (`public_cases.PLATFORMS`; so `dgx_h100`, not every H100 system), every
-  accelerator of its nodes, the workload preset of the same name and the
-  stack preset of the same name. Its batch, precision, plan and the
-  changes its notes name (SHARP on C11) stay the case's own."""
+  (`public_cases.CASES`; so `dgx_h100`, not every H100 system), every
+  accelerator of its nodes, the workload preset of the same name and a
+  release of the same stack (`stack_presets.family`). Its batch,
+  precision, release and plan stay the case's own."""
+  family = stack_presets.family(stack.name)
   return [
     k
     for k in public_cases.case_keys()
     if k.platform == platform.name
     and k.devices == round(float(platform.accelerators_per_node))
     and k.workload == workload.name
-    and k.stack == stack.name
+    and stack_presets.family(k.stack) == family
   ]
 
 

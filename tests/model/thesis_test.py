@@ -18,11 +18,12 @@ from codesign.model import cost_model, planner
 from codesign.spec import hardware, platform_presets, stack_presets
 from codesign.spec import workload_presets as presets
 
-# A well-tuned stack on each: NVIDIA's DLRM on the GPUs, Intel's trainer
-# on the CPUs. (TorchRec's millisecond host floor would make batch 8192
-# on 8 GPUs a test of the host, not of the hardware.)
-GPU_STACK = stack_presets.get('nvidia_pytorch')
-CPU_STACK = stack_presets.get('ipex_cpu')
+# A well-tuned stack on each, as of the paper's time (the earliest
+# releases, 2020): NVIDIA's DLRM on the GPUs, Intel's trainer on the CPUs.
+# (TorchRec's millisecond host floor would make batch 8192 on 8 GPUs a
+# test of the host, not of the hardware.)
+GPU_STACK = stack_presets.get('nvidia_pytorch@2020')
+CPU_STACK = stack_presets.get('ipex_cpu@2020')
 
 
 def evaluate(workload, platform, placement='auto'):

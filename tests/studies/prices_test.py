@@ -53,6 +53,7 @@ def test_a_set_price_moves_capex_by_the_known_amount_everywhere():
     2,
     0,
     0,
+    0,  # 1:1
   ]
   assert ds.describe_index(space, index)['accelerators_per_node'] == 8
   before = _capex(ds.build(space, index))

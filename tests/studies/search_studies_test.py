@@ -51,6 +51,7 @@ def _index(space, design: dict) -> np.ndarray:
     design['ddr_per_channel_gb'] * ds.GB,
     design['nic_count'],
     design['nic_bandwidth_gbit_per_s'] * 1e9 / 8,
+    design['oversubscription'],
   )
   for grid, v in zip(space.grids, values, strict=True):
     index.append(int(np.argmin(np.abs(np.asarray(grid) - v))))
@@ -490,8 +491,8 @@ def test_why_not_names_memory_and_power():
   assert shared.why_not(fig, rack_w=10e3).startswith(
     "one node (or scale-up domain) draws 12.5 kW, over a rack's 10 kW"
   )
-  # The limit, HBM, DDR, the rack, then the traced buildability rows.
-  g = np.full(4 + len(buildability.TRACED), -1.0)
+  # The limit, HBM, DDR, rack power and space, then the buildability rows.
+  g = np.full(5 + len(buildability.TRACED), -1.0)
   g[0], g[2] = 0.5, 0.2
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0) == (
     'over the capex budget by $50; tables do not fit in DDR'
@@ -500,7 +501,7 @@ def test_why_not_names_memory_and_power():
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0).endswith(
     "one node over a rack's power"
   )
-  g[4 + buildability.TRACED.index('pcie_lanes')] = 0.5  # beyond switches
+  g[5 + buildability.TRACED.index('pcie_lanes')] = 0.5  # beyond switches
   assert shared.why_not_rows(g, 'capex', 100.0, 150.0, 0.0).endswith(
     "not buildable: beyond the sockets' PCIe lanes with one level of switches"
   )

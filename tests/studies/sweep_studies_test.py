@@ -221,7 +221,7 @@ def test_scale_out_public_cases_match_by_preset_names():
   assert ids(dcnv2, 'dgx_h100', 'hugectr') == ['C8', 'C11']
   assert ids(dcnv2, 'dgx_h200', 'hugectr') == ['C13', 'C14']
   assert ids('mlperf_dlrm_v1', 'dgx_a100_80gb', 'hugectr') == ['C6', 'C10']
-  assert ids('mlperf_dlrm_v1', 'dgx_h100', 'hugectr') == ['C12']
+  assert ids('mlperf_dlrm_v1', 'dgx_h100', 'hugectr') == ['C12', 'C19']
   assert ids(dcnv2, 'dgx_h100', 'torchrec') == []
   # C1 ran one GPU of a DGX A100: not a whole node.
   assert ids('nv_dlrm_small', 'dgx_a100_80gb', 'nvidia_pytorch') == []
