@@ -953,16 +953,15 @@ def buildable(problem: Problem, index, plan_z):
   """The concrete (platform, plan) of a buildable design, numpy leaves."""
   space = problem.space
   p = ds.build(space, index)
-  _, plan, aux = ds.decode_index(
-    space,
-    problem.workload,
-    problem.stack,
-    jnp.asarray(index),
-    jnp.asarray(plan_z),
+  # Only the auto plan's HBM fit reads the platform: elsewhere the plan is
+  # its coordinates, and tracing the platform op by op costs 30-100 ms.
+  traced = None
+  if space.plan_mode == 'auto':
+    traced, _ = ds.platform_index(space, jnp.asarray(index))
+  plan, weights = plan_space.decode(
+    space, problem.workload, problem.stack, traced, jnp.asarray(plan_z)
   )
-  return p, _settled(
-    problem, plan_space.concrete(plan, aux['sharding_weights'])
-  )
+  return p, _settled(problem, plan_space.concrete(plan, weights))
 
 
 def _settled(problem: Problem, plan):
