@@ -1160,7 +1160,7 @@ def _search_section(request: _Request, found) -> dict:
     'to 2^H neighbouring roundings of the best starts, plan polish',
     'starts': config.starts,
     'steps': config.steps,
-    'snap_top': config.snap_top,
+    'snap_top': gradient.snap_top_of(config, space),
     'evaluations': res.evaluations,
     # Snapped designs the concrete buildability check rejected, per rule.
     'rejected_unbuildable': dict(sorted(res.rejected.items())),

@@ -388,7 +388,7 @@ def _search_section(settings, config) -> dict:
   return {
     'starts': config.starts,
     'steps': config.steps,
-    'snap_top': config.snap_top,
+    'snap_top': config.snap_top or dict(gradient.SNAP_TOP),
     'cma_es_population': settings.population,
     'seed': settings.seed,
     'spaces': [s for s in SPACES if s in settings.spaces],
