@@ -3,7 +3,6 @@ racks)."""
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from codesign.core.smooth import smooth_max
 from codesign.model.terms.embedding import Lookups
@@ -292,10 +291,6 @@ def system_class(p: Platform) -> str:
   return 'board'
 
 
-def _is_concrete(*xs) -> bool:
-  return all(isinstance(x, (int, float)) for x in xs)
-
-
 def node_rack_units(p: Platform):
   """Rack units of one node (`facility.node_rack_units` of its system
   class by accelerators, a CPU trainer's by sockets), interpolated in
@@ -304,8 +299,6 @@ def node_rack_units(p: Platform):
   system = system_class(p)
   counts, units = facility.node_rack_units(system)
   x = p.sockets_per_node if system == 'cpu' else p.accelerators_per_node
-  if _is_concrete(x):
-    return float(np.interp(np.log2(max(x, 1.0)), np.log2(counts), units))
   logc = jnp.log2(jnp.asarray(counts))
   return jnp.interp(jnp.log2(jnp.maximum(x, 1.0)), logc, jnp.asarray(units))
 
@@ -317,10 +310,7 @@ def rack_unit_space(p: Platform):
   one host and two). Traced or concrete."""
   hosts = domain_hosts(p)
   trays = facility.domain_switch_rack_units()
-  if _is_concrete(hosts):
-    several = min(max(hosts - 1.0, 0.0), 1.0)
-  else:
-    several = jnp.clip(hosts - 1.0, 0.0, 1.0)
+  several = jnp.clip(hosts - 1.0, 0.0, 1.0)
   return node_rack_units(p) * hosts + trays * several
 
 
