@@ -467,20 +467,16 @@ def _built_nic(w, cpu_trainer, gen, cpu_name, domains, oversub):
     gen,
     catalog.host_vendor(cpu_name),
   )
+  # The last source given for a field wins (`pytree.canonical_sources`).
+  searched = (
+    'oversubscription',
+    'design_space OVERSUBSCRIPTIONS: the leaves searched',
+  )
   return replace(
     nic,
     oversubscription=float(bd.leaf_oversubscription(domains, oversub)),
-    sources=_with_source(
-      nic.sources,
-      'oversubscription',
-      'design_space OVERSUBSCRIPTIONS: the leaves searched',
-    ),
+    sources=nic.sources + (searched,),
   )
-
-
-def _with_source(sources, key: str, text: str) -> tuple:
-  """`sources` (field, source) pairs with `key`'s set to `text`."""
-  return tuple((k, v) for k, v in sources if k != key) + ((key, text),)
 
 
 def _slot_generation(space: DesignSpace, acc_name: str, cpu_name: str) -> int:
