@@ -276,7 +276,8 @@ class PublicCase:
     platform: the catalog platform (GPU cases: the shipped default
       profile of the GPU applied), Python floats.
     workload: the case's workload at its batch and precision.
-    plan: the plan the case's software makes (`CASE_PLANS`).
+    plan: the plan the case's software makes (`planner.make` with no
+      sharding: `Stack.planner`).
     stack: the preset the case names with the case's changes, at its
       priors (fits replace the fitted fields).
     measured: published step time, seconds (global batch / records/s).
