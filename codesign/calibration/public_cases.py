@@ -278,8 +278,8 @@ class PublicCase:
     workload: the case's workload at its batch and precision.
     plan: the plan the case's software makes (`planner.make` with no
       sharding: `Stack.planner`).
-    stack: the preset the case names with the case's changes, at its
-      priors (fits replace the fitted fields).
+    stack: the release the case names (`NAME@YEAR`), at its priors
+      (fits replace the fitted fields).
     measured: published step time, seconds (global batch / records/s).
     notes: what was assumed for this case, with sources.
   """
