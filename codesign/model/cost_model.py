@@ -215,6 +215,7 @@ def evaluate(
   sharding_weights=None,
   skew=None,
   nvls_share=None,
+  structure=None,
 ) -> CostReport:
   """Cost of one training step. Pure; jit/vmap/grad are the caller's.
 
@@ -243,6 +244,10 @@ def evaluate(
       accelerators' switch reduces (NVLink SHARP): a search's relaxed
       mixture of parts whose fabric flag (`Fabric.in_switch_reduction`,
       static) says some do (`terms.fabric`); 1 is the flag as it is.
+    structure: None, or the platform's wiring (topology, in-switch
+      reduction, host link, NIC attachment) as numbers, read in place of
+      its static fields (`terms.structure`: `evaluate_design` passes
+      them, so that one program costs every accelerator platform).
 
   Returns:
     A `CostReport` of scalars (SI units).
@@ -256,6 +261,7 @@ def evaluate(
     sharding_weights,
     skew,
     nvls_share,
+    structure,
   )
   dense, emb, comms = _dense(c), _embedding(c), _collectives(c)
   host = _host(c)
@@ -282,11 +288,19 @@ def evaluate_design(
   (`terms.table_arrays_mixed`, the same numbers), so that the planner's
   candidates share it (`planner.feasible_and_step_time`); and the
   popularity skew is an argument (`evaluate`'s `skew`), so that another
-  skew of the workload (`studies.robustness`) is no new program. One
-  program per workload (up to its skew), column shards, communication
+  skew of the workload (`studies.robustness`) is no new program; and an
+  accelerator platform's wiring (topology, in-switch reduction, host
+  link, NIC attachment) is an argument too (`terms.structure`), so that
+  an SXM board, a superchip and a PCIe server share it. One program per
+  workload (up to its skew), trainer, column shards, communication
   precision, data-parallel tables and uniform traffic or not."""
   w = workload
   uniform = float(w.popularity_skew) == 1.0
+  p = hardware.unlabelled(platform)
+  wiring = None
+  if p.trainer != 'cpu':
+    wiring = ct.structure.of(p)
+    p = ct.structure.canonical(p)
   fn = _design_jit(
     w if uniform else dataclasses.replace(w, popularity_skew=_SHARED_SKEW),
     plan.column_shards,
@@ -295,12 +309,13 @@ def evaluate_design(
     uniform,
   )
   return fn(
-    hardware.unlabelled(platform),
+    p,
     stack,
     ct.one_hot_sharding(plan.sharding),
     (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap),
     row_scale,
     w.popularity_skew,
+    wiring,
   )
 
 
@@ -317,7 +332,7 @@ def _design_jit(w, column_shards, comm_precision, data_parallel, uniform):
     'data_parallel' if d else ct.SEARCHED_SHARDINGS[0] for d in data_parallel
   )
 
-  def run(p, s, weights, leaves, row_scale, skew):
+  def run(p, s, weights, leaves, row_scale, skew, wiring):
     frac, cpu_lookup, overlap_ = leaves
     plan = Plan(
       hbm_fraction=frac,
@@ -328,7 +343,7 @@ def _design_jit(w, column_shards, comm_precision, data_parallel, uniform):
       comm_precision=comm_precision,
     )
     skew = None if uniform else skew
-    return evaluate(p, w, plan, s, row_scale, weights, skew)
+    return evaluate(p, w, plan, s, row_scale, weights, skew, structure=wiring)
 
   # Kept on disk (`program_cache`): every later run of a study asks the
   # same presets' programs again, and tracing one costs 3-5 s of a 2-core
@@ -350,10 +365,11 @@ def step_context(
   sharding_weights=None,
   skew=None,
   nvls_share=None,
+  structure=None,
 ) -> Step:
   """The `Step` of `evaluate`'s arguments: setup, tables and payload."""
   p, w, s = platform, workload, stack
-  st = ct.setup(p, w, s)
+  st = ct.setup(p, w, s, structure)
   granules = (p.accelerator.access_granularity, p.cpu.access_granularity)
   if sharding_weights is None:
     t = ct.table_arrays(

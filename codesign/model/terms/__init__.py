@@ -5,7 +5,10 @@ the step: `shared` (the `Setup`), `dense`, `embedding`, `collectives`,
 `host`, `budget`; this package re-exports their public names. Beside
 the step, `ingestion` (a sample's bytes, a reader's rate) and
 `checkpoint` (failure rates, the Young/Daly interval, goodput) serve
-`model.whole_system`; import them as modules.
+`model.whole_system`; import them as modules. `structure` holds a
+platform's wiring (topology, host link, NIC attachment) as numbers, so
+that one program costs every accelerator platform
+(`cost_model.evaluate_design`).
 
 Every term takes the platform (`hardware.Platform`, leaves possibly
 traced), the static workload, the plan and the software stack
@@ -44,6 +47,7 @@ Terms, with the physics each one stands for:
   tree: switches per tier, links, NICs) and its price and power.
 """
 
+from codesign.model.terms import structure
 from codesign.model.terms.budget import (
   AIR_RACK_W,
   HOST_COPY_KNEE,
@@ -167,6 +171,7 @@ from codesign.model.terms.switching import (
 )
 
 __all__ = [
+  'structure',
   'Counts',
   'DdrTerms',
   'Fabric',

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign.core.smooth import safe_div, smooth_max, smooth_min
+from codesign.model.terms import structure as structure_lib
 from codesign.model.terms.shared import Setup, domain_hosts, host_link_rate
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
@@ -140,10 +141,14 @@ def direct_share(p: Platform):
   bridged pairs (PCIe cards joined in twos by NVLink bridges: all
   `links` go to that peer); none on PCIe only. A domain's accelerators
   are those of its hosts (a domain of one node: A per node)."""
+  return _direct_share(p, p.fabric.topology)
+
+
+def _direct_share(p: Platform, topo: str):
+  """`direct_share` on topology `topo`."""
   f = p.fabric
   a = p.accelerators_per_node * domain_hosts(p)
   peers = a - 1.0
-  topo = f.topology
   if topo in ('switch', 'torus'):
     return jnp.ones_like(a)
   if topo == 'fully_connected':
@@ -330,7 +335,7 @@ def network_latency(p: Platform):
   return p.nic.latency + 2.0 * (tiers - 1.0) * p.nic.switch_latency
 
 
-def nic_rate(p: Platform, cpu_trainer: bool):
+def nic_rate(p: Platform, cpu_trainer: bool, structure=None):
   """Bytes/s per direction that one node's NICs move.
 
   Each NIC at its line rate times its efficiency, no faster than its
@@ -341,15 +346,19 @@ def nic_rate(p: Platform, cpu_trainer: bool):
   (the node's host-link rate). Traffic between nodes of different leaves
   shares the leaf uplinks: divided by the oversubscription for the share
   of peers outside the leaf (1 - (k/2) / n, about 0 within one leaf).
+  `structure`: `Setup.structure`.
   """
   nic = p.nic
   line = nic.count * nic.bandwidth * nic.efficiency
   rate = smooth_min(line, nic.count * nic.slot_bandwidth)
   if not cpu_trainer:
-    if nic.attach == 'accelerator':
-      rate = smooth_min(rate, p.accelerators_per_node * p.host_link.bandwidth)
-    else:
-      rate = smooth_min(rate, host_link_rate(p))  # staged through the host
+    links = p.accelerators_per_node * p.host_link.bandwidth
+    rate = structure_lib.pick(
+      structure_lib.nic_on_accelerator(p, structure),
+      lambda: smooth_min(rate, links),
+      # Staged through the host.
+      lambda: smooth_min(rate, host_link_rate(p, structure)),
+    )
   half = 0.5 * nic.switch_radix
   outside = jnp.maximum(1.0 - safe_div(half, p.nodes), 0.0)
   return rate / (1.0 + (nic.oversubscription - 1.0) * outside)
@@ -373,52 +382,83 @@ def fabric(p: Platform, s: Stack, st: Setup, nvls_share=None) -> Fabric:
     # hosts: through their Grace, at the host links' rate).
     # (On a switch or a torus every peer is on the fabric, share 1: the
     # relay weighs nothing, and the cheaper host-link rate stands in.)
-    topo = p.fabric.topology
-    if p.host_link.kind == 'pcie' and topo not in ('switch', 'torus'):
-      relay = pcie_peer_rate(p)
-    else:
-      relay = host_link_rate(p) / p.accelerators_per_node
-    if p.fabric.topology == 'pcie_only':
-      ar = pcie_ring_rate(p)
-      direct, share = relay, jnp.zeros_like(relay)
-      alpha = p.host_link.latency
-    else:
-      f = p.fabric
-      # A ring embeds in every topology at the links' rate; on a torus,
-      # a k-ary D-cube has D edge-disjoint Hamiltonian cycles (Bae and
-      # Bose, IEEE Trans. Computers 52(10), 2003), each run both ways:
-      # 2D = links rings at once.
-      ar = f.links_per_accelerator * f.link_bandwidth * f.efficiency
-      direct, share = ar, direct_share(p)
-      alpha = f.latency
-      if f.topology == 'bridged_pairs':
-        ar, alpha, direct, share = _bridged(p, ar, relay, direct, share)
-      elif f.topology == 'torus':
-        direct = torus_alltoall(
-          st.per_domain,
-          f.links_per_accelerator,
-          f.link_bandwidth * f.efficiency,
-        )
-  nvls = (
-    not st.cpu_trainer
-    and p.fabric.in_switch_reduction
-    and p.fabric.topology == 'switch'
-  )
+    k = st.structure
+    over_pcie = structure_lib.all_of(
+      structure_lib.no(structure_lib.c2c(p, k)),
+      structure_lib.no(structure_lib.topology_is(p, k, 'switch', 'torus')),
+    )
+    relay = structure_lib.pick(
+      over_pcie,
+      lambda: pcie_peer_rate(p),
+      lambda: host_link_rate(p, k) / p.accelerators_per_node,
+    )
+    ar, alpha, direct, share = structure_lib.by_topology(
+      p, k, lambda topo: _on_fabric(p, st, relay, topo)
+    )
+  nvls, nvls_share = _nvls(p, st, nvls_share)
   return Fabric(
     direct=direct,
     direct_share=share,
     relay=relay,
     allreduce=ar,
     alpha=alpha,
-    nic=nic_rate(p, st.cpu_trainer),
+    nic=nic_rate(p, st.cpu_trainer, st.structure),
     nic_alpha=network_latency(p),
     post=p.nic.post_overhead,
     domains=st.domains,
     hosts=domain_hosts(p),
     in_network=float(p.nic.in_network_reduction),
     nvls=float(nvls),
-    nvls_share=nvls_share if nvls else None,
+    nvls_share=nvls_share,
   )
+
+
+def _on_fabric(p: Platform, st: Setup, relay, topo: str) -> tuple:
+  """(allreduce, alpha, direct, direct_share) of the accelerators'
+  fabric on topology `topo` (peers off the fabric at `relay`)."""
+  if topo == 'pcie_only':
+    zero = jnp.zeros_like(relay)
+    return pcie_ring_rate(p), p.host_link.latency, relay, zero
+  f = p.fabric
+  # A ring embeds in every topology at the links' rate; on a torus, a
+  # k-ary D-cube has D edge-disjoint Hamiltonian cycles (Bae and Bose,
+  # IEEE Trans. Computers 52(10), 2003), each run both ways: 2D = links
+  # rings at once.
+  ar = f.links_per_accelerator * f.link_bandwidth * f.efficiency
+  direct, share = ar, _direct_share(p, topo)
+  if topo == 'bridged_pairs':
+    return _bridged(p, ar, relay, direct, share)
+  if topo == 'torus':
+    direct = torus_alltoall(
+      st.per_domain,
+      f.links_per_accelerator,
+      f.link_bandwidth * f.efficiency,
+    )
+  return ar, f.latency, direct, share
+
+
+# The NVLS option's share where a platform costed with a `Structure` has
+# no NVLink SHARP: its time over it, 1e30 times the option's, weighs
+# exactly 0 in `pick_fastest` (((1e-30)^ALGO_P underflows), as if absent.
+NVLS_ABSENT = 1e-30
+
+
+def _nvls(p: Platform, st: Setup, share) -> tuple:
+  """(`Fabric.nvls`, `Fabric.nvls_share`): NVLink SHARP where an
+  accelerator trainer's switch reduces (`share`: a relaxed mixture's,
+  or None); with a `Structure`, the option always, at NVLS_ABSENT where
+  the platform has none."""
+  k = st.structure
+  if st.cpu_trainer:
+    return False, None
+  if k is None:
+    on = p.fabric.in_switch_reduction and p.fabric.topology == 'switch'
+    return on, share if on else None
+  on = structure_lib.in_switch_reduction(p, k) * structure_lib.topology_is(
+    p, k, 'switch'
+  )
+  full = 1.0 if share is None else share
+  return True, jnp.where(on > 0.5, full, NVLS_ABSENT)
 
 
 def intra_node_seconds(volume, fab: Fabric):

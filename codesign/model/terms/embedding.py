@@ -679,7 +679,7 @@ def embedding_ddr(p, w, plan, s, t, lk: Lookups, st: Setup, row_scale):
       uvm_gather=zero,
       uvm_update=zero,
     )
-  link = p.nodes * host_link_rate(p)
+  link = p.nodes * host_link_rate(p, st.structure)
   if s.uvm_caching:
     fill = link * s.uvm_fill_efficiency
     return DdrTerms(
@@ -723,6 +723,6 @@ def pooled_to_host(p, w, plan, s, t, lk: Lookups, st: Setup, payload: int):
   )
   cpu, sockets = p.cpu, p.sockets_per_node
   upi = sockets * cpu.socket_links * cpu.socket_link_bandwidth / 2.0
-  host = pooled / host_link_rate(p) + p.host_link.latency
+  host = pooled / host_link_rate(p, st.structure) + p.host_link.latency
   links = pooled * safe_div(sockets - 1.0, sockets) / upi
   return host, links

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from codesign.core.smooth import smooth_min
+from codesign.model.terms import structure as structure_lib
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
 from codesign.spec.stack import Stack
@@ -41,7 +42,8 @@ class Setup(NamedTuple):
   the bottom MLP on rank 0; dedicated: about 1 when rank 0 holds no
   tables, else 0; cpu_trainer: static bool; host_speed: how fast the
   host runs a rank's host work against the CPU the stacks' host times
-  were fitted on (`host_speed`; 1 there).
+  were fitted on (`host_speed`; 1 there); structure: None, or the
+  platform's wiring as traced numbers (`terms.structure`).
   """
 
   ranks: jax.Array
@@ -56,6 +58,7 @@ class Setup(NamedTuple):
   dedicated: jax.Array
   cpu_trainer: bool
   host_speed: object = 1.0
+  structure: object = None
 
 
 def ranks_per_node(p: Platform):
@@ -128,7 +131,8 @@ def _clamped_hosts(h, nodes):
   return jnp.where(h > cap, cap, jnp.where(h < 1.0, 1.0, inside))
 
 
-def setup(p: Platform, w: wl.Workload, s: Stack) -> Setup:
+def setup(p: Platform, w: wl.Workload, s: Stack, structure=None) -> Setup:
+  """The `Setup` of a design (`structure`: `Setup.structure`)."""
   a = ranks_per_node(p)
   ranks = p.nodes * a
   hosts = domain_hosts(p)
@@ -159,6 +163,7 @@ def setup(p: Platform, w: wl.Workload, s: Stack) -> Setup:
     dedicated=dedicated,
     cpu_trainer=p.trainer == 'cpu',
     host_speed=host_speed(p),
+    structure=structure,
   )
 
 
@@ -181,7 +186,7 @@ def dense_elem_bytes(w: wl.Workload) -> int:
   return wl.PRECISION_BYTES[w.dense_precision]
 
 
-def host_link_rate(p: Platform):
+def host_link_rate(p: Platform, structure=None):
   """Bytes/s from one node's host memory to its accelerators.
 
   Over PCIe (`HostLink.kind` 'pcie') the accelerators' x16 links, no
@@ -191,6 +196,8 @@ def host_link_rate(p: Platform):
   (the memory's own rate still bounds the row reads: `embedding_ddr`).
   """
   links = p.accelerators_per_node * p.host_link.bandwidth
-  if p.host_link.kind == 'c2c':
-    return links
-  return smooth_min(links, p.sockets_per_node * p.cpu.pcie_bandwidth)
+  return structure_lib.pick(
+    structure_lib.c2c(p, structure),
+    lambda: links,
+    lambda: smooth_min(links, p.sockets_per_node * p.cpu.pcie_bandwidth),
+  )
