@@ -294,20 +294,9 @@ def evaluate_design(
   an SXM board, a superchip and a PCIe server share it. One program per
   workload (up to its skew), trainer, column shards, communication
   precision, data-parallel tables and uniform traffic or not."""
+  p, wiring = _design_platform(platform)
   w = workload
-  uniform = float(w.popularity_skew) == 1.0
-  p = hardware.unlabelled(platform)
-  wiring = None
-  if p.trainer != 'cpu':
-    wiring = ct.structure.of(p)
-    p = ct.structure.canonical(p)
-  fn = _design_jit(
-    w if uniform else dataclasses.replace(w, popularity_skew=_SHARED_SKEW),
-    plan.column_shards,
-    plan.comm_precision,
-    ct.data_parallel_mask(plan.sharding),
-    uniform,
-  )
+  fn = _design_jit(*design_key(p, w, plan)[1:])
   return fn(
     p,
     stack,
@@ -316,6 +305,35 @@ def evaluate_design(
     row_scale,
     w.popularity_skew,
     wiring,
+  )
+
+
+def _design_platform(platform: Platform) -> tuple:
+  """(the platform `evaluate_design`'s program takes, its wiring or None):
+  unlabelled, and an accelerator trainer's wiring as numbers with its
+  fields canonical (`terms.structure`)."""
+  p = hardware.unlabelled(platform)
+  if p.trainer == 'cpu':
+    return p, None
+  return ct.structure.canonical(p), ct.structure.of(p)
+
+
+def design_key(platform: Platform, workload: wl.Workload, plan: Plan):
+  """What `evaluate_design` compiles one program per: the platform's
+  structure as the program takes it (`_design_platform`), the workload
+  (its skew shared), column shards, communication precision,
+  data-parallel tables and uniform traffic or not. Designs with equal
+  keys share a program."""
+  w = workload
+  uniform = float(w.popularity_skew) == 1.0
+  p, _ = _design_platform(platform)
+  return (
+    jax.tree.structure(p),
+    w if uniform else dataclasses.replace(w, popularity_skew=_SHARED_SKEW),
+    plan.column_shards,
+    plan.comm_precision,
+    ct.data_parallel_mask(plan.sharding),
+    uniform,
   )
 
 
