@@ -162,11 +162,11 @@ def snap_sharding(space, plan_z: np.ndarray) -> np.ndarray:
 
 
 def uniform_sharding(space, plan_z: np.ndarray, choice: int) -> np.ndarray:
-  """The plan vector with every table's sharding one-hot at `choice`
-  (an index into CHOICES)."""
+  """The plan vector (P,), or vectors (N, P), with every table's sharding
+  one-hot at `choice` (an index into CHOICES)."""
   out = np.array(plan_z, dtype=np.float64)
   k = len(CHOICES)
-  out[leaf_count(space) :] = np.tile(np.eye(k)[choice], space.num_tables)
+  out[..., leaf_count(space) :] = np.tile(np.eye(k)[choice], space.num_tables)
   return out
 
 

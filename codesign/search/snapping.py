@@ -227,10 +227,7 @@ def roundings(space: ds.DesignSpace, z: np.ndarray):
   plan_z = plans[start[source]]
   if space.sharding == plan_space.SEARCH:
     k = len(plan_space.CHOICES)
-    uniform = [
-      np.stack([plan_space.uniform_sharding(space, x, c) for x in plan_z])
-      for c in range(k)
-    ]
+    uniform = [plan_space.uniform_sharding(space, plan_z, c) for c in range(k)]
     index = np.concatenate([index] * (k + 1))
     plan_z = np.concatenate([plan_z, *uniform])
   return index, plan_z

@@ -100,6 +100,22 @@ def test_plan_vector_snaps_to_one_sharding_per_table():
   )
 
 
+def test_uniform_sharding_of_many_plan_vectors_is_that_of_each():
+  w = wp.get('rm1')
+  space = ds.make_space(w, max_nodes=2, sharding=plan_space.SEARCH)
+  z = np.random.default_rng(3).uniform(0, 1, (5, space.num_plan))
+  lead = w.num_tables + 1
+  for c in range(len(CHOICES)):
+    many = plan_space.uniform_sharding(space, z, c)
+    for row, x in zip(many, z, strict=True):
+      one = plan_space.uniform_sharding(space, x, c)
+      np.testing.assert_array_equal(row, one)
+      np.testing.assert_array_equal(one[:lead], x[:lead])
+      wts = one[lead:].reshape(w.num_tables, len(CHOICES))
+      assert np.all(wts[:, c] == 1.0) and wts.sum() == w.num_tables
+  assert np.array_equal(z, np.random.default_rng(3).uniform(0, 1, z.shape))
+
+
 @pytest.mark.heavy
 def test_sharding_search_is_no_worse_than_uniform_sharding_on_its_platform():
   """The search over per-table sharding judges every platform it reaches
