@@ -199,10 +199,22 @@ def distinct(space: ds.DesignSpace, index, plan_z) -> tuple:
     first = np.array([names.index(n) for n in names])
     index[:, axis] = first[index[:, axis]]
   plan_z = np.asarray(plan_z)
-  keys = np.concatenate([index, np.ascontiguousarray(plan_z)], axis=1)
-  _, keep = np.unique(keys, axis=0, return_index=True)
-  keep = np.sort(keep)
+  keep = first_rows(np.concatenate([index, plan_z], axis=1))
   return index[keep], plan_z[keep]
+
+
+def first_rows(keys: np.ndarray) -> np.ndarray:
+  """Positions (ascending) of the first of each distinct row of `keys`
+  (N, K): `np.unique(keys, axis=0, return_index=True)`'s, sorted. Rows
+  are compared by their bytes (-0.0 made 0.0 first, so that equal values
+  are equal bytes): a dict of a few thousand rows of hundreds of plan
+  coordinates, where `np.unique` sorts them as records (0.8 s against
+  0.03 s for 24,000 rows of 339)."""
+  rows = np.ascontiguousarray(keys, dtype=np.float64) + 0.0
+  first = {}
+  for k, row in enumerate(map(bytes, rows)):
+    first.setdefault(row, k)
+  return np.fromiter(first.values(), dtype=np.intp, count=len(first))
 
 
 def roundings(space: ds.DesignSpace, z: np.ndarray):

@@ -130,3 +130,16 @@ def test_roundings_bring_sold_boards_and_the_check_rejects_unsold_ones():
   mi300x = sold[sold[:, 0] == space.accelerators.index('MI300X-OAM')]
   assert len(mi300x) and (np.asarray(space.grids[2])[mi300x[:, 4]] == 8).all()
   assert not (ok & ~snapping.board_ok(space, index)).any()
+
+
+def test_first_rows_are_those_of_numpy_unique():
+  rng = np.random.default_rng(5)
+  base = np.concatenate(
+    [rng.integers(0, 4, (300, 5)), rng.integers(0, 3, (300, 40)) / 2.0],
+    axis=1,
+  )
+  base[::7, 6] = -0.0  # equal to 0.0 as a value, not as bytes
+  keys = base[rng.integers(0, 300, 2000)]
+  _, first = np.unique(keys, axis=0, return_index=True)
+  np.testing.assert_array_equal(snapping.first_rows(keys), np.sort(first))
+  assert len(snapping.first_rows(np.zeros((0, 3)))) == 0
