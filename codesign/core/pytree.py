@@ -68,7 +68,10 @@ def canonical_sources(sources):
     out = tuple(sorted(dict(sources).items()))
     if len(_CANONICAL) >= _CANONICAL_MAX:
       _CANONICAL.clear()
-    _CANONICAL[sources] = out
+    try:
+      _CANONICAL[sources] = out
+    except TypeError:  # a source that is not hashable: sorted, not kept
+      pass
     return out
   return sources  # not pairs: the type checks name the problem
 

@@ -208,8 +208,8 @@ def first_rows(keys: np.ndarray) -> np.ndarray:
   (N, K): `np.unique(keys, axis=0, return_index=True)`'s, sorted. Rows
   are compared by their bytes (-0.0 made 0.0 first, so that equal values
   are equal bytes): a dict of a few thousand rows of hundreds of plan
-  coordinates, where `np.unique` sorts them as records (0.8 s against
-  0.03 s for 24,000 rows of 339)."""
+  coordinates, where `np.unique` sorts them as records (0.68 s against
+  0.10 s for 24,000 rows of 339)."""
   rows = np.ascontiguousarray(keys, dtype=np.float64) + 0.0
   first = {}
   for k, row in enumerate(map(bytes, rows)):

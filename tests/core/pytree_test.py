@@ -19,6 +19,11 @@ def test_a_remembered_answer_is_a_fresh_sort():
   assert pytree.canonical_sources(first) == first
 
 
+def test_pairs_with_an_unhashable_source_are_sorted_too():
+  pairs = (('b', ['x']), ('a', ['y']))
+  assert pytree.canonical_sources(pairs) == (('a', ['y']), ('b', ['x']))
+
+
 def test_what_is_not_pairs_is_returned_as_given():
   for given in (
     [('a', 'x')],  # a list
