@@ -296,7 +296,7 @@ def evaluate_design(
   precision, data-parallel tables and uniform traffic or not."""
   p, wiring = _design_platform(platform)
   w = workload
-  fn = _design_jit(*design_key(p, w, plan)[1:])
+  fn = _design_jit(*_program_key(w, plan))
   return fn(
     p,
     stack,
@@ -324,11 +324,14 @@ def design_key(platform: Platform, workload: wl.Workload, plan: Plan):
   (its skew shared), column shards, communication precision,
   data-parallel tables and uniform traffic or not. Designs with equal
   keys share a program."""
-  w = workload
-  uniform = float(w.popularity_skew) == 1.0
   p, _ = _design_platform(platform)
+  return (jax.tree.structure(p), *_program_key(workload, plan))
+
+
+def _program_key(w: wl.Workload, plan: Plan) -> tuple:
+  """`_design_jit`'s arguments: `design_key` but the platform's."""
+  uniform = float(w.popularity_skew) == 1.0
   return (
-    jax.tree.structure(p),
     w if uniform else dataclasses.replace(w, popularity_skew=_SHARED_SKEW),
     plan.column_shards,
     plan.comm_precision,

@@ -15,6 +15,7 @@ branch (static) or selects between both (traced: `jnp.where`, exact).
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -128,11 +129,7 @@ def pick(flag, yes, no):
   and an exact select for a traced 0 or 1 (pytrees alike)."""
   if isinstance(flag, bool | np.bool_):
     return yes() if flag else no()
-  a, b = yes(), no()
-  on = flag > 0.5
-  if isinstance(a, tuple):
-    return tuple(jnp.where(on, x, y) for x, y in zip(a, b, strict=True))
-  return jnp.where(on, a, b)
+  return _select(flag, yes(), no())
 
 
 def by_topology(p: Platform, structure, terms):
@@ -141,12 +138,15 @@ def by_topology(p: Platform, structure, terms):
   `Structure`'s one-hot (a tuple of arrays)."""
   if structure is None:
     return terms(p.fabric.topology)
-  out = None
-  for i, name in enumerate(hardware.TOPOLOGIES):
-    got = terms(name)
-    if out is None:
-      out = got
-      continue
-    on = structure.topology[i] > 0.5
-    out = tuple(jnp.where(on, x, y) for x, y in zip(got, out, strict=True))
+  first, *others = hardware.TOPOLOGIES
+  out = terms(first)
+  for i, name in enumerate(others, start=1):
+    out = _select(structure.topology[i], terms(name), out)
   return out
+
+
+def _select(flag, yes, no):
+  """`yes` where the traced 0 or 1 `flag` is 1, else `no`, leaf by leaf
+  (`jnp.where`: exact)."""
+  on = flag > 0.5
+  return jax.tree.map(lambda a, b: jnp.where(on, a, b), yes, no)
