@@ -229,9 +229,9 @@ def _flat_export(fn, args):
 def exported(fn, key, compiler_options=None):
   """`fn`, jitted and run through its export (see the module docstring),
   as `jax.jit(fn)` is called: one program per structure and shapes of
-  the arguments, found in memory, else on disk, else exported and kept.
-  A program read from disk that fails to run is dropped and exported
-  again.
+  the arguments, found in memory, else on disk, else exported and kept,
+  once however many threads ask for it at the same time. A program read
+  from disk that fails its first run is dropped and exported again.
 
   Args:
     fn: a traceable function (not jitted: its compile options are
@@ -248,6 +248,7 @@ def exported(fn, key, compiler_options=None):
     return jax.jit(fn, compiler_options=compiler_options)
   memo = {}
   lock = threading.Lock()
+  gates = {}  # shapes -> a lock held by the one thread that makes it
 
   def call(*args):
     leaves, tree = jax.tree.flatten(args)
@@ -255,22 +256,40 @@ def exported(fn, key, compiler_options=None):
     shapes = (tree, tuple((x.shape, x.dtype, _weak(x)) for x in leaves))
     with lock:
       found = memo.get(shapes)
+      gate = gates.setdefault(shapes, threading.Lock())
     args = jax.tree.unflatten(tree, leaves)
-    if found is None:
-      found = _load(fn, key, args, compiler_options)
-    try:
-      out = found.run(*leaves)
-    except Exception as e:
-      if found.path is None or _out_of_memory(e):
-        raise
-      _drop(found.path, f'it failed to run ({type(e).__name__})')
-      found = _fresh(fn, args, compiler_options, found.path, found.key_hex)
-      out = found.run(*leaves)
-    with lock:
-      memo[shapes] = found
-    return jax.tree.unflatten(found.out_tree, out)
+    if found is not None:
+      return jax.tree.unflatten(found.out_tree, found.run(*leaves))
+    # The first call of a shape is made once: threads that ask it at the
+    # same time (the presets' evaluation and a search's, both costing one
+    # design program) wait for it instead of each exporting and compiling
+    # it again.
+    with gate:
+      with lock:
+        found = memo.get(shapes)
+      if found is None:
+        found, out = _first_run(fn, key, args, leaves, compiler_options)
+        with lock:
+          memo[shapes] = found
+        return jax.tree.unflatten(found.out_tree, out)
+    return jax.tree.unflatten(found.out_tree, found.run(*leaves))
 
   return call
+
+
+def _first_run(fn, key, args, leaves, compiler_options):
+  """(program, its outputs' leaves) of the first call of a shape: the
+  program from disk or exported now; one read from disk that fails to
+  run is dropped and exported again."""
+  found = _load(fn, key, args, compiler_options)
+  try:
+    return found, found.run(*leaves)
+  except Exception as e:
+    if found.path is None or _out_of_memory(e):
+      raise
+    _drop(found.path, f'it failed to run ({type(e).__name__})')
+    found = _fresh(fn, args, compiler_options, found.path, found.key_hex)
+    return found, found.run(*leaves)
 
 
 def _out_of_memory(e: Exception) -> bool:

@@ -6,6 +6,7 @@ runs code when read."""
 
 import os
 import pickle
+import time
 from typing import NamedTuple
 
 import jax
@@ -169,6 +170,37 @@ def test_a_file_that_fails_to_run_is_exported_again(cache, monkeypatch):
   _same_as_jit(program_cache.exported(_fn, ('fn', 9))(*args), args)
   assert calls == [1]
   assert compile_cache.status()['events']['programs_dropped'] == 1
+
+
+def test_threads_that_ask_at_once_share_one_export(cache):
+  """Two threads calling a new program at the same moment: it is traced
+  (exported) once, and both get its bits."""
+  import threading
+
+  traced = []
+  both = threading.Barrier(2)
+
+  def slow_trace(x, y):
+    traced.append(1)
+    time.sleep(0.2)  # tracing: the other thread asks meanwhile
+    return _fn(x, y)
+
+  run = program_cache.exported(slow_trace, ('fn', 12))
+  args = _args()
+  out = [None, None]
+
+  def ask(i):
+    both.wait()
+    out[i] = run(*args)
+
+  threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  assert traced == [1]
+  for got in out:
+    _same_as_jit(got, args)
 
 
 class _Broken:
