@@ -256,23 +256,29 @@ def exported(fn, key, compiler_options=None):
     shapes = (tree, tuple((x.shape, x.dtype, _weak(x)) for x in leaves))
     with lock:
       found = memo.get(shapes)
-      gate = gates.setdefault(shapes, threading.Lock())
-    args = jax.tree.unflatten(tree, leaves)
-    if found is not None:
-      return jax.tree.unflatten(found.out_tree, found.run(*leaves))
+    if found is None:
+      found, out = first(shapes, tree, leaves)
+    else:
+      out = found.run(*leaves)
+    return jax.tree.unflatten(found.out_tree, out)
+
+  def first(shapes, tree, leaves):
     # The first call of a shape is made once: threads that ask it at the
     # same time (the presets' evaluation and a search's, both costing one
     # design program) wait for it instead of each exporting and compiling
     # it again.
+    with lock:
+      gate = gates.setdefault(shapes, threading.Lock())
     with gate:
       with lock:
         found = memo.get(shapes)
-      if found is None:
-        found, out = _first_run(fn, key, args, leaves, compiler_options)
-        with lock:
-          memo[shapes] = found
-        return jax.tree.unflatten(found.out_tree, out)
-    return jax.tree.unflatten(found.out_tree, found.run(*leaves))
+      if found is not None:
+        return found, found.run(*leaves)
+      args = jax.tree.unflatten(tree, leaves)
+      found, out = _first_run(fn, key, args, leaves, compiler_options)
+      with lock:
+        memo[shapes] = found
+      return found, out
 
   return call
 
