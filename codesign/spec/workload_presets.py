@@ -80,9 +80,31 @@ MLPERF_DCNV2_BATCH = (
 )
 
 
+# The popularity of Criteo 1TB's rows (40M hash), from the sizes NVIDIA
+# gives HugeCTR's hybrid embedding: its MLPerf DLRM configs set the
+# infrequent exchange per GPU (`max_num_infrequent_samples`) to what
+# their comment calls the mean number of infrequent lookups plus a
+# 10-sigma guard band (sigma the square root of the mean).
+CRITEO_1TB_SKEW = (
+  8.0,
+  'HugeCTR hybrid-embedding configs at batch 71,680, max_num_infrequent_'
+  'samples "mean num of infrequent plus 10-sigma guardband": 29,120 + '
+  '1,707 on 4x8 GPUs (mlcommons/training_results_v2.1 NVIDIA/benchmarks/'
+  'dlrm/implementations/hugectr-preview/dgx_h100_4x8x2240.py) and 16,640 '
+  '+ 1,290 on 8x8 (NVIDIA-Merlin/HugeCTR samples/dlrm/dgx_a100_8x8x1120_'
+  "ib_nvlink.py): 50.0% and 57.1% of a GPU's 58,240 and 29,120 lookups. "
+  "At skew 8, HugeCTR's frequent rule (`planner.frequent_share`) leaves "
+  '50.7% and 57.7% infrequent; uniform popularity (skew 1) 57.7% and '
+  '65.4%. Config values, not a published measurement; the 14x8 config '
+  '(dgx_a100_14x8x640.py) reuses 16,640, all its lookups',
+)
+
+
 def mlperf_dlrm_v1() -> Workload:
   """MLPerf Training DLRM v0.7-v2.1 (40M hash) at MLPerf settings: global
-  batch 55,296 and mixed precision (`MLPERF_V1_BATCH`, `MLPERF_MIXED`)."""
+  batch 55,296 and mixed precision (`MLPERF_V1_BATCH`, `MLPERF_MIXED`),
+  and Criteo 1TB's row popularity as HugeCTR measured it
+  (`CRITEO_1TB_SKEW`)."""
   m = _models()['mlperf_dlrm_v1']
   return Workload(
     name='mlperf_dlrm_v1',
@@ -92,8 +114,10 @@ def mlperf_dlrm_v1() -> Workload:
     top_mlp=(1024, 1024, 512, 256, 1),
     global_batch=MLPERF_V1_BATCH[0],
     dense_precision=MLPERF_MIXED[0],
+    popularity_skew=CRITEO_1TB_SKEW[0],
     source=_catalog_source('mlperf_dlrm_v1')
-    + f'; batch: {MLPERF_V1_BATCH[1]}; dense precision: {MLPERF_MIXED[1]}',
+    + f'; batch: {MLPERF_V1_BATCH[1]}; dense precision: {MLPERF_MIXED[1]}'
+    + f'; popularity skew: {CRITEO_1TB_SKEW[1]}',
   )
 
 

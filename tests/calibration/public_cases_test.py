@@ -85,12 +85,16 @@ def test_every_case_with_its_stack_plan_and_machine(cases):
   assert by['C11'].platform.nic.in_network_reduction
   assert not by['C14'].platform.nic.in_network_reduction
   assert by['C10'].stack.alltoall == 'hierarchical'
-  # HugeCTR's hybrid embedding on one-hot tables (C10: the 9 tables of
-  # at most 1,120 rows, which 71,680 samples over 64 GPUs look up at
-  # least 64 times each, replicated); its multi-hot DCNv2 cases on the
-  # embedding collection's balanced plan, none replicated.
-  small = [i for i, t in enumerate(by['C10'].workload.tables) if t.rows <= 1120]
-  assert len(small) == 9
+  # HugeCTR's hybrid embedding on one-hot tables (C10: 71,680 samples
+  # over 64 GPUs at Criteo's skew k = 8 replicate the 11 tables whose
+  # rows looked up at least 64 times draw at least half the lookups:
+  # N <= 0.5^(7/8) x 71,680 x 8 / 64 = 4,886 rows); its multi-hot DCNv2
+  # cases on the embedding collection's balanced plan, none replicated.
+  assert by['C10'].workload.popularity_skew == 8.0
+  limit = 0.5 ** (7 / 8) * 71680 * 8 / 64
+  tables = by['C10'].workload.tables
+  small = [i for i, t in enumerate(tables) if t.rows <= limit]
+  assert len(small) == 11
   assert [
     i for i, x in enumerate(by['C10'].plan.sharding) if x == 'data_parallel'
   ] == small
