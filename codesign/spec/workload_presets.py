@@ -100,6 +100,14 @@ CRITEO_1TB_SKEW = (
 )
 
 
+# The presets whose popularity skew is read from a source (every other
+# preset's skew is an assumption): name -> where it comes from, in a few
+# words.
+SKEW_BASIS = {
+  'mlperf_dlrm_v1': "read from HugeCTR's hybrid-embedding configs",
+}
+
+
 def mlperf_dlrm_v1() -> Workload:
   """MLPerf Training DLRM v0.7-v2.1 (40M hash) at MLPerf settings: global
   batch 55,296 and mixed precision (`MLPERF_V1_BATCH`, `MLPERF_MIXED`),

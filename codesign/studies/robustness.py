@@ -94,9 +94,10 @@ def assumptions(w: wl.Workload, p: hardware.Platform, plan) -> dict:
   `plan`: popularity skew (and the share of lookups the hottest 20% of
   rows get), pooling per table, the table bytes (with optimizer state)
   against the proposal's HBM and what the plan keeps there, global batch;
-  `origin` says whether they are a preset's defaults (no preset's skew is
-  measured: zion_scale's 8 and the others' uniform 1 are assumptions,
-  see `workload_presets`)."""
+  `origin` says whether they are a preset's defaults, and `skew_basis`
+  where a default skew comes from (`workload_presets.SKEW_BASIS`; None:
+  an assumption, such as zion_scale's 8 and the uniform 1 of most
+  presets)."""
   k = float(w.popularity_skew)
   pooling = np.array([t.pooling for t in w.tables], dtype=np.float64)
   tb = planner.table_bytes(w)
@@ -107,8 +108,10 @@ def assumptions(w: wl.Workload, p: hardware.Platform, plan) -> dict:
     frac = np.zeros_like(frac)
   in_hbm = dp + (1.0 - dp) * frac
   hits = 1.0 - (1.0 - in_hbm) ** k
+  origin = _origin(w)
   return {
-    'origin': _origin(w),
+    'origin': origin,
+    'skew_basis': wp.SKEW_BASIS.get(w.name) if 'default' in origin else None,
     'popularity_skew': k,
     'hottest_20pct_rows_lookup_share': 1.0 - 0.8**k,
     'pooling_mean_per_table': float(pooling.mean()),
@@ -126,7 +129,9 @@ def assumptions(w: wl.Workload, p: hardware.Platform, plan) -> dict:
 def assumptions_line(a: dict) -> str:
   """The `assumptions` dict as one printed line."""
   origin = a['origin']
-  skew = origin + (', an assumption' if 'default' in origin else '')
+  skew = origin
+  if 'default' in origin:
+    skew += f', {a["skew_basis"] or "an assumption"}'
   return (
     f'assumptions: popularity_skew {a["popularity_skew"]:g} ({skew}: the '
     f'hottest 20% of rows get {a["hottest_20pct_rows_lookup_share"]:.0%} '

@@ -207,6 +207,24 @@ def test_assumptions_are_the_workloads_numbers(priced_run):
   assert 'assumptions: popularity_skew 1 (rm1 default, an assumption' in (
     proposal.table(priced_run)
   )
+  assert a['skew_basis'] is None
+
+
+def test_a_sourced_skew_is_not_called_an_assumption():
+  # mlperf_dlrm_v1's skew is read from HugeCTR's configs; the same
+  # workload with a skew the user set is "as given", with no basis.
+  w = wp.get('mlperf_dlrm_v1')
+  p = platform_presets.get('dgx_a100_80gb')
+  plan = planner.make(w, p, stack_presets.get('hugectr'))
+  a = robustness.assumptions(w, p, plan)
+  assert a['skew_basis'] == wp.SKEW_BASIS['mlperf_dlrm_v1']
+  line = robustness.assumptions_line(a)
+  assert "(mlperf_dlrm_v1 default, read from HugeCTR's" in line
+  assert 'an assumption' not in line
+  mine = dataclasses.replace(w, popularity_skew=2.0)
+  a = robustness.assumptions(mine, p, plan)
+  assert a['origin'] == 'as given' and a['skew_basis'] is None
+  assert 'popularity_skew 2 (as given:' in robustness.assumptions_line(a)
 
 
 def test_robustness_share_matches_its_perturbations(priced_run):
