@@ -480,7 +480,7 @@ def _collectives(c: Step) -> Comms:
     st,
     fab,
     p,
-    float(wl.PRECISION_BYTES[plan.comm_precision]),
+    ct.allreduce_elem_bytes(w, s, plan),
   )
   return Comms(ids_intra, ids_inter, a2a_intra, a2a_inter, ar_intra, ar_inter)
 

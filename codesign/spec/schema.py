@@ -55,6 +55,7 @@ CHOICES: dict[tuple[type, str], tuple] = {
   (stack_lib.Stack, 'embedding_kernel'): stack_lib.EMBEDDING_KERNELS,
   (stack_lib.Stack, 'update_path'): stack_lib.UPDATE_PATHS,
   (stack_lib.Stack, 'payload_precision'): stack_lib.PAYLOAD_PRECISIONS,
+  (stack_lib.Stack, 'allreduce_precision'): stack_lib.ALLREDUCE_PRECISIONS,
   (stack_lib.Stack, 'id_bytes'): stack_lib.ID_BYTES,
 }
 

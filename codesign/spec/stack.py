@@ -79,6 +79,9 @@ VENDORS = ('nvidia', 'amd', 'google', 'intel')
 # batch computes).
 TRAIN_PIPELINES = ('none', 'sparse_dist')
 ALLTOALLS = ('flat', 'hierarchical')
+# The precision of the gradient allreduce: fp32, or the dense precision
+# (a mixed-precision stack that reduces its 16-bit gradients).
+ALLREDUCE_PRECISIONS = ('fp32', 'dense')
 # NCCL (RCCL follows its tuning model) or Intel's oneCCL (CPU trainers).
 COLLECTIVE_LIBRARIES = ('nccl', 'oneccl')
 # The plan the stack's software makes (`codesign.model.planner.stack_plan`):
@@ -206,6 +209,12 @@ class Stack:
     doc="none, or sparse_dist (the next batch's id distribution overlaps "
     "this batch's compute)",
   )
+  allreduce_precision: str = field(
+    static=True,
+    default='fp32',
+    doc='precision of the gradient allreduce: fp32, or dense (the dense '
+    'precision: under mixed precision the 16-bit gradients are reduced)',
+  )
   alltoall: str = field(
     static=True,
     default='flat',
@@ -298,6 +307,13 @@ def leaf_paths(s: Stack) -> list[str]:
   return [f.name for f in dataclasses.fields(s) if not f.metadata.get('static')]
 
 
+def allreduce_bytes_per_element(s: Stack, dense_precision: str) -> int:
+  """Bytes per element of the gradient allreduce."""
+  if s.allreduce_precision == 'dense' and dense_precision in ('bf16', 'fp16'):
+    return 2
+  return 4
+
+
 def payload_bytes(s: Stack, dense_precision: str) -> int:
   """Bytes per element of the pooled all-to-all payload."""
   from codesign.spec.workload import PRECISION_BYTES
@@ -344,6 +360,7 @@ def problems(s: Stack) -> list[str]:
   for v in s.vendors or ():
     choice(v, VENDORS, 'vendor')
   choice(s.alltoall, ALLTOALLS, 'alltoall')
+  choice(s.allreduce_precision, ALLREDUCE_PRECISIONS, 'allreduce_precision')
   choice(s.collective_library, COLLECTIVE_LIBRARIES, 'collective_library')
   choice(s.planner, PLANNERS, 'planner')
   for key in (

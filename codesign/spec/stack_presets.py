@@ -465,6 +465,13 @@ _HUGECTR_EXTRA = {
     f'{_HUGECTR}: communication type IB_NVLink_Hierarchical '
     '(calibration_cases.json C10 model_note)',
   ),
+  'allreduce_precision': (
+    'dense',
+    'NVIDIA-Merlin/HugeCTR AllReduceInPlaceComm::create: under '
+    'use_mixed_precision the Oneshot and NCCL allreduces are '
+    'OneshotMultiARInplaceComm<__half> and NCCLARInplaceComm<__half> '
+    '(fp16 gradients reduced)',
+  ),
 }
 
 

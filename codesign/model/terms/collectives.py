@@ -34,6 +34,7 @@ import numpy as np
 from codesign.core.smooth import safe_div, smooth_max, smooth_min
 from codesign.model.terms import structure as structure_lib
 from codesign.model.terms.shared import Setup, domain_hosts, host_link_rate
+from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
 from codesign.spec.plan import Plan
@@ -598,10 +599,22 @@ def alltoall_ids(w, s, t, st: Setup, fab: Fabric, p: Platform):
   return intra, inter
 
 
+def allreduce_elem_bytes(w: wl.Workload, s: Stack, plan: Plan) -> float:
+  """Bytes per allreduced gradient element: the stack's allreduce
+  precision (`Stack.allreduce_precision`), or the plan's if narrower
+  (quantized communication)."""
+  return float(
+    min(
+      stack_lib.allreduce_bytes_per_element(s, w.dense_precision),
+      wl.PRECISION_BYTES[plan.comm_precision],
+    )
+  )
+
+
 def allreduce_bytes(w: wl.Workload, s: Stack, t: dict, plan: Plan, row_scale):
   """Gradient bytes allreduced per step: the dense parameters that every
   rank replicates and the data-parallel tables."""
-  cb = float(wl.PRECISION_BYTES[plan.comm_precision])
+  cb = allreduce_elem_bytes(w, s, plan)
   dense = wl.dense_param_count(w)
   if s.bottom_mlp == 'one_device':
     dense -= wl.bottom_mlp_param_count(w)  # on rank 0 only
@@ -611,7 +624,7 @@ def allreduce_bytes(w: wl.Workload, s: Stack, t: dict, plan: Plan, row_scale):
 
 def allreduce_calls(w: wl.Workload, s: Stack, t: dict, plan: Plan) -> int:
   """Allreduce calls per step: one per gradient bucket (static)."""
-  cb = float(wl.PRECISION_BYTES[plan.comm_precision])
+  cb = allreduce_elem_bytes(w, s, plan)
   dense = wl.dense_param_count(w)
   if s.bottom_mlp == 'one_device':
     dense -= wl.bottom_mlp_param_count(w)  # on rank 0 only

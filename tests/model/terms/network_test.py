@@ -401,7 +401,41 @@ def test_files_written_before_the_network_fields_still_load():
   assert not p.nic.in_network_reduction and not p.fabric.in_switch_reduction
   s = schema.stack_to_json(stack_presets.get('hugectr'))
   del s['alltoall']
-  assert schema.stack_from_json(s).alltoall == 'flat'
+  del s['allreduce_precision']
+  old = schema.stack_from_json(s)
+  assert old.alltoall == 'flat' and old.allreduce_precision == 'fp32'
+
+
+def test_hugectr_reduces_its_mixed_precision_gradients_in_fp16():
+  # HugeCTR's allreduce of a mixed-precision model runs on __half
+  # (stack_presets source); an fp32 model, and TorchRec's DDP on fp32
+  # parameters, reduce 4 bytes an element. A plan's narrower comm
+  # precision (quantized communication) still wins.
+  from codesign.spec import workload_presets
+
+  hugectr = stack_presets.get('hugectr')
+  assert 'AllReduceInPlaceComm' in dict(hugectr.sources)['allreduce_precision']
+  mixed = workload_presets.get('mlperf_dlrm_v1')
+  fp32 = dataclasses.replace(mixed, dense_precision='fp32')
+  p = platform_presets.get('dgx_a100_80gb')
+  plan = planner.make(mixed, p, hugectr)
+  assert ct.allreduce_elem_bytes(mixed, hugectr, plan) == 2.0
+  assert ct.allreduce_elem_bytes(fp32, hugectr, plan) == 4.0
+  torchrec = stack_presets.get('torchrec')
+  assert ct.allreduce_elem_bytes(mixed, torchrec, plan) == 4.0
+  fp8 = dataclasses.replace(plan, comm_precision='fp8')
+  assert ct.allreduce_elem_bytes(mixed, hugectr, fp8) == 1.0
+  # Half the bytes, and the step's allreduce shrinks with them.
+  r16 = cost_model.evaluate(hardware.as_arrays(p), mixed, plan, hugectr)
+  r32 = cost_model.evaluate(
+    hardware.as_arrays(p),
+    mixed,
+    plan,
+    dataclasses.replace(hugectr, allreduce_precision='fp32'),
+  )
+  ar16 = float(r16.breakdown['allreduce_intra'])
+  ar32 = float(r32.breakdown['allreduce_intra'])
+  assert 0.4 * ar32 < ar16 < 0.75 * ar32
 
 
 def test_frequent_share_by_hand():
