@@ -307,20 +307,22 @@ def leaf_paths(s: Stack) -> list[str]:
   return [f.name for f in dataclasses.fields(s) if not f.metadata.get('static')]
 
 
+def _element_bytes(precision: str, dense_precision: str) -> int:
+  """Bytes per element of a stack's precision field ('dense': the
+  workload's dense precision)."""
+  from codesign.spec.workload import PRECISION_BYTES
+
+  return PRECISION_BYTES[dense_precision if precision == 'dense' else precision]
+
+
 def allreduce_bytes_per_element(s: Stack, dense_precision: str) -> int:
   """Bytes per element of the gradient allreduce."""
-  if s.allreduce_precision == 'dense' and dense_precision in ('bf16', 'fp16'):
-    return 2
-  return 4
+  return _element_bytes(s.allreduce_precision, dense_precision)
 
 
 def payload_bytes(s: Stack, dense_precision: str) -> int:
   """Bytes per element of the pooled all-to-all payload."""
-  from codesign.spec.workload import PRECISION_BYTES
-
-  if s.payload_precision == 'dense':
-    return 2 if dense_precision in ('bf16', 'fp16') else 4
-  return PRECISION_BYTES[s.payload_precision]
+  return _element_bytes(s.payload_precision, dense_precision)
 
 
 def gemm_precision(s: Stack, dense_precision: str) -> str:
