@@ -22,6 +22,15 @@ trainer) with global batch B and local batch b = B / R:
             backward; the dense gradient allreduce overlaps the whole
             backward pass;
   then:     the dense optimizer update.
+This is the schedule a graph-captured stack runs, read from HugeCTR's
+(NVIDIA-Merlin/HugeCTR HybridSparseEmbedding::train, stepped by
+Model::train_overlapped's states): the embedding's forward and its
+all-to-all start with the iteration and the bottom MLP's forward waits
+for nothing else; the top MLP's forward waits for them; the backward
+exchange starts once the top MLP's backward is done and runs beside the
+bottom MLP's backward and the grouped gradient allreduce
+(`overlap_ar_a2a_`, at MLPExchangeWgrad). Its inter-iteration overlap
+prepares the next batch's indices during this step, not its exchanges.
 That is the device time, plus the gaps of the kernels no term charges
 (`overhead`). The host runs beside it: the stack's floor and its eager
 operators (`host`); `terms.compose` combines the two.

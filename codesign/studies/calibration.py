@@ -327,6 +327,7 @@ def public_cases():
   report = {
     'parameters': fit,
     'prior_weight': pc.PRIOR_WEIGHT,
+    'robust_scale': pc.ROBUST_SCALE,
     'fit_loss_all': loco['all']['fit_loss'],
     'folds': loco['folds'],
   }

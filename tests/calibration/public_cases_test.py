@@ -273,3 +273,21 @@ def test_step_time_is_smooth_in_the_fit_coordinates(cases):
     e = jnp.zeros_like(z0).at[i].set(h)
     fd = float((log_step(z0 + e) - log_step(z0 - e)) / (2 * h))
     assert g[i] == pytest.approx(fd, rel=1e-4, abs=1e-9), i
+
+
+def test_case_loss_is_squared_near_zero_and_linear_far_out():
+  """One unexplained case weighs in the fit like a case `ROBUST_SCALE` off
+  per unit of its error, not with its square: squared log error near
+  zero, slope 2 d far out, never decreasing with |error|."""
+  d = pc.ROBUST_SCALE
+  err = jnp.array([1e-3, -1e-3, 0.05, 1.0, 10.0], jnp.float64)
+  loss = np.asarray(pc.case_loss(err))
+  assert loss[0] == pytest.approx(1e-6, rel=1e-5)
+  assert loss[1] == loss[0]
+  assert loss[2] == pytest.approx(0.05**2, rel=0.02)
+  slope = float(jax.grad(pc.case_loss)(10.0))
+  assert slope == pytest.approx(2.0 * d, rel=1e-3)
+  # A log error of 1 (2.7x) costs a third of its square, one of 10 a
+  # 25th.
+  assert loss[3] < 0.34 * 1.0**2 and loss[4] < 0.04 * 10.0**2
+  assert np.all(np.diff(np.asarray(pc.case_loss(jnp.linspace(0, 3, 50)))) > 0)
