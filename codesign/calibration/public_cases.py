@@ -27,6 +27,9 @@ prior (`stack_presets.PRIORS`) by a weak penalty:
 - the share of the hardware rate that fused embedding kernels reach
   (tied across NVIDIA's, HugeCTR's and TorchRec's fused kernels);
 - the GEMM efficiency of the GPUs (cuBLAS; one number for all of them).
+The fit weighs each case's log error by a robust loss (`case_loss`:
+squared near zero, linear beyond `ROBUST_SCALE`), so a case the model
+cannot explain does not drag the numbers the other cases share.
 Every case is judged leave-one-case-out: predicted with the values fitted
 on the other cases only (both precisions of a case leave together). A
 number no other case informs stays at its prior in that fold, so a
