@@ -72,6 +72,7 @@ def coverage(
   trainer: str,
   nodes: float,
   without: str | None = None,
+  errors: dict | None = None,
 ) -> dict:
   """The cases behind a design of `stack` on `part` (its accelerator, or a
   CPU trainer's CPU) and `nodes` nodes.
@@ -79,6 +80,8 @@ def coverage(
   Args:
     stack, part, trainer, nodes: the design.
     without: a case left out (to judge the band on the cases themselves).
+    errors: case id -> leave-one-case-out error (default: the shipped
+      fit's, `loo_errors`).
 
   Returns:
     dict: `nearest` (`NEAREST` case ids: those of this stack and family,
@@ -119,15 +122,15 @@ def coverage(
     'nearest': [c['id'] for c in pool],
     'flags': flags,
     'extrapolated': bool(flags),
-    'band': _band(pool, every, bool(flags)),
+    'band': _band(pool, every, bool(flags), errors),
   }
 
 
-def _band(pool, every, extrapolated: bool) -> float | None:
+def _band(pool, every, extrapolated: bool, errors=None) -> float | None:
   """The band's relative half-width: the largest |leave-one-case-out
   error| of `pool`, at least the `QUANTILE` of `every` case's, and the
   largest of them all where the design is extrapolated."""
-  err = loo_errors()
+  err = loo_errors() if errors is None else errors
 
   def errors(cs):
     return [abs(err[c['id']]) for c in cs if c['id'] in err]
@@ -137,6 +140,37 @@ def _band(pool, every, extrapolated: bool) -> float | None:
     return None
   half = max(max(near), float(np.quantile(all_, QUANTILE)))
   return max(all_) if extrapolated else half
+
+
+def case_part(key: public_cases.CaseKey, p) -> str:
+  """The part a case's coverage is judged on: its accelerator, or a CPU
+  trainer's CPU (the one its description names, else the preset's)."""
+  if p.trainer == 'cpu':
+    named = public_cases.CASES[key.case_id].cpu
+    return named[0] if named else p.cpu.name
+  return p.accelerator.name
+
+
+def band_check(errors: dict | None = None) -> dict:
+  """How far the band holds on the cases themselves: each case's band
+  computed without it (its own error left out of the quantile and the
+  nearest cases) against its leave-one-case-out error. Returns `covered`
+  (cases whose band holds their error), `cases` and `median_half_width`.
+  `errors`: as `coverage` (default: the shipped fit's)."""
+  err = loo_errors() if errors is None else errors
+  covered, halves = 0, []
+  for k in public_cases.case_keys():
+    p = platform_presets.get(k.platform)
+    cov = coverage(k.stack, case_part(k, p), p.trainer, k.nodes, k.case_id, err)
+    if cov['band'] is None or k.case_id not in err:
+      continue
+    covered += int(cov['band'] >= abs(err[k.case_id]))
+    halves.append(cov['band'])
+  return {
+    'covered': covered,
+    'cases': len(halves),
+    'median_half_width': float(np.median(halves)) if halves else None,
+  }
 
 
 def band_of(throughput: float, half: float | None) -> dict | None:

@@ -46,6 +46,7 @@ import numpy as np
 
 from codesign.calibration import (
   count_checks,
+  coverage,
   device_profile,
   dlrm,
   microbenchmarks,
@@ -328,6 +329,9 @@ def public_cases():
     'parameters': fit,
     'prior_weight': pc.PRIOR_WEIGHT,
     'robust_scale': pc.ROBUST_SCALE,
+    # Each case's band made without it against its error: how far the
+    # band `propose` and `evaluate` print holds on this fit.
+    'band': coverage.band_check(errors),
     'fit_loss_all': loco['all']['fit_loss'],
     'folds': loco['folds'],
   }
@@ -583,6 +587,13 @@ def _public_lines(result: dict) -> list[str]:
     lines.append(
       f'  {name:28s} {f["value"]:.4g} (folds {f["loco_min"]:.4g}-'
       f'{f["loco_max"]:.4g}; prior {f["prior"]:.4g}){bound}'
+    )
+  band = result['public_fit'].get('band')
+  if band and band['cases']:
+    lines.append(
+      f"band (each case's made without it): holds {band['covered']} of "
+      f"{band['cases']} cases' errors, median half-width "
+      f'{band["median_half_width"]:.1%}'
     )
   return lines
 

@@ -361,6 +361,10 @@ def test_calibrate_smoke_writes_every_file(tmp_path):
   errs = np.abs([c['rel_error'] for c in pub])
   assert r['median_abs_rel_error_public'] == pytest.approx(np.median(errs))
   assert r['max_abs_rel_error_public'] == pytest.approx(np.max(errs))
+  # How far the band holds on this run's own errors, printed.
+  band = r['public_fit']['band']
+  assert band['cases'] == 19 and 0 <= band['covered'] <= 19
+  assert f'holds {band["covered"]} of 19 cases' in out.stdout
   for name, fit in r['public_fit']['parameters'].items():
     lo, hi = fit['range']
     assert lo <= fit['loco_min'] <= fit['value'] * 1.5
