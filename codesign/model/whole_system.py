@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from codesign.core import units
 from codesign.model import convergence
 from codesign.model.cost_model import CostReport
 from codesign.model.terms import budget
@@ -55,7 +56,8 @@ class Figures(NamedTuple):
   capex and power of each: readers_usd/_w, storage_usd/_w,
   network_usd/_w; mtbf_s, interval_s, checkpoint_s, restart_s: the
   failure and checkpoint terms (0 without failures); sample_bytes;
-  reader_rate: samples/s per reader node.
+  reader_rate: samples/s per reader node; frontend_rate: samples/s the
+  trainers' front-end ports take (0 with the data local).
   """
 
   trainer_throughput: object
@@ -75,6 +77,7 @@ class Figures(NamedTuple):
   restart_s: object
   sample_bytes: float
   reader_rate: float
+  frontend_rate: object
 
 
 def _counts(p: Platform, concrete: bool):
@@ -88,22 +91,24 @@ def _counts(p: Platform, concrete: bool):
 
 
 def _feed(thr, nodes, w: wl.Workload, s: ws.WholeSystem, parts):
-  """(fed samples/s, readers, reader rate, bytes per sample)."""
+  """(fed samples/s, readers, reader rate, bytes per sample, front-end
+  rate: 0 with the data local)."""
   b = ing.bytes_per_sample(w, parts.format)
   rate = ing.reader_rate(w, ws.transform_of(s, w.name), parts)
   if s.local:
-    return thr, 0.0 * thr, rate, b
+    return thr, 0.0 * thr, rate, b, 0.0 * thr
   front = ing.frontend_rate(nodes, parts.trainer_frontend_bps, b)
   if s.readers == 'auto':
     fed = ing.smooth_min(thr, front)
     readers = ing.whole(ing.readers_needed(fed, rate, parts.headroom))
-    return fed, readers, rate, b
+    return fed, readers, rate, b, front
   readers = float(s.readers)
   return (
     ing.smooth_min(thr, front, readers * rate),
     readers + 0.0 * thr,
     rate,
     b,
+    front,
   )
 
 
@@ -158,7 +163,7 @@ def system_figures(r: CostReport, p: Platform, w, s: ws.WholeSystem):
   thr = float(np.asarray(r.throughput)) if concrete else r.throughput
   gpus, nodes = _counts(p, concrete)
   weight = ws.failure_weight(s, gpus)
-  fed, readers, rate, b = _feed(thr, nodes, w, s, parts)
+  fed, readers, rate, b, front = _feed(thr, nodes, w, s, parts)
   storage, ckpt_nodes = _storage(fed, b, w, s, parts, weight)
   nodes_bw = ing.smooth_max(storage, ckpt_nodes)
   good = _goodput(p, w, s, parts, nodes_bw, concrete)
@@ -184,6 +189,7 @@ def system_figures(r: CostReport, p: Platform, w, s: ws.WholeSystem):
     *good[1:],
     b,
     rate,
+    front,
   )
 
 
@@ -247,6 +253,10 @@ def figures_dict(f: Figures, fig: dict, s: ws.WholeSystem) -> dict:
     'fed_throughput_samples_per_s': x['fed_throughput'],
     'readers_feed_samples_per_s': x['readers'] * x['reader_rate'],
     'reader_samples_per_s': x['reader_rate'],
+    'frontend_samples_per_s': x['frontend_rate'],
+    'trainer_frontend_gbit_per_s': units.from_si(
+      ws.parts().trainer_frontend_bps, 'gbit_per_s'
+    ),
     'sample_bytes': x['sample_bytes'],
     'goodput': x['goodput'],
     'mtbf_s': x['mtbf_s'],
@@ -254,6 +264,18 @@ def figures_dict(f: Figures, fig: dict, s: ws.WholeSystem) -> dict:
     'checkpoint_write_s': x['checkpoint_s'],
     'restart_s': x['restart_s'],
   }
+
+
+def feed_bound(sysd: dict) -> str:
+  """What holds the fed throughput of a `figures_dict` down: the slowest
+  of the trainers, the readers and the trainers' front-end ports (the
+  fed figure is their smooth minimum, a little below the slowest)."""
+  rates = {
+    'the trainers': sysd['trainer_throughput_samples_per_s'],
+    'the readers': sysd['readers_feed_samples_per_s'],
+    "the trainers' front-end ports": sysd['frontend_samples_per_s'],
+  }
+  return min(rates, key=rates.get)
 
 
 def lines(sysd: dict) -> list[str]:
@@ -284,8 +306,11 @@ def lines(sysd: dict) -> list[str]:
       f'{sysd["readers_feed_samples_per_s"]:,.0f} samples/s '
       f'({sysd["reader_samples_per_s"]:,.0f} each, '
       f'{sysd["sample_bytes"]:,.0f} B a sample); the trainers alone reach '
-      f'{sysd["trainer_throughput_samples_per_s"]:,.0f}, the system '
-      f'{sysd["fed_throughput_samples_per_s"]:,.0f} before failures'
+      f'{sysd["trainer_throughput_samples_per_s"]:,.0f}, their front-end '
+      f'ports ({sysd["trainer_frontend_gbit_per_s"]:,.0f} Gb/s a node) take '
+      f'{sysd["frontend_samples_per_s"]:,.0f}; the system '
+      f'{sysd["fed_throughput_samples_per_s"]:,.0f} before failures, '
+      f'bound by {feed_bound(sysd)}'
     )
   if sysd['storage_nodes'] > 0:
     out.append(

@@ -112,3 +112,32 @@ def test_gradients_finite_at_random_points_in_bounds(design, dtype):
   )
   for g in grads:
     assert np.all(np.isfinite(np.asarray(g)))
+
+
+def test_the_printed_feed_names_what_binds_it(design):
+  """The readers line says what the trainers' front-end ports take and
+  which of trainers, readers and those ports holds the system down: one
+  trainer node of a fast design is bound by its front-end port, and with
+  the ports made wide the trainers bind again."""
+  p, w, plan, s = design
+  f = report.design_figures(p, w, plan, s, ws.WholeSystem('auto'))
+  sysd = f['system']
+  front = sysd['frontend_samples_per_s']
+  assert front > 0 and sysd['trainer_frontend_gbit_per_s'] > 0
+  rates = {
+    'the trainers': sysd['trainer_throughput_samples_per_s'],
+    'the readers': sysd['readers_feed_samples_per_s'],
+    "the trainers' front-end ports": front,
+  }
+  want = min(rates, key=rates.get)
+  assert whole_system.feed_bound(sysd) == want
+  assert sysd['fed_throughput_samples_per_s'] <= rates[want]
+  assert f'bound by {want}' in whole_system.lines(sysd)[1]
+  wide = {**sysd, 'frontend_samples_per_s': 1e12}
+  wide['readers_feed_samples_per_s'] = 1e12
+  assert whole_system.feed_bound(wide) == 'the trainers'
+  # The data local (failures counted): no front-end ports in the feed.
+  local = report.design_figures(
+    p, w, plan, s, ws.WholeSystem(with_failures=True)
+  )
+  assert local['system']['frontend_samples_per_s'] == 0.0
