@@ -257,6 +257,7 @@ def figures_dict(f: Figures, fig: dict, s: ws.WholeSystem) -> dict:
     'trainer_frontend_gbit_per_s': units.from_si(
       ws.parts().trainer_frontend_bps, 'gbit_per_s'
     ),
+    'trainer_frontend_source': dict(ws.parts().sources)['trainer_frontend'],
     'sample_bytes': x['sample_bytes'],
     'goodput': x['goodput'],
     'mtbf_s': x['mtbf_s'],
@@ -264,6 +265,11 @@ def figures_dict(f: Figures, fig: dict, s: ws.WholeSystem) -> dict:
     'checkpoint_write_s': x['checkpoint_s'],
     'restart_s': x['restart_s'],
   }
+
+
+def _assumed(source: str) -> str:
+  """', an assumption' where a number's source says it is one."""
+  return ', an assumption' if source.startswith('assumption') else ''
 
 
 def feed_bound(sysd: dict) -> str:
@@ -307,7 +313,8 @@ def lines(sysd: dict) -> list[str]:
       f'({sysd["reader_samples_per_s"]:,.0f} each, '
       f'{sysd["sample_bytes"]:,.0f} B a sample); the trainers alone reach '
       f'{sysd["trainer_throughput_samples_per_s"]:,.0f}, their front-end '
-      f'ports ({sysd["trainer_frontend_gbit_per_s"]:,.0f} Gb/s a node) take '
+      f'ports ({sysd["trainer_frontend_gbit_per_s"]:,.0f} Gb/s a node'
+      f'{_assumed(sysd["trainer_frontend_source"])}) take '
       f'{sysd["frontend_samples_per_s"]:,.0f}; the system '
       f'{sysd["fed_throughput_samples_per_s"]:,.0f} before failures, '
       f'bound by {feed_bound(sysd)}'

@@ -132,7 +132,11 @@ def test_the_printed_feed_names_what_binds_it(design):
   want = min(rates, key=rates.get)
   assert whole_system.feed_bound(sysd) == want
   assert sysd['fed_throughput_samples_per_s'] <= rates[want]
-  assert f'bound by {want}' in whole_system.lines(sysd)[1]
+  line = whole_system.lines(sysd)[1]
+  assert f'bound by {want}' in line
+  # The port's speed is the data file's assumption, and says so.
+  assert sysd['trainer_frontend_source'].startswith('assumption')
+  assert 'Gb/s a node, an assumption) take' in line
   wide = {**sysd, 'frontend_samples_per_s': 1e12}
   wide['readers_feed_samples_per_s'] = 1e12
   assert whole_system.feed_bound(wide) == 'the trainers'
