@@ -132,7 +132,10 @@ class Reporter:
     if not beat:
       self._last_line = (now, line)
     try:
-      print(f'[{now - self._start:6.1f} s] {line}', file=self.stream)
+      # One write, newline included: print's text and newline are two
+      # writes, and Ctrl-C's line (`signals`, written from another
+      # thread) could land between them.
+      self.stream.write(f'[{now - self._start:6.1f} s] {line}\n')
       self.stream.flush()
     except (OSError, ValueError):  # a closed pipe never costs the run
       pass
