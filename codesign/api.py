@@ -105,7 +105,8 @@ def load_stack(name_or_path: NameOrPath) -> stack_lib.Stack:
       `ipex_cpu`, `jax_xla`; see `codesign.spec.stack_presets`; presets carry
       the numbers fitted on the published cases) as `NAME` (its newest
       release) or `NAME@YEAR` (its software as it stood that year:
-      `hugectr@2021`; `stack_presets.VERSIONS` lists them), a path to a
+      `hugectr@2021`; `NAME@YYYY-MM` for the earlier of two releases of
+      one year; `stack_presets.VERSIONS` lists them), a path to a
       stack JSON
       file (keys in boundary units such as `step_floor_us`; or a run's
       config.json), or such a dict (or one holding it as its `stack`

@@ -71,7 +71,8 @@ flags.DEFINE_string(
   'codesign/spec/stack_presets.py), as NAME (its newest release) or '
   'NAME@YEAR (its software as it stood that year, e.g. hugectr@2021, '
   'nvidia_pytorch@2020, ipex_cpu@2020: kernels, fusions, update path, '
-  'graphs and planner of that release), or a stack JSON '
+  'graphs and planner of that release; NAME@YYYY-MM for the earlier of '
+  'two releases of one year, nvidia_pytorch@2020-04), or a stack JSON '
   "file (a run's config.json also works); empty: the platform trainer's "
   'default (torchrec on accelerators, ipex_cpu on CPU trainers). The '
   'same GPUs '

@@ -19,11 +19,26 @@ from codesign.spec import platform_presets, stack_presets
 
 # Cases whose leave-one-case-out errors set a design's band.
 NEAREST = 3
-# The band is at least this quantile of every case's |leave-one-case-out
-# error|: the model's error is not only local (a design near cases the
-# model fits well can still miss as others did), so no band claims more
-# than the share of cases the model has shown it can predict that well.
+# The band holds at least this share of errors: it is at least the
+# split-conformal quantile of every case's |leave-one-case-out error|
+# (`conformal_quantile`). The model's error is not only local (a design
+# near cases the model fits well can still miss as others did), so no
+# band claims more than the share of cases the model has shown it can
+# predict that well.
 QUANTILE = 0.8
+
+
+def conformal_quantile(values, share: float) -> float:
+  """The ceil((n + 1) share)-th smallest of n values (the largest when
+  that rank passes n): a new value exchangeable with them lies at or
+  below it with probability at least `share` (split conformal prediction:
+  Lei et al. 2018, "Distribution-free predictive inference for
+  regression", JASA 113(523), section 2.2). numpy's interpolated quantile
+  of n values holds a new one only about (n - 1) share + 1 times in n + 1:
+  77% for 80% of 18 cases."""
+  ordered = np.sort(np.asarray(values, dtype=float))
+  rank = int(np.ceil((len(ordered) + 1) * share))
+  return float(ordered[min(rank, len(ordered)) - 1])
 
 
 def family(part: str) -> str:
@@ -90,7 +105,8 @@ def coverage(
     with this stack; a node count beyond the stack's cases),
     `extrapolated` (any flag), `band` (the relative half-width of the
     band on the step time: the largest leave-one-case-out error of the
-    nearest cases, at least the `QUANTILE` of every case's, and where
+    nearest cases, at least the conformal `QUANTILE` of every case's
+    (`conformal_quantile`), and where
     the design is extrapolated the largest of every case's; None without
     the errors).
   """
@@ -128,8 +144,8 @@ def coverage(
 
 def _band(pool, every, extrapolated: bool, errors=None) -> float | None:
   """The band's relative half-width: the largest |leave-one-case-out
-  error| of `pool`, at least the `QUANTILE` of `every` case's, and the
-  largest of them all where the design is extrapolated."""
+  error| of `pool`, at least the conformal `QUANTILE` of `every` case's,
+  and the largest of them all where the design is extrapolated."""
   err = loo_errors() if errors is None else errors
 
   def errors(cs):
@@ -138,7 +154,7 @@ def _band(pool, every, extrapolated: bool, errors=None) -> float | None:
   near, all_ = errors(pool), errors(every)
   if not near or not all_:
     return None
-  half = max(max(near), float(np.quantile(all_, QUANTILE)))
+  half = max(max(near), conformal_quantile(all_, QUANTILE))
   return max(all_) if extrapolated else half
 
 

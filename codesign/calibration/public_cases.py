@@ -99,7 +99,7 @@ CASES = {
   'C1': CaseSystem('nvidia_pytorch@2021', 'dgx_a100_80gb', 1),
   'C2': CaseSystem('nvidia_pytorch@2021', 'dgx1_v100', 8),
   'C3': CaseSystem('nvidia_pytorch@2021', 'dgx1_v100', 1),
-  'C4': CaseSystem('nvidia_pytorch@2020', 'dgx1_v100', 1),
+  'C4': CaseSystem('nvidia_pytorch@2020-04', 'dgx1_v100', 1),
   'C5': CaseSystem('nvidia_pytorch@2020', 'dgx_a100_40gb', 8),
   'C6': CaseSystem('hugectr@2021', 'dgx_a100_80gb', 8),
   'C7': CaseSystem('ipex_cpu@2020', 'cpu_4s', 4),

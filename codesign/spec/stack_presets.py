@@ -82,6 +82,9 @@ _NV_2020 = (
   'PyTorch 1.10) and the MLPerf v0.7 submission (training_results_v0.7 '
   'NVIDIA/benchmarks/dlrm/implementations/pytorch, container 20.06)'
 )
+# The first release (README changelog: "April 2020 - Initial release"),
+# read at NVIDIA/DeepLearningExamples@23a6382 (the commit of that README).
+_NV_2020_04 = _NV + ' at 23a6382 (April 2020, the initial release)'
 _HCTR_V31 = (
   'NVIDIA-Merlin/HugeCTR v3.1 (21.05, MLPerf v1.0) release notes and '
   'training_results_v1.0 NVIDIA dlrm hugectr dgx_a100*.json'
@@ -765,14 +768,44 @@ PRESETS = {
 # The releases of each preset by year: year -> field -> (value, source),
 # the fields where that release differs from the newest (the preset of the
 # bare name). A field whose change is known from one published case only
-# says so. `get('NAME@YEAR')` builds one.
+# says so. `get('NAME@YEAR')` builds one. Where a year saw two releases that
+# differ, the earlier one is named by its month (`'YYYY-MM'`,
+# `NAME@YYYY-MM`) and the year's entry is the later one.
 VERSIONS = {
   'nvidia_pytorch': {
+    # The initial release (C4's): PyTorch modules, before NVIDIA's fused
+    # kernels; the `2020` entry is the 20.06 code that C5 ran.
+    '2020-04': {
+      'graph_scope': (
+        'none',
+        f'{_NV_2020_04} dlrm/scripts/main.py: every operator launched '
+        'eagerly (no CUDA graphs)',
+      ),
+      'embedding_kernel': (
+        'per_table',
+        f'{_NV_2020_04} dlrm/model.py _create_embeddings: one nn.Embedding '
+        '(sparse=True) per table, looked up one table at a time',
+      ),
+      'fused_interaction': (
+        False,
+        f'{_NV_2020_04} dlrm/model.py _interaction: torch.bmm, a gather of '
+        'the lower triangle and a concatenation (interaction_op dot or cat)',
+      ),
+      'mlp_fusion': (
+        'none',
+        f'{_NV_2020_04} dlrm/model.py: nn.Linear then nn.ReLU per layer',
+      ),
+      'fused_dense_optimizer': (
+        False,
+        f'{_NV_2020_04} dlrm/scripts/main.py: torch.optim.SGD over every '
+        'parameter (apex amp O2 on the MLPs)',
+      ),
+    },
     2020: {
       'graph_scope': (
         'none',
         f'{_NV_2020}: before PyTorch 1.10 brought CUDA graphs every '
-        'operator launched eagerly (seen in C4 and C5)',
+        'operator launched eagerly (seen in C5)',
       ),
     },
     2021: {},
@@ -897,10 +930,21 @@ def family(name: str) -> str:
 
 
 def version_names() -> tuple[str, ...]:
-  """Every `NAME@YEAR` preset, by name and year."""
+  """Every `NAME@YEAR` (and `NAME@YYYY-MM`) preset, by name and release."""
   return tuple(
     f'{name}@{year}' for name, years in VERSIONS.items() for year in years
   )
+
+
+def _release_key(text: str):
+  """The `VERSIONS` key a release name reads as: a year (`2021`, an int)
+  or a month (`2020-04`, kept as text); None for anything else."""
+  if text.isdigit():
+    return int(text)
+  year, dash, month = text.partition('-')
+  if dash and year.isdigit() and len(month) == 2 and month.isdigit():
+    return text
+  return None
 
 
 def _version(name: str) -> Stack:
@@ -908,17 +952,18 @@ def _version(name: str) -> Stack:
   release of that year had (`VERSIONS`), each with its source."""
   base, _, year = name.partition('@')
   years = VERSIONS.get(base)
-  if base not in PRESETS or years is None or not year.isdigit():
+  release = _release_key(year)
+  if base not in PRESETS or years is None or release is None:
     raise InputError(
       f'unknown stack preset {name!r}; valid choices: '
       + ', '.join((*PRESETS, *version_names()))
     )
-  if int(year) not in years:
+  if release not in years:
     raise InputError(
-      f'no {base} release of {year} is described; valid years: '
+      f'no {base} release of {year} is described; valid releases: '
       + ', '.join(str(y) for y in years)
     )
-  changes = years[int(year)]
+  changes = years[release]
   sources = dict(PRESETS[base]().sources)
   sources.update({k: f'{name}: {src}' for k, (_, src) in changes.items()})
   values = {k: v for k, (v, _) in changes.items()}

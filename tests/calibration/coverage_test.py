@@ -47,6 +47,16 @@ def test_band_check_counts_a_case_its_neighbours_do_not_cover():
   assert odd['median_half_width'] >= 0.1
 
 
+def test_the_quantile_is_the_conformal_rank():
+  """Of 18 errors, 80% is the 16th smallest (ceil(19 x 0.8)), not
+  numpy's interpolation between the 14th and 15th; past the last rank it
+  is the largest."""
+  values = [float(v) for v in range(18, 0, -1)]
+  assert coverage.conformal_quantile(values, 0.8) == 16.0
+  assert coverage.conformal_quantile(values, 0.99) == 18.0
+  assert coverage.conformal_quantile([0.3], 0.8) == 0.3
+
+
 def test_a_design_no_case_resembles_is_flagged_with_the_widest_band():
   cov = coverage.coverage('hugectr', 'GB200-B200-186GB', 'accelerator', 18)
   assert cov['extrapolated'] and len(cov['flags']) == 2

@@ -76,7 +76,10 @@ def test_every_case_with_its_stack_plan_and_machine(cases):
     assert set(by[k].plan.sharding) == {'table_wise'}
     np.testing.assert_array_equal(np.asarray(by[k].plan.hbm_fraction), 1.0)
   # The 2020 releases ran eagerly; 2021's captured the step in a graph.
-  assert by['C4'].stack.name == 'nvidia_pytorch@2020'
+  # C4's April 2020 code is the first release: PyTorch's own modules.
+  assert by['C4'].stack.name == 'nvidia_pytorch@2020-04'
+  assert by['C4'].stack.embedding_kernel == 'per_table'
+  assert by['C5'].stack.name == 'nvidia_pytorch@2020'
   assert by['C5'].stack.graph_scope == 'none'
   assert by['C1'].stack.graph_scope == 'forward_backward'
   # The multi-node cases on their node counts and networks.

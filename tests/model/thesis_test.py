@@ -58,11 +58,13 @@ def test_big_basin_beats_cpu_on_criteo_kaggle(kaggle_speedups, batch):
 
 def test_small_batches_on_the_cpu_are_host_bound(kaggle_speedups):
   # At the preset's batch of 128 the eager CPU trainer spends most of its
-  # step dispatching operators (hundreds of them, tens of us each), which
-  # the GPUs' CUDA graph does not: the advantage is largest there and
-  # shrinks as the batch grows and the sockets' compute takes over.
+  # step dispatching operators (hundreds of them, tens of us each). The
+  # 2020 GPU stack dispatches eagerly too, so there the advantage is about
+  # the ratio of the two dispatches (and with it of the fitted time per
+  # operator); at the largest batch the sockets' compute takes over and
+  # the advantage is at its smallest.
   s = kaggle_speedups
-  assert s[128] > s[8192] > s[65536], s
+  assert s[65536] < min(s[128], s[8192]), s
   r = evaluate('criteo_kaggle', 'cpu_2s')
   assert float(r.breakdown['host']) > 0.5 * step(r)
 

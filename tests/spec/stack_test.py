@@ -117,6 +117,20 @@ def test_a_release_by_year_differs_from_the_newest_where_it_did():
   )
   assert nv_old.graph_scope == 'none'
   assert nv_new.graph_scope == 'forward_backward'
+  # A year with two releases names the earlier by its month: NVIDIA's
+  # first DLRM (April 2020) ran PyTorch's own modules, one table at a time.
+  first = stack_presets.get('nvidia_pytorch@2020-04')
+  assert first.name == 'nvidia_pytorch@2020-04'
+  assert (first.embedding_kernel, nv_old.embedding_kernel) == (
+    'per_table',
+    'fused',
+  )
+  assert not first.fused_interaction and nv_old.fused_interaction
+  assert (first.mlp_fusion, first.graph_scope) == ('none', 'none')
+  assert '23a6382' in dict(first.sources)['embedding_kernel']
+  for bad in ('nvidia_pytorch@2020-4', 'nvidia_pytorch@2020-05'):
+    with pytest.raises(InputError):
+      stack_presets.get(bad)
   h21, h = stack_presets.get('hugectr@2021'), stack_presets.get('hugectr')
   assert (h21.planner, h.planner) == ('hybrid', 'auto')
   assert 'IB_NVLink_Hierarchical' in dict(h21.sources)['planner']
