@@ -786,6 +786,7 @@ VERSIONS = {
         f'{_NV_2020_04} dlrm/model.py _create_embeddings: one nn.Embedding '
         '(sparse=True) per table, looked up one table at a time',
       ),
+      'per_table_kernels': (27, _PYPROF),
       'fused_interaction': (
         False,
         f'{_NV_2020_04} dlrm/model.py _interaction: torch.bmm, a gather of '
