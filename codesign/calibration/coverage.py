@@ -148,10 +148,10 @@ def _band(pool, every, extrapolated: bool, errors=None) -> float | None:
   and the largest of them all where the design is extrapolated."""
   err = loo_errors() if errors is None else errors
 
-  def errors(cs):
+  def sizes(cs):
     return [abs(err[c['id']]) for c in cs if c['id'] in err]
 
-  near, all_ = errors(pool), errors(every)
+  near, all_ = sizes(pool), sizes(every)
   if not near or not all_:
     return None
   half = max(max(near), conformal_quantile(all_, QUANTILE))
