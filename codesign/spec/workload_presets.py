@@ -80,39 +80,43 @@ MLPERF_DCNV2_BATCH = (
 )
 
 
-# The popularity of Criteo 1TB's rows (40M hash), from the sizes NVIDIA
-# gives HugeCTR's hybrid embedding: its MLPerf DLRM configs set the
-# infrequent exchange per GPU (`max_num_infrequent_samples`) to what
-# their comment calls the mean number of infrequent lookups plus a
-# 10-sigma guard band (sigma the square root of the mean).
+# The popularity of Criteo 1TB's rows (40M hash): an assumption. The
+# sizes NVIDIA gives HugeCTR's hybrid embedding bound it from one side
+# only: HugeCTR reads `max_num_infrequent_samples` as a count over the
+# whole global batch (InfrequentEmbedding_IB_NVLink_Hier::init_comms:
+# p = max_num_infrequent_samples / (get_batch_size(true) x slot_num),
+# get_batch_size(true) being the solver's global batch), so its MLPerf
+# configs expect about 1.6% of all lookups infrequent. This family's
+# head (the hottest row draws k / N of a table's lookups) cannot be that
+# heavy: at any skew of its range it leaves most lookups of the 40M-row
+# tables infrequent (`planner.frequent_share`).
 CRITEO_1TB_SKEW = (
   8.0,
-  'HugeCTR hybrid-embedding configs at batch 71,680, max_num_infrequent_'
-  'samples "mean num of infrequent plus 10-sigma guardband": 29,120 + '
-  '1,707 on 4x8 GPUs (mlcommons/training_results_v2.1 NVIDIA/benchmarks/'
-  'dlrm/implementations/hugectr-preview/dgx_h100_4x8x2240.py) and 16,640 '
-  '+ 1,290 on 8x8 (NVIDIA-Merlin/HugeCTR samples/dlrm/dgx_a100_8x8x1120_'
-  "ib_nvlink.py): 50.0% and 57.1% of a GPU's 58,240 and 29,120 lookups. "
-  "At skew 8, HugeCTR's frequent rule (`planner.frequent_share`) leaves "
-  '50.7% and 57.7% infrequent; uniform popularity (skew 1) 57.7% and '
-  '65.4%. Config values, not a published measurement; the 14x8 config '
-  '(dgx_a100_14x8x640.py) reuses 16,640, all its lookups',
+  'assumption (the power-law default, as zion_scale): the hottest 20% of '
+  "rows draw 83% of the lookups. HugeCTR's MLPerf configs at batch "
+  '71,680 set max_num_infrequent_samples to "mean num of infrequent plus '
+  '10-sigma guardband": 29,120 + 1,707 on 4x8 GPUs (mlcommons/'
+  'training_results_v2.1 NVIDIA/benchmarks/dlrm/implementations/'
+  'hugectr-preview/dgx_h100_4x8x2240.py), a count over the global '
+  "batch's 1,863,680 lookups (HugeCTR InfrequentEmbedding_IB_NVLink_Hier"
+  "::init_comms): 1.6% infrequent. At skew 8 HugeCTR's frequent rule "
+  "(`planner.frequent_share`) leaves 50.7% infrequent: Criteo's head is "
+  'heavier than this family can express',
 )
 
 
 # The presets whose popularity skew is read from a source (every other
 # preset's skew is an assumption): name -> where it comes from, in a few
-# words.
-SKEW_BASIS = {
-  'mlperf_dlrm_v1': "read from HugeCTR's hybrid-embedding configs",
-}
+# words. None today: mlperf_dlrm_v1's is bounded by a source, not read
+# from one (`CRITEO_1TB_SKEW`).
+SKEW_BASIS: dict[str, str] = {}
 
 
 def mlperf_dlrm_v1() -> Workload:
   """MLPerf Training DLRM v0.7-v2.1 (40M hash) at MLPerf settings: global
   batch 55,296 and mixed precision (`MLPERF_V1_BATCH`, `MLPERF_MIXED`),
-  and Criteo 1TB's row popularity as HugeCTR measured it
-  (`CRITEO_1TB_SKEW`)."""
+  and the power-law popularity skew 8 (`CRITEO_1TB_SKEW`: an
+  assumption; Criteo's head is heavier)."""
   m = _models()['mlperf_dlrm_v1']
   return Workload(
     name='mlperf_dlrm_v1',

@@ -210,16 +210,22 @@ def test_assumptions_are_the_workloads_numbers(priced_run):
   assert a['skew_basis'] is None
 
 
-def test_a_sourced_skew_is_not_called_an_assumption():
-  # mlperf_dlrm_v1's skew is read from HugeCTR's configs; the same
-  # workload with a skew the user set is "as given", with no basis.
+def test_a_sourced_skew_is_not_called_an_assumption(monkeypatch):
+  # No preset's skew is read from a source today: mlperf_dlrm_v1's 8 is
+  # an assumption (HugeCTR's configs only bound it). A preset given a
+  # basis is printed with it; the same workload with a skew the user set
+  # is "as given", with no basis.
   w = wp.get('mlperf_dlrm_v1')
   p = platform_presets.get('dgx_a100_80gb')
   plan = planner.make(w, p, stack_presets.get('hugectr'))
   a = robustness.assumptions(w, p, plan)
-  assert a['skew_basis'] == wp.SKEW_BASIS['mlperf_dlrm_v1']
+  assert a['skew_basis'] is None
+  assert 'an assumption' in robustness.assumptions_line(a)
+  monkeypatch.setitem(wp.SKEW_BASIS, 'mlperf_dlrm_v1', 'read from a trace')
+  a = robustness.assumptions(w, p, plan)
+  assert a['skew_basis'] == 'read from a trace'
   line = robustness.assumptions_line(a)
-  assert "(mlperf_dlrm_v1 default, read from HugeCTR's" in line
+  assert '(mlperf_dlrm_v1 default, read from a trace' in line
   assert 'an assumption' not in line
   mine = dataclasses.replace(w, popularity_skew=2.0)
   a = robustness.assumptions(mine, p, plan)

@@ -468,25 +468,3 @@ def test_frequent_share_by_hand():
     'table_wise',
     'data_parallel',
   )
-
-
-def test_criteo_skew_gives_hugectr_configs_infrequent_lookups():
-  """mlperf_dlrm_v1's skew (`workload_presets.CRITEO_1TB_SKEW`) with
-  HugeCTR's frequent rule leaves infrequent the share of a GPU's lookups
-  that NVIDIA's hybrid-embedding configs size for at batch 71,680:
-  29,120 of 58,240 on 4x8 GPUs and 16,640 of 29,120 on 8x8. Uniform
-  popularity misses both by 7 points or more."""
-  from codesign.spec import workload_presets
-
-  w = dataclasses.replace(
-    workload_presets.get('mlperf_dlrm_v1'), global_batch=71680
-  )
-  assert w.popularity_skew == workload_presets.CRITEO_1TB_SKEW[0]
-  uniform = dataclasses.replace(w, popularity_skew=1.0)
-  for gpus, infrequent in ((32, 29120 / 58240), (64, 16640 / 29120)):
-    # One-hot tables: each table draws the same lookups, so a GPU's
-    # infrequent share is the mean over tables.
-    ours = 1.0 - planner.frequent_share(w, gpus).mean()
-    assert abs(ours - infrequent) < 0.01, (gpus, ours)
-    flat = 1.0 - planner.frequent_share(uniform, gpus).mean()
-    assert flat - infrequent > 0.07, (gpus, flat)
