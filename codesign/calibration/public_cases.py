@@ -40,6 +40,7 @@ physics and the numbers the other stacks share.
 import dataclasses
 import json
 import pathlib
+import re
 from typing import NamedTuple
 
 import jax
@@ -324,16 +325,15 @@ def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
     dense_precision=PRECISIONS[precision],
   )
   notes = []
-  if 'pooling' in c:
+  pooling = _stated_pooling(c)
+  if pooling is not None:
     # The case's published lookups per table (C17's model_note: the
     # DCNv2 tables trained one-hot), not the catalog model's.
     w = dataclasses.replace(
       w,
-      tables=tuple(
-        dataclasses.replace(t, pooling=float(c['pooling'])) for t in w.tables
-      ),
+      tables=tuple(dataclasses.replace(t, pooling=pooling) for t in w.tables),
     )
-    notes.append(f'pooling: {c["pooling"]} lookup(s) per table (model_note)')
+    notes.append(f'pooling: {pooling:g} lookup(s) per table (model_note)')
   # The optimizer's name is the field's first word (C17 explains it after).
   opt = (c.get('optimizer') or '').split(' ')[0] or None
   if opt == 'adagrad' and w.optimizer == 'rowwise_adagrad':
@@ -344,6 +344,15 @@ def _workload(c: dict, precision: str) -> tuple[wl.Workload, list[str]]:
   elif opt and opt != w.optimizer:
     w = dataclasses.replace(w, optimizer=opt)
   return w, notes
+
+
+def _stated_pooling(c: dict) -> float | None:
+  """The lookups per table a case's published `model_note` states in
+  the words "pooling N" (C17: "trained one-hot (pooling 1, not
+  multi-hot)"), or None: calibration_cases.json has no field for it, and
+  the file is kept as published."""
+  found = re.search(r'\bpooling (\d+(?:\.\d+)?)\b', c.get('model_note', ''))
+  return None if found is None else float(found.group(1))
 
 
 def _platform(case_id: str) -> hardware.Platform:
