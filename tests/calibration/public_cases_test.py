@@ -62,6 +62,21 @@ def test_every_case_is_built_from_names_alone(cases):
     assert bool(pc.predict(c).feasible), c.name
 
 
+def test_the_case_file_is_the_published_one_and_notes_give_pooling(cases):
+  """codesign/data/calibration_cases.json is the reference file as
+  published, byte for byte where the reference is at hand; a pooling a
+  case's model_note states ("pooling N") builds its workload: C17 trains
+  the DCNv2 tables one-hot, the other cases keep their models'."""
+  shared = pc.CASES_FILE.parents[3] / 'shared/reference/calibration_cases.json'
+  if shared.exists():
+    assert pc.CASES_FILE.read_bytes() == shared.read_bytes()
+  by = {c.case_id: c for c in cases}
+  assert {t.pooling for t in by['C17'].workload.tables} == {1.0}
+  assert {t.pooling for t in by['C11'].workload.tables} != {1.0}
+  assert pc._stated_pooling({'model_note': 'one-hot (pooling 1, not'}) == 1.0
+  assert pc._stated_pooling({'model_note': 'multi-hot DCNv2'}) is None
+
+
 def test_every_case_with_its_stack_plan_and_machine(cases):
   assert [c.name for c in cases] == NAMES
   by = {c.case_id: c for c in cases}
