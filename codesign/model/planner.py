@@ -686,6 +686,21 @@ def frequent_share(w: wl.Workload, ranks: float) -> np.ndarray:
   pooling lookups (`terms.hbm_hits`), so rows are frequent up to 1 - x*
   = (R N / (L k))^(1/(k - 1)), and they draw 1 - (1 - x*)^k of the
   lookups; uniform popularity (k = 1): all or none.
+
+  This is the model's estimate, not HugeCTR's rule. HugeCTR counts each
+  category over `num_iterations_statistics` batches and keeps it
+  frequent above a threshold from its configured bandwidths
+  (ModelInitializationFunctors::calculate_threshold): across nodes,
+  n^2 / (n - 1) x max_all_to_all_bandwidth / max_all_reduce_bandwidth x
+  efficiency_bandwidth_ratio lookups a step, about 1 on 4 nodes with
+  its MLPerf v2.1 config; on one node, the count at which a GPU's batch
+  holds the category twice with probability `p_dup_max`. With that
+  threshold and this popularity family, the split would replicate
+  whole mid-size tables here (`hybrid_shardings` works on whole tables)
+  and still leave the 40M-row tables all infrequent, where the config
+  expects 1.6% of the lookups infrequent (`workload_presets.
+  CRITEO_1TB_SKEW`): both the grain and the family stand between this
+  estimate and HugeCTR's.
   """
   k = float(w.popularity_skew)
   out = []
