@@ -73,8 +73,6 @@ def test_the_case_file_is_the_published_one_and_notes_give_pooling(cases):
   by = {c.case_id: c for c in cases}
   assert {t.pooling for t in by['C17'].workload.tables} == {1.0}
   assert {t.pooling for t in by['C11'].workload.tables} != {1.0}
-  assert pc._stated_pooling({'model_note': 'one-hot (pooling 1, not'}) == 1.0
-  assert pc._stated_pooling({'model_note': 'multi-hot DCNv2'}) is None
 
 
 def test_every_case_with_its_stack_plan_and_machine(cases):
