@@ -252,13 +252,15 @@ def exported(fn, key, compiler_options=None):
 
   def call(*args):
     leaves, tree = jax.tree.flatten(args)
-    leaves = [_array(x) for x in leaves]
-    shapes = (tree, tuple((x.shape, x.dtype, _weak(x)) for x in leaves))
+    shapes = (tree, tuple(map(_spec, leaves)))
     with lock:
       found = memo.get(shapes)
     if found is None:
-      found, out = first(shapes, tree, leaves)
+      found, out = first(shapes, tree, [_array(x) for x in leaves])
     else:
+      # Python scalars go to the jitted call as they are: it reads them
+      # as `_array` does, where making each an array first dispatched
+      # one eager operation apiece (13 of a design's ~1 ms).
       out = found.run(*leaves)
     return jax.tree.unflatten(found.out_tree, out)
 
@@ -311,6 +313,23 @@ def _weak(x) -> bool:
 def _array(x):
   """`x`, or a Python scalar as `jax.jit` reads it: a weakly typed array."""
   return x if hasattr(x, 'shape') else jnp.asarray(x)
+
+
+def _spec(x) -> tuple:
+  """(shape, dtype, weakly typed) of a leaf as `jax.jit` reads it; a
+  Python scalar's without making its array (`_scalar_spec`)."""
+  if hasattr(x, 'shape'):
+    return (x.shape, x.dtype, _weak(x))
+  return _scalar_spec(type(x), bool(jax.config.jax_enable_x64))
+
+
+@functools.cache
+def _scalar_spec(kind: type, x64: bool) -> tuple:
+  """`_spec` of a Python scalar of type `kind` under the x64 setting
+  `x64` (the argument keys the cache; `jnp.asarray` reads the setting)."""
+  del x64
+  a = jnp.asarray(kind(0))
+  return (a.shape, a.dtype, _weak(a))
 
 
 class _Program(NamedTuple):
