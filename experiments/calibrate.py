@@ -30,10 +30,10 @@ Steps (JAX picks the backend; nothing here is CPU-specific):
    (`calibration_cases.json`: NVIDIA PyTorch, HugeCTR, TorchRec, Intel
    CPU) against the cost model with the stack each case names. The few
    physical numbers the cases share (`public_cases.FIT_PARAMETERS`: host
-   time per eager operator, per-step floors, fused embedding efficiency,
-   GPU GEMM efficiency and tile size) are fitted with Adam through the
-   cost model; each case is predicted with the values fitted on the
-   other cases only (leave-one-case-out); the prediction from the
+   time per eager operator, per-step floors, fused and hybrid embedding
+   efficiency, GPU GEMM efficiency and tile size) are fitted with Adam
+   through the cost model; each case is predicted with the values fitted
+   on the other cases only (leave-one-case-out); the prediction from the
    sourced priors is reported beside it.
 
 The study is `codesign.studies.calibration.run`; this script parses the

@@ -98,8 +98,9 @@ flags.DEFINE_enum(
   ],
   'Sharding of every table (auto: the plan.make rule, the fastest of '
   'splitting big tables, big and hot tables, or none, table-row-wise on '
-  "several nodes; hybrid: HugeCTR's hybrid embedding, the tables whose "
-  'lookups are mostly of frequent rows data-parallel, the rest as auto).',
+  "several nodes; hybrid: HugeCTR's hybrid embedding, each table's "
+  'frequent rows data-parallel, for a stack that runs it, e.g. '
+  'hugectr@2022).',
 )
 flags.DEFINE_integer(
   'rounds',

@@ -102,11 +102,11 @@ CASES = {
   'C3': CaseSystem('nvidia_pytorch@2021', 'dgx1_v100', 1),
   'C4': CaseSystem('nvidia_pytorch@2020-04', 'dgx1_v100', 1),
   'C5': CaseSystem('nvidia_pytorch@2020', 'dgx_a100_40gb', 8),
-  'C6': CaseSystem('hugectr@2021', 'dgx_a100_80gb', 8),
+  'C6': CaseSystem('hugectr@2021-05', 'dgx_a100_80gb', 8),
   'C7': CaseSystem('ipex_cpu@2020', 'cpu_4s', 4),
   'C8': CaseSystem('hugectr@2023', 'dgx_h100', 8),
   'C9': CaseSystem('torchrec@2022', 'p4d', 8),
-  'C10': CaseSystem('hugectr@2021', 'dgx_a100_80gb', 8, 8),
+  'C10': CaseSystem('hugectr@2021-05', 'dgx_a100_80gb', 8, 8),
   'C11': CaseSystem(
     'hugectr@2023',
     'dgx_h100',
@@ -156,8 +156,8 @@ PLAN_WHY = {
   'codesign.planner auto plan (fastest feasible of its candidates) '
   'stands for it',
   'hybrid': "HugeCTR's hybrid embedding (calibration_cases.json "
-  'model_note): frequent rows data-parallel, the rest sharded; '
-  'codesign.planner hybrid plan',
+  "model_note): the auto plan shards the tables and each table's "
+  'frequent rows are data-parallel (codesign.model.terms.hybrid)',
   'intel': 'calibration_cases.json C7: large tables model-parallel (4 per '
   'rank), small tables data-parallel',
 }
@@ -192,6 +192,12 @@ class FitParameter(NamedTuple):
 
 
 def _fit_parameters() -> tuple[FitParameter, ...]:
+  """The fitted numbers. HugeCTR's step floor is not among them: it
+  keeps its sourced prior (`PRIORS['graph_step_floor']`, 0.15 ms), since
+  the cases do not pin it. Fitted, it came out at 0.157 ms on every
+  case, but the fold without C19 (its one short multi-node step) moved
+  it to 0.71 ms to absorb C12's residual, and predicted C19 24% slow
+  against 6% with the prior."""
   pr = stack_presets.PRIORS
   rng = stack_lib.FIT_RANGES
   why = stack_lib.FIT_RANGE_WHY
@@ -206,13 +212,6 @@ def _fit_parameters() -> tuple[FitParameter, ...]:
     FitParameter(
       'nvidia_step_floor',
       stack_presets.TIES['nvidia_step_floor'],
-      pr['graph_step_floor'][0],
-      *rng['step_floor'],
-      why['step_floor'],
-    ),
-    FitParameter(
-      'hugectr_step_floor',
-      stack_presets.TIES['hugectr_step_floor'],
       pr['graph_step_floor'][0],
       *rng['step_floor'],
       why['step_floor'],
@@ -244,6 +243,13 @@ def _fit_parameters() -> tuple[FitParameter, ...]:
       pr['embedding_efficiency'][0],
       *rng['embedding_efficiency'],
       why['embedding_efficiency'],
+    ),
+    FitParameter(
+      'hybrid_embedding_efficiency',
+      stack_presets.TIES['hybrid_embedding_efficiency'],
+      pr['hybrid_embedding_efficiency'][0],
+      *rng['hybrid_embedding_efficiency'],
+      why['hybrid_embedding_efficiency'],
     ),
     FitParameter(
       'gpu_gemm_efficiency',

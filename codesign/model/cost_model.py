@@ -418,6 +418,10 @@ def step_context(
     'table_bytes': t['table_bytes'] * row_scale,
     'row_scale': row_scale,
   }
+  split = ct.hybrid.split(w, s, st)
+  if split is not None:  # static: the stack's embedding
+    # The infrequent share reorders the tables' loads: sort them traced.
+    t.update(split._asdict(), orders=None)
   dev, _ = ct.dense_device(p)
   # Pooled payloads: the stack's precision, or the plan's if narrower
   # (quantized communication).
@@ -521,7 +525,8 @@ def _step_time(c: Step, d: Dense, e: Embedding, m: Comms, h: Host):
     )
   )
   t_bwd = d.top_bwd + d.inter_bwd + overlap(sparse_bwd, d.bottom_bwd, o)
-  t_bwd = overlap(t_bwd, m.ar_intra + m.ar_inter, o)
+  o_ar = o if c.stack.allreduce_overlap else 0.0
+  t_bwd = overlap(t_bwd, m.ar_intra + m.ar_inter, o_ar)
   device = t_fwd + t_bwd + d.optimizer + h.launch
   device = ct.with_pipelined_ids(c.stack, device, m.ids_intra + m.ids_inter)
   step = ct.compose(device, _by_group(d, e, m, h), c.stack, h.counts, c.setup)

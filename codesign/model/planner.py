@@ -23,10 +23,10 @@ from concrete numbers. Two rules decide it:
   the tables whose HBM share exceeds a quarter of one accelerator's free
   HBM; split those and the tables whose traffic exceeds half of one
   rank's fair share; split none; every table column-wise.
-- Hybrid (`hybrid`, HugeCTR's hybrid embedding at the grain of whole
-  tables): the tables whose lookups are mostly of frequent rows are
-  data-parallel (their rows replicated, their gradients allreduced), the
-  rest sharded as `auto` shards them (`frequent_share`).
+- Hybrid (`hybrid`, HugeCTR's hybrid embedding): the tables sharded as
+  `auto` shards them; the stack's hybrid embedding replicates each
+  table's frequent rows inside the cost model (`terms.hybrid`), so the
+  split is the software's whatever the plan.
 """
 
 import dataclasses
@@ -545,7 +545,7 @@ def make(
   in DDR), `hbm` (every table in HBM) or `ddr` (every table in DDR);
   None: the stack planner's (`STACK_PLANS`).
   sharding: one of `plan.SHARDINGS` for every table, `auto`, `hybrid`
-  (`auto` with the mostly frequent tables data-parallel) or `intel`
+  (`auto` for a stack whose embedding is hybrid) or `intel`
   (`intel_shardings`); None: the plan the stack's software makes
   (`Stack.planner`, `STACK_PLANS`).
   row_scale: the plan is for `w` with every table's rows times this
@@ -563,6 +563,12 @@ def make(
       f'unknown sharding {sharding!r}; valid choices: auto, hybrid, intel, '
       + ', '.join(SHARDINGS)
     )
+  if sharding == 'hybrid' and s.planner != 'hybrid':
+    raise InputError(
+      "sharding 'hybrid' is HugeCTR's hybrid embedding, which stack "
+      f'{s.name!r} does not run; name a stack whose planner is hybrid '
+      '(hugectr@2021-05, hugectr@2021, hugectr@2022)'
+    )
   if placement == 'auto':  # the HBM fit
     check_memory(w)
   if sharding == 'intel':
@@ -572,13 +578,7 @@ def make(
     return _build(
       w, p, s, (sharding,) * w.num_tables, placement, comm_precision, row_scale
     )
-  if sharding == 'hybrid' and any(float(t.pooling) > 1.0 for t in w.tables):
-    # HybridSparseEmbedding takes one id per table and sample; HugeCTR
-    # trains multi-hot tables in its embedding collection (the auto plan).
-    sharding = 'auto'
   candidates = auto_candidates(w, p, s, row_scale)
-  if sharding == 'hybrid':
-    candidates = tuple(hybrid_shardings(w, p, c) for c in candidates)
   plans = [
     _build(w, p, s, c, placement, comm_precision, row_scale)
     for c in dict.fromkeys(candidates)  # distinct, in order
@@ -600,7 +600,8 @@ STACK_PLANS = {
   # collection (sharding plan `hier_auto`) balance tables by their cost;
   # the auto plan's fastest feasible candidate stands for them.
   'auto': ('auto', 'auto'),
-  # HugeCTR's HybridSparseEmbedding (`frequent_share`, `hybrid_shardings`).
+  # HugeCTR's HybridSparseEmbedding: the auto plan, each table's frequent
+  # rows replicated by the cost model (`terms.hybrid`).
   'hybrid': ('auto', 'hybrid'),
   # NVIDIA DeepLearningExamples DLRM dlrm/utils/distributed.py
   # get_device_mapping: every table whole on one GPU, all in HBM.
@@ -668,61 +669,6 @@ def feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale=1.0):
   too."""
   r = cost_model.evaluate_design(hardware.as_arrays(p), w, plan, s, row_scale)
   return bool(r.feasible), float(r.step_time)
-
-
-def frequent_share(w: wl.Workload, ranks: float) -> np.ndarray:
-  """Share of each table's lookups that go to its frequent rows, shape
-  (T,): the rows a step looks up at least `ranks` times.
-
-  HugeCTR's hybrid embedding (HybridSparseEmbedding,
-  `max_num_frequent_categories`) keeps a row data-parallel where
-  exchanging its lookups costs more than allreducing its gradient: per
-  rank, a row's allreduce moves about its bytes once each way, its
-  lookups move their pooled vectors (as many bytes each) to and from the
-  ranks that asked, about count / R each way; at equal rates and
-  payloads, a row is frequent when the step looks it up at least R
-  times. Under the workload's popularity, row position x in [0, 1]
-  (hottest first) draws k (1 - x)^(k - 1) / N of the L = batch x
-  pooling lookups (`terms.hbm_hits`), so rows are frequent up to 1 - x*
-  = (R N / (L k))^(1/(k - 1)), and they draw 1 - (1 - x*)^k of the
-  lookups; uniform popularity (k = 1): all or none.
-
-  This is the model's estimate, not HugeCTR's rule. HugeCTR counts each
-  category over `num_iterations_statistics` batches and keeps it
-  frequent above a threshold from its configured bandwidths
-  (ModelInitializationFunctors::calculate_threshold): across nodes,
-  n^2 / (n - 1) x max_all_to_all_bandwidth / max_all_reduce_bandwidth x
-  efficiency_bandwidth_ratio lookups a step, about 1 on 4 nodes with
-  its MLPerf v2.1 config; on one node, the count at which a GPU's batch
-  holds the category twice with probability `p_dup_max`. With that
-  threshold and this popularity family, the split would replicate
-  whole mid-size tables here (`hybrid_shardings` works on whole tables)
-  and still leave the 40M-row tables all infrequent, where the config
-  expects 1.6% of the lookups infrequent (`workload_presets.
-  CRITEO_1TB_SKEW`): both the grain and the family stand between this
-  estimate and HugeCTR's.
-  """
-  k = float(w.popularity_skew)
-  out = []
-  for t in w.tables:
-    lookups = float(w.global_batch) * float(t.pooling)
-    ratio = ranks * float(t.rows) / (lookups * k)
-    if k == 1.0:
-      out.append(1.0 if ratio <= 1.0 else 0.0)
-    else:
-      out.append(max(0.0, 1.0 - min(ratio, 1.0) ** (k / (k - 1.0))))
-  return np.array(out)
-
-
-def hybrid_shardings(w: wl.Workload, p: Platform, base: tuple) -> tuple:
-  """`base` with the tables whose lookups are mostly frequent (share at
-  least a half, `frequent_share`) data-parallel."""
-  ranks = float(p.nodes) * float(terms.ranks_per_node(p))
-  share = frequent_share(w, ranks)
-  return tuple(
-    'data_parallel' if f >= 0.5 else name
-    for f, name in zip(share, base, strict=True)
-  )
 
 
 def _build(w, p, s, shardings, placement, comm_precision, row_scale) -> Plan:

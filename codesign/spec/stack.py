@@ -51,6 +51,13 @@ How the fields enter the step (`codesign.model.terms`):
   are read by the accelerator over the host link at
   `uvm_fill_efficiency` of its bandwidth. Without it, the plan's split
   is static and the CPU sockets pool the DDR rows.
+- HugeCTR's hybrid embedding (`planner = 'hybrid'`): each table's
+  frequent rows are replicated and their gradients allreduced, the rest
+  exchanged (`terms.hybrid`), at a threshold its configuration sets
+  (`hybrid_bandwidth_ratio` across nodes, `hybrid_p_dup_max` on one
+  node); its kernels reach `hybrid_embedding_efficiency`, and it runs
+  `hybrid_kernels` more of them a step (each with the device's gap). Without
+  `allreduce_overlap` the gradient allreduce waits for the backward.
 
 Plausible ranges of the fitted leaves are `BOUNDS`; `FIT_RANGES` (inside
 them) are the ranges a calibration may move a value within, each with the
@@ -243,6 +250,38 @@ class Stack:
     'table_placement (each table whole in one HBM) or intel (the '
     'largest tables model-parallel, the rest data-parallel)',
   )
+  allreduce_overlap: bool = field(
+    static=True,
+    default=True,
+    doc='the dense gradient allreduce runs beside the backward pass '
+    '(False: it starts once the backward is done)',
+  )
+  hybrid_bandwidth_ratio: float = field(
+    static=True,
+    default=1.9e11 / 1.3e11,
+    doc="hybrid embedding across nodes: HugeCTR's max_all_to_all_bandwidth "
+    '/ max_all_reduce_bandwidth x efficiency_bandwidth_ratio, which sets '
+    'the frequent-row threshold (`terms.hybrid.threshold`)',
+  )
+  hybrid_p_dup_max: float = field(
+    static=True,
+    default=0.01,
+    doc="hybrid embedding on one node: HugeCTR's p_dup_max, which sets the "
+    'frequent-row threshold (`terms.hybrid.threshold`)',
+  )
+  hybrid_kernels: int = field(
+    static=True,
+    default=0,
+    doc='kernels the hybrid embedding runs a step beside its lookup and '
+    'update (index passes, frequent and infrequent forward and backward, '
+    'barriers; planner hybrid)',
+  )
+  hybrid_embedding_efficiency: float = field(
+    default=0.7,
+    doc="share of the hardware's gather and update rates the hybrid "
+    "embedding's kernels reach (planner hybrid), in place of "
+    'embedding_efficiency',
+  )
 
 
 # Physical bounds of the continuous fields (SI). The cost model is finite
@@ -257,6 +296,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'uvm_fill_efficiency': (0.01, 1.0),
   'hbm_reserve': (0.0, 0.5),
   'comm_overlap': (0.0, 1.0),
+  'hybrid_embedding_efficiency': (0.01, 1.0),
 }
 
 # Valid ranges of the static numbers (inclusive).
@@ -265,7 +305,16 @@ STATIC_BOUNDS: dict[str, tuple[float, float]] = {
   'input_dist_collectives': (0, 16),
   'kjt_copies': (0, 100),
   'allreduce_bucket_bytes': (1e6, 1e10),
+  'hybrid_bandwidth_ratio': (1e-3, 1e3),
+  'hybrid_p_dup_max': (1e-6, 1.0),
+  'hybrid_kernels': (0, 1000),
 }
+# The static numbers that need not be integers.
+STATIC_REALS = (
+  'allreduce_bucket_bytes',
+  'hybrid_bandwidth_ratio',
+  'hybrid_p_dup_max',
+)
 
 # Where a calibration may move a value (inside BOUNDS), and why.
 FIT_RANGES: dict[str, tuple[float, float]] = {
@@ -275,6 +324,7 @@ FIT_RANGES: dict[str, tuple[float, float]] = {
   'collective_latency': (1e-6, 200e-6),
   'host_overlap': (0.3, 0.98),
   'embedding_efficiency': (0.1, 1.0),
+  'hybrid_embedding_efficiency': (0.1, 1.0),
 }
 FIT_RANGE_WHY = {
   'step_floor': 'a CUDA-graph launch and a prefetched batch hand-off take '
@@ -299,6 +349,10 @@ FIT_RANGE_WHY = {
   'embedding_efficiency': 'fused embedding kernels sustain a large share '
   'of the hardware rate (TorchRec planner: FUSED at 1.0 x HBM bandwidth); '
   'below 0.1 no production kernel would ship',
+  'hybrid_embedding_efficiency': "HugeCTR's hybrid embedding adds passes "
+  "of its own (frequent and infrequent indices, the frequent rows' "
+  'gradients reduced per GPU): a share of the rate below the fused '
+  "kernels', above 0.1",
 }
 
 
@@ -371,12 +425,13 @@ def problems(s: Stack) -> list[str]:
     'pooled_cast',
     'uvm_caching',
     'tf32',
+    'allreduce_overlap',
   ):
     value = getattr(s, key)
     if value is not None and not isinstance(value, bool):
       out.append(f'stack.{key} must be true or false')
   for key, (lo, hi) in STATIC_BOUNDS.items():
-    kind = 'lie in' if key == 'allreduce_bucket_bytes' else 'be an integer in'
+    kind = 'lie in' if key in STATIC_REALS else 'be an integer in'
     within(key, lo, hi, f'{kind} [{lo:g}, {hi:g}]')
   if s.id_bytes is not None and s.id_bytes not in ID_BYTES:
     out.append(f'stack.id_bytes must be 4 or 8, got {s.id_bytes}')

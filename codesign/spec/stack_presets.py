@@ -89,6 +89,39 @@ _HCTR_V31 = (
   'NVIDIA-Merlin/HugeCTR v3.1 (21.05, MLPerf v1.0) release notes and '
   'training_results_v1.0 NVIDIA dlrm hugectr dgx_a100*.json'
 )
+_HCTR_V11 = (
+  'mlcommons/training_results_v1.1 NVIDIA/benchmarks/dlrm/implementations/'
+  'hugectr/dgx_a100_14x8x640.py (MLPerf v1.1, 2021)'
+)
+_HCTR_PARSER = (
+  'NVIDIA-Merlin/HugeCTR@v3.1 HugeCTR/src/parsers/create_embedding.cpp: '
+  'max_all_reduce_bandwidth 1.3e11, max_all_to_all_bandwidth 1.9e11, '
+  'efficiency_bandwidth_ratio 1.0, p_dup_max 0.01 when a config sets none'
+)
+# Kernels of HybridSparseEmbedding's training step beside one lookup
+# kernel each way, counted in NVIDIA-Merlin/HugeCTR HugeCTR/src/
+# embeddings/hybrid_sparse_embedding.cu and hybrid_embedding/*.cu (a
+# cub::DeviceSelect is 2 kernels, a shuffle or a GPU barrier 1; the
+# exchanges are counted as collectives). Index passes on the step's
+# stream (v3.1: data_to_unique_categories 1, frequent sample indices 2,
+# infrequent model indices 3, and either the single node's cache masks
+# 2, network cache indices 3 and model cache indices 4, or the
+# hierarchical network indices 5, index sizes 2 and size update 1):
+# 14-15. Forward (single node: infrequent forward_network_direct,
+# frequent forward_model, barrier, frequent forward_network;
+# hierarchical: frequent forward_network, fused_intra_forward_model,
+# hier_forward_network, size update): 4. Backward (frequent local_reduce
+# 3; single node: barrier and two update_model_direct; hierarchical:
+# fused_intra_update_network, frequent update_model, hier_update_model):
+# 6. So 24-25 a step, 22 beyond the two lookups, with the index passes
+# on the stream (v3.1); 10 where they run ahead (v1.1's
+# use_train_precompute_indices, v2.1's inter-iteration overlap) and
+# only the hierarchical index sizes stay (v3.3 forward: 3).
+_HCTR_KERNELS = (
+  'NVIDIA-Merlin/HugeCTR@v3.1 and @v3.3 hybrid_sparse_embedding.cu and '
+  'hybrid_embedding/*.cu, kernels counted per training step '
+  '(stack_presets._HCTR_KERNELS)'
+)
 _HCTR_V21 = (
   'training_results_v2.1 NVIDIA/benchmarks/dlrm/implementations/'
   'hugectr-preview (dgx_h100.py, dgx_h100_4x8x2240.py)'
@@ -173,6 +206,13 @@ PRIORS = {
   'uvm_fill_efficiency': (
     0.1,
     f'{_TREC_PLAN}: FUSED_UVM_CACHING misses at HBM_TO_DDR_MEM_BW / 10',
+  ),
+  'hybrid_embedding_efficiency': (
+    0.7,
+    "assumption: the fused kernels' prior (embedding_efficiency); the "
+    "hybrid embedding's own passes (frequent and infrequent indices, the "
+    "frequent rows' gradients reduced on each GPU) have no public "
+    'breakdown and are left to the fit',
   ),
   'host_overlap_async': (
     0.9,
@@ -455,6 +495,10 @@ _HUGECTR_RUNS_ON = {
 
 
 _HUGECTR_EXTRA = {
+  'hybrid_kernels': (10, f'{_HCTR_KERNELS}: 10 with the indices ahead'),
+  'hybrid_bandwidth_ratio': (1.9e11 / 1.3e11, _HCTR_PARSER),
+  'hybrid_p_dup_max': (0.01, _HCTR_PARSER),
+  'hybrid_embedding_efficiency': _prior('hybrid_embedding_efficiency'),
   'planner': (
     'auto',
     f'{_HCTR_V30}: the embedding collection with sharding plan hier_auto '
@@ -812,12 +856,42 @@ VERSIONS = {
     2021: {},
   },
   'hugectr': {
-    2021: {
+    # MLPerf v1.0 (container 21.05, C6 and C10): the hybrid embedding
+    # without the overlaps that v1.1 switched on.
+    '2021-05': {
       'planner': (
         'hybrid',
         f'{_HCTR_V31}: HybridSparseEmbedding, communication type '
         'IB_NVLink_Hierarchical (frequent rows data-parallel, infrequent '
         'model-parallel; calibration_cases.json C10 model_note)',
+      ),
+      'allreduce_overlap': (
+        False,
+        f'{_HUGECTR}: the solver sets enable_overlap only; HugeCTR v3.1 '
+        'has no overlap_ar_a2a or async_mlp_wgrad (both first in v3.3 and '
+        'in the v1.1 configs), so the grouped allreduce waits for the '
+        'backward',
+      ),
+      'hybrid_bandwidth_ratio': (
+        1.9e11 / 1.3e11,
+        f'{_HUGECTR} sets no bandwidths: {_HCTR_PARSER}',
+      ),
+      'hybrid_kernels': (
+        22,
+        f"{_HCTR_KERNELS}: 22 with the index passes on the step's stream "
+        '(HugeCTR v3.1 has no use_train_precompute_indices)',
+      ),
+    },
+    2021: {
+      'planner': (
+        'hybrid',
+        f'{_HCTR_V11}: HybridSparseEmbedding, IB_NVLink_Hier',
+      ),
+      'hybrid_bandwidth_ratio': (
+        1.9e11 / 1.3e11 * 0.5,
+        f'{_HCTR_V11}: HybridEmbeddingParam(2, -1, 0.01, 1.3e11, 1.9e11, '
+        '0.5, ...): max_all_to_all_bandwidth / max_all_reduce_bandwidth x '
+        'efficiency_bandwidth_ratio',
       ),
     },
     2022: {
@@ -825,6 +899,16 @@ VERSIONS = {
         'hybrid',
         f'{_HCTR_V21}: HybridSparseEmbedding (calibration_cases.json C12 '
         'model_note)',
+      ),
+      'hybrid_bandwidth_ratio': (
+        23.75e9 / 1.3e11,
+        f'{_HCTR_V21} dgx_h100_4x8x2240.py: HybridEmbeddingParam(2, 29120 '
+        '+ 1707, 0.01, 1.3e11, 23.75e9, 1.0, IB_NVLink_Hier, ...)',
+      ),
+      'hybrid_p_dup_max': (
+        0.03,
+        f'{_HCTR_V21} dgx_h100.py: HybridEmbeddingParam(2, -1, 0.03, '
+        '1.3e11, 1.9e11, 1.0, NVLink_SingleNode, ...)',
       ),
     },
     2023: {},
@@ -891,7 +975,6 @@ TIES = {
     ('ipex_cpu', 'op_host_time'),
   ),
   'nvidia_step_floor': (('nvidia_pytorch', 'step_floor'),),
-  'hugectr_step_floor': (('hugectr', 'step_floor'),),
   'torchrec_step_floor': (('torchrec', 'step_floor'),),
   'torchrec_sample_host_time': (('torchrec', 'sample_host_time'),),
   'eager_step_floor': (('ipex_cpu', 'step_floor'),),
@@ -900,6 +983,7 @@ TIES = {
     ('hugectr', 'embedding_efficiency'),
     ('torchrec', 'embedding_efficiency'),
   ),
+  'hybrid_embedding_efficiency': (('hugectr', 'hybrid_embedding_efficiency'),),
 }
 
 

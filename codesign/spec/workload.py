@@ -85,6 +85,11 @@ class Workload:
     popularity_skew: k in the cache curve hit(f) = 1 - (1 - f)^k, the share
       of lookups that hit the hottest fraction f of a table's rows. k = 1 is
       uniform access; power-law (Zipf) traffic gives k >> 1.
+    zipf_exponent: a where single hot rows count (HugeCTR's hybrid
+      embedding keeps a row data-parallel when a step looks it up often
+      enough): the i-th hottest of a table's N rows draws i^-a / H_N(a)
+      of its lookups (`terms.hybrid_split`). 0: not given; the cache
+      curve (`popularity_skew`) stands for single rows too.
     source: where the numbers come from.
   """
 
@@ -100,6 +105,7 @@ class Workload:
   optimizer: str = 'sgd'
   dense_precision: str = 'fp32'
   popularity_skew: float = 1.0
+  zipf_exponent: float = 0.0
   source: str = ''
 
   @property
@@ -285,12 +291,13 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'dim': (1, 8192),  # floats per row
   'pooling': (1e-3, 1e4),  # lookups per sample per table
   'popularity_skew': (1.0, 64.0),  # k of hit(f) = 1 - (1 - f)^k
+  'zipf_exponent': (0.0, 4.0),  # a of the hottest rows' law (0: none given)
   'mlp_width': (1, 65536),  # outputs of one MLP layer
   'mlp_layers': (1, 64),
   'dcn_layers': (0, 64),
   'dcn_rank': (0, 65536),
 }
-INTEGERS = frozenset(BOUNDS) - {'pooling', 'popularity_skew'}
+INTEGERS = frozenset(BOUNDS) - {'pooling', 'popularity_skew', 'zipf_exponent'}
 
 
 def problems(w: Workload) -> list[str]:
@@ -304,6 +311,7 @@ def problems(w: Workload) -> list[str]:
     out += _within(getattr(w, key), f'workload.{key}', key)
   for key in ('dcn_layers', 'dcn_rank'):
     out += _within(getattr(w, key), f'workload.{key}', key)
+  out += _within(w.zipf_exponent, 'workload.zipf_exponent', 'zipf_exponent')
   out += _mlp_problems(w)
   return out + _interaction_problems(w)
 

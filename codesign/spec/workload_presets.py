@@ -89,7 +89,8 @@ MLPERF_DCNV2_BATCH = (
 # configs expect about 1.6% of all lookups infrequent. This family's
 # head (the hottest row draws k / N of a table's lookups) cannot be that
 # heavy: at any skew of its range it leaves most lookups of the 40M-row
-# tables infrequent (`planner.frequent_share`).
+# tables infrequent (`terms.hybrid`'s cache-curve split); single rows
+# follow `CRITEO_1TB_ZIPF`.
 CRITEO_1TB_SKEW = (
   8.0,
   'assumption (the power-law default, as zion_scale): the hottest 20% of '
@@ -100,8 +101,27 @@ CRITEO_1TB_SKEW = (
   'hugectr-preview/dgx_h100_4x8x2240.py), a count over the global '
   "batch's 1,863,680 lookups (HugeCTR InfrequentEmbedding_IB_NVLink_Hier"
   "::init_comms): 1.6% infrequent. At skew 8 HugeCTR's frequent rule "
-  "(`planner.frequent_share`) leaves 50.7% infrequent: Criteo's head is "
-  'heavier than this family can express',
+  "would leave most lookups of the 40M-row tables infrequent: Criteo's "
+  'head is heavier than this family can express (the hottest rows follow '
+  'the Zipf exponent instead)',
+)
+
+
+# The Zipf exponent of the hottest rows of Criteo 1TB (40M hash): the one
+# at which HugeCTR's own frequent rule reproduces what its MLPerf config
+# measured. dgx_h100_4x8x2240.py (4 x 8 GPUs, batch 71,680) thresholds at
+# 32 x 23.75e9 / 1.3e11 x 4 / 3 = 7.8 lookups a step
+# (`terms.hybrid.threshold`) and expects a mean of 29,120 infrequent
+# lookups in the global batch's 1,863,680 (1.56%); a = 1.676 leaves
+# exactly that under `terms.hybrid.split` (3,067 frequent rows).
+CRITEO_1TB_ZIPF = (
+  1.68,
+  "derived: the exponent at which HugeCTR's frequent-row threshold on "
+  '4x8 GPUs (7.8 lookups a step) leaves the 1.56% of lookups infrequent '
+  'that its MLPerf v2.1 config measured ("mean num of infrequent" '
+  '29,120 of 1,863,680; mlcommons/training_results_v2.1 NVIDIA/'
+  'benchmarks/dlrm/implementations/hugectr-preview/'
+  'dgx_h100_4x8x2240.py)',
 )
 
 
@@ -116,7 +136,7 @@ def mlperf_dlrm_v1() -> Workload:
   """MLPerf Training DLRM v0.7-v2.1 (40M hash) at MLPerf settings: global
   batch 55,296 and mixed precision (`MLPERF_V1_BATCH`, `MLPERF_MIXED`),
   and the power-law popularity skew 8 (`CRITEO_1TB_SKEW`: an
-  assumption; Criteo's head is heavier)."""
+  assumption; Criteo's head is heavier, `CRITEO_1TB_ZIPF`)."""
   m = _models()['mlperf_dlrm_v1']
   return Workload(
     name='mlperf_dlrm_v1',
@@ -127,9 +147,11 @@ def mlperf_dlrm_v1() -> Workload:
     global_batch=MLPERF_V1_BATCH[0],
     dense_precision=MLPERF_MIXED[0],
     popularity_skew=CRITEO_1TB_SKEW[0],
+    zipf_exponent=CRITEO_1TB_ZIPF[0],
     source=_catalog_source('mlperf_dlrm_v1')
     + f'; batch: {MLPERF_V1_BATCH[1]}; dense precision: {MLPERF_MIXED[1]}'
-    + f'; popularity skew: {CRITEO_1TB_SKEW[1]}',
+    + f'; popularity skew: {CRITEO_1TB_SKEW[1]}'
+    + f'; Zipf exponent of the hottest rows: {CRITEO_1TB_ZIPF[1]}',
   )
 
 

@@ -25,10 +25,10 @@ CPU-specific):
    (`calibration_cases.json`: NVIDIA PyTorch, HugeCTR, TorchRec, Intel
    CPU) against the cost model with the stack each case names. The few
    physical numbers the cases share (`public_cases.FIT_PARAMETERS`: host
-   time per eager operator, per-step floors, fused embedding efficiency,
-   GPU GEMM efficiency and tile size) are fitted with Adam through the
-   cost model; each case is predicted with the values fitted on the
-   other cases only (leave-one-case-out); the prediction from the
+   time per eager operator, per-step floors, fused and hybrid embedding
+   efficiency, GPU GEMM efficiency and tile size) are fitted with Adam
+   through the cost model; each case is predicted with the values fitted
+   on the other cases only (leave-one-case-out); the prediction from the
    sourced priors is reported beside it.
 
 Times are in seconds (step times, `measured` and `predicted`), errors

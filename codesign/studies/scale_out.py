@@ -60,7 +60,8 @@ class Settings:
     max_nic_gbit_per_s: highest per-NIC line rate searched, Gb/s (both
       within the hardware bounds, 8 to 8000 Gb/s).
     sharding: `auto` (the `plan.make` rule), `hybrid` (HugeCTR's hybrid
-      embedding: `planner.hybrid_shardings`) or one of `plan.SHARDINGS`,
+      embedding, for a stack that runs it: `terms.hybrid`) or one of
+      `plan.SHARDINGS`,
       for every table.
     rounds: rounds of 32-fold multisection in log bandwidth (>= 1).
     with_failures: `auto` (above 64 accelerators), `true` or `false`:

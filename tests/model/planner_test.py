@@ -360,14 +360,16 @@ def test_a_plan_costs_the_same_traced_and_concrete():
 
 
 def test_data_parallel_tables_rank_and_fit_jitted_as_op_by_op():
-  """A hybrid plan (its frequent tables data-parallel) is ranked and
-  fitted to HBM through the jitted path (a static mask of replicated
-  tables beside the one-hot weights) with the figures of the named plan
-  evaluated op by op."""
+  """A plan with data-parallel tables (Intel's split: the small tables
+  replicated) is ranked and fitted to HBM through the jitted path (a
+  static mask of replicated tables beside the one-hot weights) with the
+  figures of the named plan evaluated op by op."""
   w = presets.get('criteo_kaggle')
-  p = platform_presets.get('dgx_a100_80gb')
+  p = dataclasses.replace(
+    platform_presets.get('dgx_a100_80gb'), accelerators_per_node=4.0
+  )
   s = stack_presets.get('hugectr')
-  plan = planner.make(w, p, s, sharding='hybrid')
+  plan = planner.make(w, p, s, placement='auto', sharding='intel')
   assert 0 < plan.sharding.count('data_parallel') < w.num_tables
   hw = hardware.as_arrays(p)
   r = cost_model.evaluate(hw, w, plan, s)

@@ -133,7 +133,12 @@ STACK_LOWERED = [
   'op_host_time',
   'collective_latency',
 ]
-STACK_RAISED = ['embedding_efficiency', 'uvm_fill_efficiency', 'host_overlap']
+STACK_RAISED = [
+  'embedding_efficiency',
+  'hybrid_embedding_efficiency',
+  'uvm_fill_efficiency',
+  'host_overlap',
+]
 
 
 def test_field_lists():

@@ -2,6 +2,7 @@
 makers of every preset, the default stack of each trainer, and the one
 sentence that refuses a stack on a platform it cannot train."""
 
+import numpy as np
 import pytest
 
 from codesign.boundary import inputs
@@ -133,7 +134,17 @@ def test_a_release_by_year_differs_from_the_newest_where_it_did():
       stack_presets.get(bad)
   h21, h = stack_presets.get('hugectr@2021'), stack_presets.get('hugectr')
   assert (h21.planner, h.planner) == ('hybrid', 'auto')
-  assert 'IB_NVLink_Hierarchical' in dict(h21.sources)['planner']
+  assert 'IB_NVLink_Hier' in dict(h21.sources)['planner']
+  # MLPerf v1.0 (21.05) before v1.1's overlaps and precomputed indices.
+  h05 = stack_presets.get('hugectr@2021-05')
+  assert (h05.allreduce_overlap, h21.allreduce_overlap) == (False, True)
+  assert h05.hybrid_kernels > h21.hybrid_kernels
+  # The configs' threshold constants: defaults, v1.1's efficiency 0.5,
+  # v2.1's 23.75 GB/s all-to-all and p_dup_max 0.03.
+  h22 = stack_presets.get('hugectr@2022')
+  ratios = [x.hybrid_bandwidth_ratio for x in (h05, h21, h22)]
+  np.testing.assert_allclose(ratios, [1.9 / 1.3, 0.95 / 1.3, 23.75 / 130])
+  assert (h21.hybrid_p_dup_max, h22.hybrid_p_dup_max) == (0.01, 0.03)
   for name in stack_presets.version_names():
     s = stack_presets.get(name)
     base = stack_presets.get(stack_presets.family(name))

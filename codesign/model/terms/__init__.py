@@ -35,6 +35,8 @@ Terms, with the physics each one stands for:
   all-to-all send posted at once, flat or hierarchical), over NICs
   bounded by their slots and the accelerators' host links, with the
   stack's software latency per call.
+- `hybrid.split`: HugeCTR's hybrid embedding, each table's frequent rows
+  replicated and the rest exchanged (import it as a module).
 - `kernel_counts`, `host_time`, `compose`: the host side (operators the
   framework dispatches, CUDA graphs, all at the host CPU's speed:
   `host_speed`), device-side kernel gaps, and how host and device time
@@ -47,7 +49,7 @@ Terms, with the physics each one stands for:
   tree: switches per tier, links, NICs) and its price and power.
 """
 
-from codesign.model.terms import structure
+from codesign.model.terms import hybrid, structure
 from codesign.model.terms.budget import (
   AIR_RACK_W,
   HOST_COPY_KNEE,
@@ -172,6 +174,7 @@ from codesign.model.terms.switching import (
 )
 
 __all__ = [
+  'hybrid',
   'structure',
   'Counts',
   'DdrTerms',

@@ -542,7 +542,7 @@ def alltoall_pooled(w, s, t, st: Setup, fab: Fabric, payload: int, p: Platform):
   domains, `alltoall_inter`.
   """
   del p
-  pooled = t['dim'] * payload
+  pooled = t['dim'] * payload * t.get('infrequent', 1.0)
   tw, cw, rw, twrw = (
     t['table_wise'],
     t['column_wise'],
@@ -584,7 +584,9 @@ def alltoall_ids(w, s, t, st: Setup, fab: Fabric, p: Platform):
   ids = (
     st.batch
     * s.id_bytes
-    * jnp.sum((1.0 - dp) * t['pool'] * t['id_copies'])
+    * jnp.sum(
+      (1.0 - dp) * t['pool'] * t['id_copies'] * t.get('infrequent', 1.0)
+    )
     / st.ranks
   )
   a = st.per_domain
@@ -613,12 +615,15 @@ def allreduce_elem_bytes(w: wl.Workload, s: Stack, plan: Plan) -> float:
 
 def allreduce_bytes(w: wl.Workload, s: Stack, t: dict, plan: Plan, row_scale):
   """Gradient bytes allreduced per step: the dense parameters that every
-  rank replicates and the data-parallel tables."""
+  rank replicates, the data-parallel tables and the hybrid embedding's
+  frequent rows (`terms.hybrid`)."""
   cb = allreduce_elem_bytes(w, s, plan)
   dense = wl.dense_param_count(w)
   if s.bottom_mlp == 'one_device':
     dense -= wl.bottom_mlp_param_count(w)  # on rank 0 only
   tables = row_scale * jnp.sum(t['data_parallel'] * t['rows'] * t['dim'])
+  if 'frequent_rows' in t:
+    tables = tables + jnp.sum(t['frequent_rows'] * t['dim'])
   return cb * (dense + tables)
 
 

@@ -533,7 +533,9 @@ def embedding_rate_factor(s: Stack, t: dict):
   kernel = (
     1.0 if s.embedding_kernel == 'fused' else stack_lib.PER_TABLE_EFFICIENCY
   )
-  return t['block_penalty'] / (s.embedding_efficiency * kernel)
+  hybrid = s.planner == 'hybrid'  # static: HugeCTR's hybrid embedding
+  eff = s.hybrid_embedding_efficiency if hybrid else s.embedding_efficiency
+  return t['block_penalty'] / (eff * kernel)
 
 
 def update_bytes(s: Stack, t: dict, lk_lookups, lk_distinct, touched, bags):
@@ -617,7 +619,19 @@ def busiest_loads(loads: dict, t: dict, st: Setup) -> dict:
   orders = t['orders']
   if orders is not None:
     orders = np.stack([orders[ORDER_OF[k]] for k in names])
-  packed = per_rank(jnp.stack([loads[k] for k in names]), t, st, orders)
+  stacked = jnp.stack([loads[k] for k in names])
+  if 'infrequent' not in t:
+    packed = per_rank(stacked, t, st, orders)
+    return {k: packed[i] for i, k in enumerate(names)}
+  # Hybrid embedding: each GPU serves its own samples' lookups of the
+  # frequent rows (and their share of the updates); the rows stay where
+  # the plan puts them (the replicas of the frequent rows are few).
+  split = t['infrequent']
+  inf = jnp.stack(
+    [jnp.ones_like(split) if k == 'resident' else split for k in names]
+  )
+  own = jnp.sum(stacked * (1.0 - inf), axis=-1) / st.ranks
+  packed = per_rank(stacked * inf, t, st, orders) + own
   return {k: packed[i] for i, k in enumerate(names)}
 
 

@@ -144,13 +144,16 @@ def _interaction_kernels(w: wl.Workload, s: Stack) -> float:
 
 def _embedding_kernels(w: wl.Workload, s: Stack) -> float:
   """Embedding kernels per step: a fused kernel each way, or the stack's
-  `per_table_kernels` per table; 2 more with a UVM cache."""
+  `per_table_kernels` per table; 2 more with a UVM cache; the hybrid
+  embedding's own (`Stack.hybrid_kernels`)."""
   if s.embedding_kernel == 'fused':
     emb = 2.0
   else:
     emb = float(s.per_table_kernels * w.num_tables)
   if s.uvm_caching:
     emb += 2.0  # cache lookup and insert
+  if s.planner == 'hybrid':
+    emb += float(s.hybrid_kernels)
   return emb
 
 

@@ -436,35 +436,3 @@ def test_hugectr_reduces_its_mixed_precision_gradients_in_fp16():
   ar16 = float(r16.breakdown['allreduce_intra'])
   ar32 = float(r32.breakdown['allreduce_intra'])
   assert 0.4 * ar32 < ar16 < 0.75 * ar32
-
-
-def test_frequent_share_by_hand():
-  # 65,536 one-hot lookups a step over 64 ranks, skew k = 2: rows are
-  # frequent up to 1 - x* = 64 N / (65,536 x 2) (k - 1 = 1), and draw
-  # 1 - (1 - x*)^2 of the lookups. N = 1,024: 1 - x* = 0.5, share 0.75;
-  # N = 4,096: 2 >= 1, none; uniform (k = 1): all or none.
-  from codesign.spec import workload as wl
-
-  w = wl.Workload(
-    name='t',
-    tables=(wl.Table(1024, 16), wl.Table(4096, 16), wl.Table(256, 16)),
-    num_dense=4,
-    bottom_mlp=(8,),
-    top_mlp=(8, 1),
-    global_batch=65536,
-    popularity_skew=2.0,
-  )
-  share = planner.frequent_share(w, 64.0)
-  np.testing.assert_allclose(share, [0.75, 0.0, 1 - 0.125**2], rtol=REL)
-  uniform = dataclasses.replace(w, popularity_skew=1.0)
-  np.testing.assert_array_equal(
-    planner.frequent_share(uniform, 64.0), [1.0, 0.0, 1.0]
-  )
-  # The hybrid plan replicates the mostly frequent tables (share >= 1/2).
-  p = dataclasses.replace(platform_presets.get('dgx_a100_80gb'), nodes=8.0)
-  base = ('table_wise',) * 3
-  assert planner.hybrid_shardings(w, p, base) == (
-    'data_parallel',
-    'table_wise',
-    'data_parallel',
-  )
