@@ -23,7 +23,7 @@ import jax
 
 from codesign.boundary import inputs
 from codesign.core.errors import InputError, raise_problems
-from codesign.model import planner, report
+from codesign.model import planner, report, terms
 from codesign.spec import hardware, schema, stack_presets, typecheck
 from codesign.spec import plan as plan_lib
 from codesign.spec import stack as stack_lib
@@ -256,7 +256,10 @@ def evaluate(
     W), `system` (with readers or failures: the whole system's bill and
     goodput terms; the figures above are then the whole system's),
     `rank_batch` (the samples each rank trains against the least the
-    stack's numbers were fitted at, `inputs.rank_batch`), and the
+    stack's numbers were fitted at, `inputs.rank_batch`), with a stack
+    that runs HugeCTR's hybrid embedding `hybrid_embedding`
+    (`terms.hybrid.summary`: the infrequent share of the lookups, the
+    frequent rows, the threshold and the popularity), and the
     `workload`, `platform` and `stack` names.
 
   Raises:
@@ -272,6 +275,11 @@ def evaluate(
     system = _system(readers, with_failures, checkpoint)
     result = report.design_figures(p, w, pl, s, system)
     result['capex_breakdown'] = report.capex_breakdown(p)
+    hybrid = terms.hybrid.summary(
+      w, s, terms.setup(hardware.as_arrays(p), w, s)
+    )
+  if hybrid is not None:
+    result['hybrid_embedding'] = hybrid
   result['rank_batch'] = inputs.rank_batch(w, p, s)
   result['buildability_violations'] = buildability_violations(p)
   result['calibration'] = calibration_of(

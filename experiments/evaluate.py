@@ -108,6 +108,10 @@ def _print(w, p, s, result, ranks, broken) -> None:
     print('\n'.join(whole_system.lines(result['system'])))
   for v in broken:
     print(f'NOT BUILDABLE ({v["rule"]}): {v["sentence"]}')
+  if 'hybrid_embedding' in result:
+    from codesign.model.terms import hybrid
+
+    print(hybrid.sentence(result['hybrid_embedding']))
   thr = result['throughput_samples_per_s']
   print(coverage.sentence(result['calibration'], thr))
   print(rank_stats.table(ranks))

@@ -83,8 +83,10 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
     table: `terms.table_tiers`), `hbm_lookups` and `ddr_lookups`
     (lookups per step over the global batch), `seconds` (embedding
     seconds per step of the table on the rank or ranks that hold it);
-    and scalars `replica_seconds`
-    (seconds per rank of updating the data-parallel replicas), `ranks`,
+    and scalars `replica_seconds` (seconds per rank of updating the
+    data-parallel replicas and, under the hybrid embedding, of serving
+    its own samples' frequent lookups: those leave `seconds` and
+    `hbm_lookups` for `own_hbm_lookups`, per rank), `ranks`,
     `per_node`, `per_domain` (ranks of one scale-up domain), `dedicated`
     (1 when rank 0 holds no tables, else 0),
     `dense_hbm_bytes` (dense model per rank in HBM), `dense_ddr_bytes`
@@ -108,10 +110,13 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
   else:
     x = _accelerator_loads(w, p, pa, st, s, t, lk, loads, replica)
   dense = float(terms.dense_hbm_bytes(w, pa, s))
+  inf = np.ones(w.num_tables) if st.cpu_trainer else _infrequent(w, s, st)
   return {
     'hbm_bytes': _f(x['hbm_bytes']),
     'ddr_bytes': _f(x['ddr_bytes']),
-    'hbm_lookups': _f(lk.hbm),
+    'hbm_lookups': _f(lk.hbm) * inf,
+    'own_hbm_lookups': float(np.sum(_f(lk.hbm) * (1.0 - inf)))
+    / float(st.ranks),
     'ddr_lookups': _f(lk.ddr),
     'seconds': _f(x['seconds']),
     'replica_seconds': float(x['replica_s']),
@@ -189,6 +194,11 @@ def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
   if 'cast' in loads:  # charged to the gather and to the update
     stream = acc.hbm_bandwidth * terms.STREAM_EFFICIENCY
     seconds = seconds + 2.0 * loads['cast'] / stream
+  # The hybrid embedding: each rank serves its own samples' lookups of
+  # the frequent rows (`terms.busiest_loads`); the table's ranks the rest.
+  inf = _infrequent(w, s, st)
+  own_s = float(np.sum(_f(seconds) * (1.0 - inf))) / float(st.ranks)
+  seconds = seconds * inf
   order = np.argsort(-_f(seconds), kind='stable')
   kjt, overhead = terms.stack_hbm_parts(w, s, t, st, lk.frac)
   reserved = terms.stack_hbm_reserved(w, s, t, st, lk.frac)
@@ -203,13 +213,22 @@ def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
     'kjt': kjt,
     'overhead': overhead,
     'seconds': seconds,
-    'replica_s': replica / update_rate,
+    'replica_s': replica / update_rate + own_s,
     'hbm_bytes': hbm,
     'ddr_bytes': ddr,
     'bound': terms.per_rank(seconds, t, st, order),
     'model_hbm': model_hbm,
     'available': float(p.accelerator.hbm_capacity) * (1.0 - s.hbm_reserve),
   }
+
+
+def _infrequent(w: wl.Workload, s: Stack, st) -> np.ndarray:
+  """Each table's share of lookups its ranks serve (T,): the infrequent
+  share under the hybrid embedding (`terms.hybrid`), else all."""
+  split = terms.hybrid.split(w, s, st)
+  if split is None:
+    return np.ones(w.num_tables)
+  return _f(split.infrequent)
 
 
 def column_block(dim: int, column_shards: int) -> int:
@@ -534,7 +553,8 @@ def _rank_rows(pt: dict, share, seconds, hbm, ddr) -> list[dict]:
       'holds_tables': bool(i >= pt['dedicated']),
       'hbm_bytes': float(hbm[i]),
       'ddr_bytes': float(ddr[i]),
-      'hbm_lookups': float(pt['hbm_lookups'] @ share[:, i]),
+      'hbm_lookups': float(pt['hbm_lookups'] @ share[:, i])
+      + pt['own_hbm_lookups'],
       'ddr_lookups': float(pt['ddr_lookups'] @ share[:, i]),
       'embedding_s': float(seconds[i]),
       'of_busiest': float(seconds[i] / busiest) if busiest > 0 else 0.0,

@@ -126,3 +126,37 @@ def split(w: wl.Workload, s: Stack, st: Setup) -> HybridSplit | None:
     jnp.where(one_hot, out.infrequent, 1.0),
     jnp.where(one_hot, out.frequent_rows, 0.0),
   )
+
+
+def summary(w: wl.Workload, s: Stack, st: Setup) -> dict | None:
+  """What the hybrid embedding decides for a concrete design, for
+  result.json and the printout: the infrequent share of all lookups, the
+  frequent rows, the threshold, and the popularity that set them (with
+  its source); None unless the stack's embedding is hybrid."""
+  out = split(w, s, st)
+  if out is None:
+    return None
+  pool = np.array([float(t.pooling) for t in w.tables])
+  inf = np.asarray(out.infrequent, np.float64)
+  zipf = w.zipf_exponent > 0.0
+  return {
+    'infrequent_share': float(np.sum(inf * pool) / np.sum(pool)),
+    'frequent_rows': float(np.sum(np.asarray(out.frequent_rows))),
+    'threshold_lookups_per_step': float(threshold(s, st)),
+    'popularity': (
+      f'Zipf exponent {w.zipf_exponent:g} of the hottest rows'
+      if zipf
+      else f'the cache curve (popularity_skew {w.popularity_skew:g})'
+    ),
+  }
+
+
+def sentence(d: dict) -> str:
+  """One line of `summary`."""
+  return (
+    f'hybrid embedding: {100 * d["infrequent_share"]:.1f}% of lookups '
+    f'infrequent (exchanged), {d["frequent_rows"]:,.0f} frequent rows '
+    "replicated (their gradients allreduced), at HugeCTR's threshold of "
+    f'{d["threshold_lookups_per_step"]:.1f} lookups a step under '
+    f'{d["popularity"]}'
+  )

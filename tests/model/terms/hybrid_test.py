@@ -184,3 +184,13 @@ def test_zipf_exponent_is_checked():
   assert not wl.problems(dataclasses.replace(w, zipf_exponent=0.0))
   bad = wl.problems(dataclasses.replace(w, zipf_exponent=5.0))
   assert any('zipf_exponent' in x for x in bad)
+
+
+def test_summary_says_what_the_split_decides():
+  _, w, s, st = _setup('hugectr@2022', 4, 71680)
+  d = hybrid.summary(w, s, st)
+  assert 0.01 < d['infrequent_share'] < 0.02
+  assert d['threshold_lookups_per_step'] == pytest.approx(7.7949, rel=1e-4)
+  line = hybrid.sentence(d)
+  assert '1.5% of lookups infrequent' in line and 'Zipf exponent 1.68' in line
+  assert hybrid.summary(w, stack_presets.get('torchrec'), st) is None
