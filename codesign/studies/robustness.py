@@ -93,7 +93,8 @@ def assumptions(w: wl.Workload, p: hardware.Platform, plan) -> dict:
   """The workload numbers that decide a proposal on platform `p` with
   `plan`: popularity skew (and the share of lookups the hottest 20% of
   rows get), pooling per table, the table bytes (with optimizer state)
-  against the proposal's HBM and what the plan keeps there, global batch;
+  against the proposal's HBM and what the plan keeps there, global batch,
+  the Zipf exponent of the hottest rows (0: none given);
   `origin` says whether they are a preset's defaults, and `skew_basis`
   where a default skew comes from (`workload_presets.SKEW_BASIS`; None:
   an assumption, such as zion_scale's 8 and the uniform 1 of most
@@ -123,6 +124,7 @@ def assumptions(w: wl.Workload, p: hardware.Platform, plan) -> dict:
     'table_bytes_share_in_hbm': float(np.sum(in_hbm * tb) / np.sum(tb)),
     'lookup_share_from_hbm': float(np.sum(hits * pooling) / pooling.sum()),
     'global_batch': int(w.global_batch),
+    'zipf_exponent': float(w.zipf_exponent),
   }
 
 
@@ -142,7 +144,18 @@ def assumptions_line(a: dict) -> str:
     f'of HBM in the proposal, whose plan keeps '
     f'{a["table_bytes_share_in_hbm"]:.0%} of the table bytes there '
     f'({a["lookup_share_from_hbm"]:.0%} of lookups); global batch '
-    f'{a["global_batch"]:,} ({origin})'
+    f'{a["global_batch"]:,} ({origin})' + _zipf_clause(a, origin)
+  )
+
+
+def _zipf_clause(a: dict, origin: str) -> str:
+  """The Zipf exponent of the hottest rows, where the workload gives one
+  (it sets HugeCTR's hybrid-embedding split, `terms.hybrid`)."""
+  if not a.get('zipf_exponent'):
+    return ''
+  return (
+    f'; Zipf exponent {a["zipf_exponent"]:g} of the hottest rows '
+    f"({origin}; it sets the hybrid embedding's frequent rows)"
   )
 
 

@@ -221,6 +221,15 @@ def test_a_sourced_skew_is_not_called_an_assumption(monkeypatch):
   a = robustness.assumptions(w, p, plan)
   assert a['skew_basis'] is None
   assert 'an assumption' in robustness.assumptions_line(a)
+  # Its hottest rows' Zipf exponent, which sets the hybrid embedding's
+  # split, is printed beside; a workload without one prints none.
+  assert 'Zipf exponent 1.68 of the hottest rows (mlperf_dlrm_v1 default' in (
+    robustness.assumptions_line(a)
+  )
+  plain = robustness.assumptions(
+    dataclasses.replace(w, zipf_exponent=0.0), p, plan
+  )
+  assert 'Zipf' not in robustness.assumptions_line(plain)
   monkeypatch.setitem(wp.SKEW_BASIS, 'mlperf_dlrm_v1', 'read from a trace')
   a = robustness.assumptions(w, p, plan)
   assert a['skew_basis'] == 'read from a trace'
