@@ -495,6 +495,11 @@ _HUGECTR_RUNS_ON = {
 
 
 _HUGECTR_EXTRA = {
+  'allreduce_overlap': (
+    True,
+    f'{_HCTR_V11}: overlap_ar_a2a = True, async_mlp_wgrad = True (the '
+    'grouped allreduce runs beside the backward exchange)',
+  ),
   'hybrid_kernels': (10, f'{_HCTR_KERNELS}: 10 with the indices ahead'),
   'hybrid_bandwidth_ratio': (1.9e11 / 1.3e11, _HCTR_PARSER),
   'hybrid_p_dup_max': (0.01, _HCTR_PARSER),
