@@ -105,18 +105,20 @@ def per_table(w: wl.Workload, p: Platform, plan: Plan, s: Stack) -> dict:
   t, lk, loads = _model_arrays(w, p, plan, s, st)
   dp = t['data_parallel']
   replica = np.sum(dp * t['table_bytes'] * 2.0)  # read and write each once
+  inf = np.ones(w.num_tables) if st.cpu_trainer else _infrequent(w, s, st)
   if st.cpu_trainer:
     x = _cpu_trainer_loads(pa, st, s, t, lk, replica)
   else:
-    x = _accelerator_loads(w, p, pa, st, s, t, lk, loads, replica)
+    x = _accelerator_loads(w, p, pa, st, s, t, lk, loads, replica, inf)
   dense = float(terms.dense_hbm_bytes(w, pa, s))
-  inf = np.ones(w.num_tables) if st.cpu_trainer else _infrequent(w, s, st)
+  hbm_lookups, own_lookups = terms.hybrid.served_by_owners(
+    _f(lk.hbm), inf, float(st.ranks)
+  )
   return {
     'hbm_bytes': _f(x['hbm_bytes']),
     'ddr_bytes': _f(x['ddr_bytes']),
-    'hbm_lookups': _f(lk.hbm) * inf,
-    'own_hbm_lookups': float(np.sum(_f(lk.hbm) * (1.0 - inf)))
-    / float(st.ranks),
+    'hbm_lookups': _f(hbm_lookups),
+    'own_hbm_lookups': float(own_lookups),
     'ddr_lookups': _f(lk.ddr),
     'seconds': _f(x['seconds']),
     'replica_seconds': float(x['replica_s']),
@@ -181,10 +183,13 @@ def _cpu_trainer_loads(pa, st, s: Stack, t: dict, lk, replica) -> dict:
   }
 
 
-def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
+def _accelerator_loads(
+  w, p, pa, st, s: Stack, t, lk, loads, replica, inf
+) -> dict:
   """An accelerator trainer's per-table HBM gathers, updates and pooled
   casts, and the model's busiest-rank bound on them: seconds, replica_s,
-  hbm_bytes, ddr_bytes, bound, model_hbm, available."""
+  hbm_bytes, ddr_bytes, bound, model_hbm, available. `inf` (T,): each
+  table's share its own ranks serve (`_infrequent`)."""
   acc, tb, dp = pa.accelerator, t['table_bytes'], t['data_parallel']
   frac = _f(lk.frac)
   hbm, ddr = (_f(x) for x in terms.table_tiers(s, frac, tb, dp))
@@ -196,9 +201,10 @@ def _accelerator_loads(w, p, pa, st, s: Stack, t, lk, loads, replica) -> dict:
     seconds = seconds + 2.0 * loads['cast'] / stream
   # The hybrid embedding: each rank serves its own samples' lookups of
   # the frequent rows (`terms.busiest_loads`); the table's ranks the rest.
-  inf = _infrequent(w, s, st)
-  own_s = float(np.sum(_f(seconds) * (1.0 - inf))) / float(st.ranks)
-  seconds = seconds * inf
+  seconds, own_s = terms.hybrid.served_by_owners(
+    _f(seconds), inf, float(st.ranks)
+  )
+  own_s = float(own_s)
   order = np.argsort(-_f(seconds), kind='stable')
   kjt, overhead = terms.stack_hbm_parts(w, s, t, st, lk.frac)
   reserved = terms.stack_hbm_reserved(w, s, t, st, lk.frac)

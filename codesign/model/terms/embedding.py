@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign.core.smooth import safe_div, smooth_max
+from codesign.model.terms import hybrid
 from codesign.model.terms.shared import STREAM_EFFICIENCY, Setup, host_link_rate
 from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
@@ -630,8 +631,8 @@ def busiest_loads(loads: dict, t: dict, st: Setup) -> dict:
   inf = jnp.stack(
     [jnp.ones_like(split) if k == 'resident' else split for k in names]
   )
-  own = jnp.sum(stacked * (1.0 - inf), axis=-1) / st.ranks
-  packed = per_rank(stacked * inf, t, st, orders) + own
+  kept, own = hybrid.served_by_owners(stacked, inf, st.ranks)
+  packed = per_rank(kept, t, st, orders) + own
   return {k: packed[i] for i, k in enumerate(names)}
 
 

@@ -113,10 +113,14 @@ def split(w: wl.Workload, s: Stack, st: Setup) -> HybridSplit | None:
   takes one id per table and sample)."""
   if s.planner != 'hybrid':
     return None
+  return _split_at(w, st, threshold(s, st))
+
+
+def _split_at(w: wl.Workload, st: Setup, theta) -> HybridSplit:
+  """`split` at the threshold `theta` (lookups a step)."""
   rows = np.array([float(t.rows) for t in w.tables])
-  pool = np.array([float(t.pooling) for t in w.tables])
+  pool = _pooling(w)
   lookups = st.batch * pool
-  theta = threshold(s, st)
   if w.zipf_exponent > 0.0:
     out = zipf_split(rows, lookups, theta, float(w.zipf_exponent))
   else:
@@ -128,21 +132,35 @@ def split(w: wl.Workload, s: Stack, st: Setup) -> HybridSplit | None:
   )
 
 
+def _pooling(w: wl.Workload) -> np.ndarray:
+  return np.array([float(t.pooling) for t in w.tables])
+
+
+def served_by_owners(load, infrequent, ranks):
+  """(load the tables' ranks serve, load every rank serves): the
+  infrequent share of per-table `load` (..., T) stays with the ranks
+  that hold the table; each rank serves its own samples' frequent
+  lookups, an even share (...) of the rest. numpy in, numpy out."""
+  own = (load * (1.0 - infrequent)).sum(axis=-1) / ranks
+  return load * infrequent, own
+
+
 def summary(w: wl.Workload, s: Stack, st: Setup) -> dict | None:
   """What the hybrid embedding decides for a concrete design, for
   result.json and the printout: the infrequent share of all lookups, the
   frequent rows, the threshold, and the popularity that set them (with
   its source); None unless the stack's embedding is hybrid."""
-  out = split(w, s, st)
-  if out is None:
+  if s.planner != 'hybrid':
     return None
-  pool = np.array([float(t.pooling) for t in w.tables])
+  theta = threshold(s, st)
+  out = _split_at(w, st, theta)
+  pool = _pooling(w)
   inf = np.asarray(out.infrequent, np.float64)
   zipf = w.zipf_exponent > 0.0
   return {
     'infrequent_share': float(np.sum(inf * pool) / np.sum(pool)),
     'frequent_rows': float(np.sum(np.asarray(out.frequent_rows))),
-    'threshold_lookups_per_step': float(threshold(s, st)),
+    'threshold_lookups_per_step': float(theta),
     'popularity': (
       f'Zipf exponent {w.zipf_exponent:g} of the hottest rows'
       if zipf
