@@ -49,7 +49,7 @@ import numpy as np
 import optax
 
 from codesign.calibration import device_profile
-from codesign.core import program_cache
+from codesign.core import program_cache, units
 from codesign.core.paths import DATA_DIR
 from codesign.core.pytree import replace
 from codesign.model import cost_model, planner
@@ -690,7 +690,18 @@ def stack_fit_json(values: dict, fitted_on: list[str], spread: dict) -> dict:
         out['gpu'][fname] = {'value': v, 'provenance': prov}
       else:
         out['stacks'].setdefault(who, {})[fname] = {
-          'value': v,
+          'value': _stack_grid_value(fname, v),
           'provenance': prov,
         }
   return out
+
+
+def _stack_grid_value(fname: str, v: float) -> float:
+  """`v` as a stack file in the field's boundary unit holds it exactly."""
+  unit = STACK_UNITS[fname]
+  return units.on_boundary_grid(v, unit) if unit else v
+
+
+STACK_UNITS = {
+  f.name: f.metadata.get('unit') for f in dataclasses.fields(stack_lib.Stack)
+}

@@ -59,3 +59,11 @@ def from_si_exact(value: float, unit: str) -> float:
     if cand * scale == value:
       return cand
   return out
+
+
+def on_boundary_grid(value: float, unit: str) -> float:
+  """The SI value nearest `value` that a JSON file in `unit` holds exactly:
+  not every double of seconds is some double of microseconds times 1e-6,
+  so a fitted value is written as one that is, and a file read back
+  reproduces it bit for bit."""
+  return to_si(from_si(value, unit), unit)

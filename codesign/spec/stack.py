@@ -122,7 +122,9 @@ class Stack:
     'the whole batch; with more than 4 ranks rank 0 holds no tables)',
   )
   fused_interaction: bool = field(
-    static=True, doc='the interaction runs as one fused kernel each way'
+    static=True,
+    doc='the interaction runs as one fused kernel each way (DCN-v2: one '
+    'elementwise kernel a cross layer each way beside its GEMMs)',
   )
   mlp_fusion: str = field(
     static=True,

@@ -438,7 +438,11 @@ _HUGECTR_CHOICES = {
     f'{_HUGECTR_NOTES}: fused GEMM + ReLU + bias fprop, '
     'GEMM + dReLU + bgrad bprop',
   ),
-  'fused_interaction': (True, f'{_HUGECTR}: Interaction layer (fused)'),
+  'fused_interaction': (
+    True,
+    f'{_HUGECTR}: Interaction layer (fused); DCN-v2: MultiCrossLayer '
+    'fused_matrix_elementwise_dot_add and fused_mul_fma3 (HugeCTR v4.3 on)',
+  ),
   'embedding_kernel': ('fused', f'{_HUGECTR}: HybridSparseEmbedding'),
   'id_bytes': (
     8,

@@ -43,6 +43,33 @@ MLP_FORWARD_SHARE = {
 MLP_KERNELS = {'none': 3, 'elementwise': 2, 'epilogue': 0}
 MLP_KERNELS_FORWARD = {'none': 1, 'elementwise': 1, 'epilogue': 0}
 
+# Width-long vectors read or written per sample by a DCN-v2 cross layer
+# x' = x0 * (x U V + b) + x beside its GEMMs, keyed by
+# `Stack.fused_interaction`: ((forward, backward) per layer, (forward,
+# backward) once a step).
+# - Eager PyTorch (TorchRec's LowRankCrossNet): the product and the sum
+#   are a kernel each, each reading two vectors and writing one (6
+#   forward); backward reads and writes twice that (12).
+# - HugeCTR's MultiCrossLayer since v4.3 (`multi_cross_layer.cu`,
+#   `MultiCrossForwardFunctorv2`, `MultiCrossBackwardFunctorv2`; the same
+#   in v23.04 and v24.04): forward one `fused_matrix_elementwise_dot_add`
+#   reads h, x0 and x and writes x' (4); backward one `fused_mul_fma3`
+#   reads dy, x0, h and the dx accumulator and writes S0 and the
+#   accumulator (6), and the last dgrad GEMM adds dy as its C operand (1);
+#   once a step, the accumulator's memset (1) and the final `matrix_add`
+#   (3).
+DCN_PASSES = {
+  False: ((6.0, 12.0), (0.0, 0.0)),
+  True: ((4.0, 7.0), (0.0, 4.0)),
+}
+# Elementwise kernels of the cross layers, the same way: eager, the
+# product and the sum forward and three backward; HugeCTR, one fused
+# kernel each way a layer and the memset and final add once.
+DCN_KERNELS = {
+  False: ((2.0, 3.0), (0.0, 0.0)),
+  True: ((1.0, 1.0), (0.0, 2.0)),
+}
+
 
 @functools.cache
 def gemm_table(w: wl.Workload) -> dict[str, np.ndarray]:
@@ -140,7 +167,8 @@ def interaction_times(p: Platform, w: wl.Workload, s: Stack, st: Setup, gemm):
   without tile penalties against its bytes (the F x d inputs and the
   output forward; twice that backward). Otherwise the batched GEMMs run
   as they are and the output is read and written once forward, twice
-  backward (DCN-v2: three passes per cross layer).
+  backward; DCN-v2 cross layers stream `DCN_PASSES` width-long vectors
+  a sample beside their GEMMs, fused or not (`Stack.fused_interaction`).
   """
   dev, bw = dense_device(p)
   elem = dense_elem_bytes(w)
@@ -156,11 +184,27 @@ def interaction_times(p: Platform, w: wl.Workload, s: Stack, st: Setup, gemm):
       2.0 * b * flops / (peak * dev.gemm_efficiency), 2.0 * nbytes / bw
     )
     return fwd + dev.kernel_overhead, bwd + dev.kernel_overhead
-  passes = 3 * w.dcn_layers if w.interaction == 'dcnv2' else 1
-  nbytes = 2.0 * b * width * passes * elem
-  fwd = gemm[0] + nbytes / bw + dev.kernel_overhead
-  bwd = gemm[1] + 2.0 * nbytes / bw + dev.kernel_overhead
+  if w.interaction == 'dcnv2':
+    per_layer, per_step = DCN_PASSES[s.fused_interaction]
+    passes = [
+      w.dcn_layers * f + g for f, g in zip(per_layer, per_step, strict=True)
+    ]
+  else:
+    passes = [2.0, 4.0]
+  fwd, bwd = (
+    t + b * width * n * elem / bw + dev.kernel_overhead
+    for t, n in zip(gemm, passes, strict=True)
+  )
   return fwd, bwd
+
+
+def dcn_kernels(w: wl.Workload, s: Stack) -> tuple[float, float]:
+  """(forward, backward) elementwise kernels per step of the DCN-v2 cross
+  layers beside their GEMMs (`DCN_KERNELS`)."""
+  per_layer, per_step = DCN_KERNELS[s.fused_interaction]
+  return tuple(
+    w.dcn_layers * f + g for f, g in zip(per_layer, per_step, strict=True)
+  )
 
 
 def dense_optimizer_time(p: Platform, w: wl.Workload, s: Stack):

@@ -8,7 +8,7 @@ import numpy as np
 
 from codesign.core.smooth import smooth_max
 from codesign.model.terms.collectives import allreduce_calls
-from codesign.model.terms.dense import MLP_KERNELS, gemm_table
+from codesign.model.terms.dense import MLP_KERNELS, dcn_kernels, gemm_table
 from codesign.model.terms.embedding import pooled_cast_bytes
 from codesign.spec import workload as wl
 from codesign.spec.plan import Plan
@@ -64,7 +64,7 @@ def kernel_counts(
     two backward plus 6 elementwise kernels (cat, index, cat; and their
     backward); fused, one kernel each way (both charged by the terms).
   - MLP layers: `MLP_KERNELS` elementwise kernels each (charged by
-    `mlp_elementwise`); DCN-v2 cross layers 5 each.
+    `mlp_elementwise`); DCN-v2 cross layers `dcn_kernels`.
   - Embeddings: one fused kernel forward and one backward with the
     optimizer (TBE, HugeCTR, NVIDIA's fused gather); per table, the
     stack's `per_table_kernels` (see `codesign.spec.stack_presets`).
@@ -134,11 +134,12 @@ def _dense_kernels(w: wl.Workload, s: Stack) -> dict:
 
 def _interaction_kernels(w: wl.Workload, s: Stack) -> float:
   """The interaction's own kernels per step: 2 fused, 6 unfused for a
-  dot, 5 per DCN-v2 cross layer."""
+  dot; for DCN-v2 the cross layers' elementwise kernels (`dcn_kernels`:
+  5 a layer eager, 2 a layer and 2 a step fused)."""
   if w.interaction == 'dot':
     return 2.0 if s.fused_interaction else 6.0
   if w.interaction == 'dcnv2':
-    return 5.0 * w.dcn_layers
+    return float(sum(dcn_kernels(w, s)))
   return 2.0
 
 

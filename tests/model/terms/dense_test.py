@@ -129,6 +129,19 @@ def test_dense_terms_dcnv2_and_cat():
   close(bd['dense_top_mlp'], sum(d['top']) + ew_top)
   # 184 bottom + 2 x (192 + 256) cross + 520 + 9 top parameters.
   close(bd['dense_optimizer'], 1609 * 12 / HBM_BW + ACC_KERNEL)
+  # HugeCTR's fused cross layers (MultiCrossLayer): per layer 4 vectors
+  # forward (read h, x0, x; write x'), 6 + 1 backward (fused_mul_fma3
+  # reads dy, x0, h and the accumulator and writes two; the dgrad GEMM
+  # reads dy as C), and 1 + 3 once (memset, final add): 8 and 18 of the
+  # 64-wide vectors in all. Kernels: 2 a layer and 2 once, against 5 a
+  # layer eager, so 4 fewer gaps.
+  fused = run(
+    tiny_platform(), w, make_plan(), tiny_stack(fused_interaction=True)
+  )['breakdown']
+  d0 = hand_dense(b, 10e12, 4, ACC_EFF, ACC_HALF, HBM_BW, ACC_KERNEL, layers, 0)
+  vectors = b * 64 * (8 + 18) * 4 / HBM_BW
+  close(fused['dense_interaction'], sum(d0['inter']) + vectors)
+  close(fused['overhead'], bd['overhead'] - 4 * ACC_KERNEL)
   # cat: no interaction GEMM, the top MLP reads 16 + 3 x 16 = 64 values,
   # the concatenation moves them once.
   w = tiny_workload(interaction='cat')
