@@ -55,7 +55,8 @@ MLP_KERNELS_FORWARD = {'none': 1, 'elementwise': 1, 'epilogue': 0}
 #   in v23.04 and v24.04): forward one `fused_matrix_elementwise_dot_add`
 #   reads h, x0 and x and writes x' (4); backward one `fused_mul_fma3`
 #   reads dy, x0, h and the dx accumulator and writes S0 and the
-#   accumulator (6), and the last dgrad GEMM adds dy as its C operand (1);
+#   accumulator (6), and the GEMM that gives the layer's input gradient
+#   reads dy as its C operand (1);
 #   once a step, the accumulator's memset (1) and the final `matrix_add`
 #   (3).
 DCN_PASSES = {
