@@ -186,12 +186,9 @@ def interaction_times(p: Platform, w: wl.Workload, s: Stack, st: Setup, gemm):
     )
     return fwd + dev.kernel_overhead, bwd + dev.kernel_overhead
   if w.interaction == 'dcnv2':
-    per_layer, per_step = DCN_PASSES[s.fused_interaction]
-    passes = [
-      w.dcn_layers * f + g for f, g in zip(per_layer, per_step, strict=True)
-    ]
+    passes = _per_step(w, DCN_PASSES[s.fused_interaction])
   else:
-    passes = [2.0, 4.0]
+    passes = (2.0, 4.0)
   fwd, bwd = (
     t + b * width * n * elem / bw + dev.kernel_overhead
     for t, n in zip(gemm, passes, strict=True)
@@ -202,7 +199,13 @@ def interaction_times(p: Platform, w: wl.Workload, s: Stack, st: Setup, gemm):
 def dcn_kernels(w: wl.Workload, s: Stack) -> tuple[float, float]:
   """(forward, backward) elementwise kernels per step of the DCN-v2 cross
   layers beside their GEMMs (`DCN_KERNELS`)."""
-  per_layer, per_step = DCN_KERNELS[s.fused_interaction]
+  return _per_step(w, DCN_KERNELS[s.fused_interaction])
+
+
+def _per_step(w: wl.Workload, counts) -> tuple[float, float]:
+  """(forward, backward) per step of a `DCN_PASSES` or `DCN_KERNELS`
+  entry: per layer times the cross layers, plus once a step."""
+  per_layer, per_step = counts
   return tuple(
     w.dcn_layers * f + g for f, g in zip(per_layer, per_step, strict=True)
   )
