@@ -275,9 +275,10 @@ def evaluate(
     system = _system(readers, with_failures, checkpoint)
     result = report.design_figures(p, w, pl, s, system)
     result['capex_breakdown'] = report.capex_breakdown(p)
-    hybrid = terms.hybrid.summary(
-      w, s, terms.setup(hardware.as_arrays(p), w, s)
-    )
+    hybrid = None  # the hybrid embedding's split, for its stacks alone
+    if s.planner == 'hybrid':
+      st = terms.setup(hardware.as_arrays(p), w, s)
+      hybrid = terms.hybrid.summary(w, s, st)
   if hybrid is not None:
     result['hybrid_embedding'] = hybrid
   result['rank_batch'] = inputs.rank_batch(w, p, s)
