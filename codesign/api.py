@@ -275,10 +275,7 @@ def evaluate(
     system = _system(readers, with_failures, checkpoint)
     result = report.design_figures(p, w, pl, s, system)
     result['capex_breakdown'] = report.capex_breakdown(p)
-    hybrid = None  # the hybrid embedding's split, for its stacks alone
-    if s.planner == 'hybrid':
-      st = terms.setup(hardware.as_arrays(p), w, s)
-      hybrid = terms.hybrid.summary(w, s, st)
+    hybrid = terms.hybrid.summary(w, s, hardware.as_arrays(p))
   if hybrid is not None:
     result['hybrid_embedding'] = hybrid
   result['rank_batch'] = inputs.rank_batch(w, p, s)

@@ -439,14 +439,13 @@ def _exact_key(platform: Platform, dtype) -> tuple:
   """What `as_arrays` makes of `platform` depends on: its structure and
   labels, `dtype`, the precision JAX now gives Python floats (x64 on or
   off), each leaf's type and exact value (float.hex: -0.0 is not 0.0, 8
-  is not 8.0). Hashing it raises TypeError for an array leaf."""
+  is not 8.0). An array leaf makes it unhashable (TypeError when the
+  cache hashes it)."""
   leaves, treedef = jax.tree.flatten(platform)
   exact = tuple(
     (type(x), x.hex() if isinstance(x, float) else x) for x in leaves
   )
-  key = (treedef, dtype, jax.dtypes.canonicalize_dtype(np.float64), exact)
-  hash(key)
-  return key
+  return (treedef, dtype, jax.dtypes.canonicalize_dtype(np.float64), exact)
 
 
 def _outside_traces() -> bool:

@@ -25,8 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from codesign.core.smooth import TINY, safe_div
-from codesign.model.terms.shared import Setup
+from codesign.model.terms.shared import Setup, setup
 from codesign.spec import workload as wl
+from codesign.spec.hardware import Platform
 from codesign.spec.stack import Stack
 
 
@@ -145,13 +146,15 @@ def served_by_owners(load, infrequent, ranks):
   return load * infrequent, own
 
 
-def summary(w: wl.Workload, s: Stack, st: Setup) -> dict | None:
-  """What the hybrid embedding decides for a concrete design, for
-  result.json and the printout: the infrequent share of all lookups, the
-  frequent rows, the threshold, and the popularity that set them (with
-  its source); None unless the stack's embedding is hybrid."""
+def summary(w: wl.Workload, s: Stack, p: Platform) -> dict | None:
+  """What the hybrid embedding decides for a concrete design (platform
+  arrays `p`), for result.json and the printout: the infrequent share of
+  all lookups, the frequent rows, the threshold, and the popularity that
+  set them (with its source); None unless the stack's embedding is
+  hybrid (and then nothing is computed)."""
   if s.planner != 'hybrid':
     return None
+  st = setup(p, w, s)
   theta = threshold(s, st)
   out = _split_at(w, st, theta)
   pool = _pooling(w)

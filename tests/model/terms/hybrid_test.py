@@ -187,10 +187,11 @@ def test_zipf_exponent_is_checked():
 
 
 def test_summary_says_what_the_split_decides():
-  _, w, s, st = _setup('hugectr@2022', 4, 71680)
-  d = hybrid.summary(w, s, st)
+  p, w, s, _ = _setup('hugectr@2022', 4, 71680)
+  pa = hardware.as_arrays(p)
+  d = hybrid.summary(w, s, pa)
   assert 0.01 < d['infrequent_share'] < 0.02
   assert d['threshold_lookups_per_step'] == pytest.approx(7.7949, rel=1e-4)
   line = hybrid.sentence(d)
   assert '1.5% of lookups infrequent' in line and 'Zipf exponent 1.68' in line
-  assert hybrid.summary(w, stack_presets.get('torchrec'), st) is None
+  assert hybrid.summary(w, stack_presets.get('torchrec'), pa) is None
