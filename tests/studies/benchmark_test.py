@@ -49,7 +49,13 @@ def test_benchmark_study_smallest_run():
   assert r['workload'] == 'criteo_kaggle' and r['platform'] == 'dgx_a100_80gb'
   assert r['dtype'] == 'float32' and r['grad_batch'] == 2
   assert set(r['evals_per_s']) == set(r['compile_s']) == {'1', '4'}
-  rates = [*r['evals_per_s'].values(), r['grads_per_s'], r['eager_evals_per_s']]
+  assert set(r['pytree_evals_per_s']) == {'4'}  # the largest of one block
+  rates = [
+    *r['evals_per_s'].values(),
+    *r['pytree_evals_per_s'].values(),
+    r['grads_per_s'],
+    r['eager_evals_per_s'],
+  ]
   assert all(np.isfinite(x) and x > 0 for x in rates)
   assert r['speedup_vs_eager'] == pytest.approx(
     max(r['evals_per_s'].values()) / r['eager_evals_per_s']
@@ -61,6 +67,26 @@ def test_benchmark_study_smallest_run():
   assert header[0] == 'design_batch' and [row[0] for row in rows] == [1, 4]
   assert rows[1][1] == r['evals_per_s']['4']
   assert 'FLOP/eval' in benchmark.table(r)
+  assert 'as pytrees' in benchmark.table(r)
+
+
+def test_designs_as_a_matrix_get_the_reports_of_designs_as_pytrees():
+  """The timed program (designs as the columns of one matrix, reports as
+  its rows) computes what the cost model gives a batch of `Platform`s,
+  in one vmap and in `lax.map` over blocks (padded: 5 = 2 + 2 + 1)."""
+  n = 5
+  bench = benchmark._bench(benchmark.Settings(platform='big_basin'))
+  cols = bench.columns_of(n, seed=1)
+  # Column j is design j: the leaves of `batch_of` in pytree order.
+  batch = bench.batch_of(n, seed=1)
+  for leaf, row in zip(jax.tree.leaves(batch), cols, strict=True):
+    np.testing.assert_array_equal(leaf, row)
+  reports = jax.tree.leaves(jax.jit(jax.vmap(bench.evaluate))(batch))
+  for block in (8, 2):
+    got = benchmark.blocked(bench.evaluate, n, block, bench.base)(cols)
+    assert got.shape == (len(reports), n) and got.dtype == cols.dtype
+    for leaf, row in zip(reports, got, strict=True):
+      np.testing.assert_allclose(row, np.asarray(leaf, row.dtype), rtol=1e-6)
 
 
 @pytest.mark.parametrize(
