@@ -161,7 +161,7 @@ def run(
   """
   progress = progress or (lambda line: None)
   _check(settings)
-  bench = _bench(settings)
+  bench = bench_of(settings)
   evals_per_s, compile_s, flops, pytree = _batched_rates(
     bench, settings, progress
   )
@@ -187,7 +187,7 @@ def run(
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class _Bench:
+class Bench:
   """The design timed: workload, platform, plan and stack (in `dtype`),
   the platform's arrays `base` the designs scatter around, the seed."""
 
@@ -218,17 +218,17 @@ class _Bench:
     return jnp.stack(jax.tree.leaves(self.batch_of(n, seed)))
 
 
-def _bench(settings: Settings) -> _Bench:
-  """The `_Bench` of the settings."""
+def bench_of(settings: Settings) -> Bench:
+  """The `Bench` of the settings: what `run` times."""
   w, p, plan, stack = _inputs(settings)
   dtype = jnp.float64 if settings.x64 else jnp.float32
   plan = jax.tree.map(lambda x: jnp.asarray(x, dtype), plan)
   stack = jax.tree.map(lambda x: jnp.asarray(x, dtype), stack)
   base = hardware.as_arrays(p, dtype)
-  return _Bench(w, p, plan, stack, dtype, base, int(settings.seed))
+  return Bench(w, p, plan, stack, dtype, base, int(settings.seed))
 
 
-def _batched_rates(bench: _Bench, settings: Settings, progress):
+def _batched_rates(bench: Bench, settings: Settings, progress):
   """(evals_per_s, compile_s, flops, pytree_evals_per_s): per batch size
   (as a string) the jitted and vmapped evaluations per second of designs
   as the columns of one matrix, the compile seconds and XLA's FLOPs per
@@ -250,7 +250,7 @@ def _batched_rates(bench: _Bench, settings: Settings, progress):
   return evals_per_s, compile_s, flops, _pytree_rate(bench, settings)
 
 
-def _pytree_rate(bench: _Bench, settings: Settings) -> dict:
+def _pytree_rate(bench: Bench, settings: Settings) -> dict:
   """{batch: evaluations per second} of the largest batch of one block
   with designs in and reports out as pytrees (an array per leaf)."""
   single = [int(b) for b in settings.batches if int(b) <= settings.block]
@@ -263,7 +263,7 @@ def _pytree_rate(bench: _Bench, settings: Settings) -> dict:
   return {str(n): n / sec}
 
 
-def _one_block(bench: _Bench, cols, block: int):
+def _one_block(bench: Bench, cols, block: int):
   """The compiled vmapped program of one block of `block` designs (XLA's
   cost analysis counts a loop's body once: a blocked program's count is
   a block's)."""
@@ -278,7 +278,7 @@ def _flops(compiled) -> float:
   return float(cost.get('flops', float('nan')))
 
 
-def _gradient_rate(bench: _Bench, settings: Settings, progress):
+def _gradient_rate(bench: Bench, settings: Settings, progress):
   """(grads_per_s, compile_s) of the jitted, vmapped value and gradient
   of the log throughput over `grad_batch` designs."""
   n = int(settings.grad_batch)
@@ -329,7 +329,7 @@ def blocked(fn, n: int, block: int, template=None):
   return jax.jit(fn, compiler_options=xla_options.MODEL_COMPILER_OPTIONS)
 
 
-def _eager_rate(bench: _Bench, settings: Settings, progress) -> float:
+def _eager_rate(bench: Bench, settings: Settings, progress) -> float:
   """Evaluations per second of `eager_designs` designs one at a time
   without jit (op caches warmed first)."""
   m = int(settings.eager_designs)

@@ -75,7 +75,7 @@ def test_designs_as_a_matrix_get_the_reports_of_designs_as_pytrees():
   its rows) computes what the cost model gives a batch of `Platform`s,
   in one vmap and in `lax.map` over blocks (padded: 5 = 2 + 2 + 1)."""
   n = 5
-  bench = benchmark._bench(benchmark.Settings(platform='big_basin'))
+  bench = benchmark.bench_of(benchmark.Settings(platform='big_basin'))
   cols = bench.columns_of(n, seed=1)
   # Column j is design j: the leaves of `batch_of` in pytree order.
   batch = bench.batch_of(n, seed=1)
