@@ -5,18 +5,17 @@ r"""How fast is the cost model? Evaluations per second, jitted and not.
 
 Measures, on the local JAX backend: evaluations per second of the jitted,
 vmapped cost model (the full `CostReport`) for batches of 1, 1e3 and 1e5
-designs, passed as one matrix and returned as one (and at 1e3 also as
-pytrees, an array per leaf: pytree_evals_per_s); value-and-gradient
-evaluations per second; compile time; FLOPs per evaluation from XLA's cost
-analysis; and the same model called one design at a time without jit, as
-a naive user would. Designs are the platform
-preset with every continuous field scaled by a random factor in [0.5, 2]
-(clipped to hardware.BOUNDS). The study is `codesign.studies.benchmark.
-run`; this script parses the flags, runs it, prints its table (progress
-on stderr) and writes result.json (keys evals_per_s, grads_per_s,
-eager_evals_per_s, compile_s, ...), benchmark.csv (one row per design
-batch), config.json and env.json. A benchmark script: timings vary with
-machine load, so it prints them; tests do not assert them.
+designs, passed as one matrix and returned as one (and at 1e3 also as pytrees,
+an array per leaf: pytree_evals_per_s); value-and-gradient evaluations per
+second; compile time; FLOPs per evaluation from XLA's cost analysis; and the
+same model called one design at a time without jit, as a naive user would.
+Designs are the platform preset with every continuous field scaled by a random
+factor in [0.5, 2] (clipped to hardware.BOUNDS). The study is
+`codesign.studies.benchmark.run`; this script parses the flags, runs it,
+prints its table (progress on stderr) and writes result.json (keys
+evals_per_s, grads_per_s, eager_evals_per_s, compile_s, ...), benchmark.csv
+(one row per design batch), config.json and env.json. A benchmark script:
+timings vary with machine load, so it prints them; tests do not assert them.
 """
 
 from absl import flags

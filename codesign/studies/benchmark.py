@@ -9,9 +9,8 @@ and `CostReport` pytrees, an array per leaf, for comparison);
 value-and-gradient evaluations per second (of the log throughput);
 compile time; FLOPs per evaluation from XLA's cost analysis; and the
 same model called one design at a time without jit, as a naive user
-would. Designs are the platform with every continuous
-field scaled by a random factor in [0.5, 2] (clipped to
-`hardware.BOUNDS`; `designs`).
+would. Designs are the platform with every continuous field scaled by a
+random factor in [0.5, 2] (clipped to `hardware.BOUNDS`; `designs`).
 
 Times are wall-clock seconds, rates per second. They vary with machine
 load, so tests assert none of them; the FLOPs per evaluation and the
@@ -325,8 +324,8 @@ def blocked(fn, n: int, block: int, template=None):
     out = jax.tree.leaves(run(designs))
     return jnp.stack([jnp.asarray(x, cols.dtype) for x in out])
 
-  fn = run if template is None else on_columns
-  return jax.jit(fn, compiler_options=xla_options.MODEL_COMPILER_OPTIONS)
+  program = run if template is None else on_columns
+  return jax.jit(program, compiler_options=xla_options.MODEL_COMPILER_OPTIONS)
 
 
 def _eager_rate(bench: Bench, settings: Settings, progress) -> float:
