@@ -40,11 +40,12 @@ def distinct_best(index, ev, limit: int, hardware=None) -> list[int]:
     viol = np.max(np.maximum(g, 0.0), axis=1)
     key = np.where(ev['feasible'], ev['loss'], 1e200 + viol)
   order = np.argsort(key, kind='stable')
+  rows = np.asarray(index).astype(np.int64).tolist()  # ints, at C speed
   seen, out = set(), []
   for k in order:
     if not np.isfinite(key[k]):
       break
-    t = tuple(int(x) for x in index[k])
+    t = tuple(rows[k])
     if t in seen:
       continue
     seen.add(t)
@@ -77,8 +78,8 @@ def buildable(space: ds.DesignSpace, index) -> tuple[np.ndarray, dict]:
   verdict, rejected = {}, {}
   ok = np.ones(len(index), dtype=bool)
   parts = catalog.user_parts()
-  for k, row in enumerate(np.asarray(index)):
-    key = tuple(int(x) for x in row)
+  for k, row in enumerate(np.asarray(index).astype(np.int64).tolist()):
+    key = tuple(row)
     if key not in verdict:
       verdict[key] = broken_rules(space, parts, key)
       for rule in sorted(verdict[key]):
@@ -189,7 +190,7 @@ def with_boards(space: ds.DesignSpace, index, group=None):
       moved = np.array(index[k])
       moved[list(_BOARD_AXES)] = fix
       for new in _same_total(space, index[k], moved):
-        key = (int(group[k]), tuple(int(x) for x in new))
+        key = (int(group[k]), tuple(new.astype(np.int64).tolist()))
         if key not in seen:
           seen.add(key)
           rows.append(new)
