@@ -324,10 +324,11 @@ def elasticities(
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
   """d log(metric) / d log(field) for every continuous platform field.
 
-  One reverse-mode pass (`jax.jacrev` of the two log metrics, batched)
-  gives the gradient with respect to every field; times the field's value
-  it is the elasticity: the % change of the metric per 1% change of the
-  field. Fields at zero have elasticity zero.
+  One reverse-mode pass (`jax.vjp` of the two log metrics, its pullback
+  batched over both) gives the gradient with respect to every field and
+  the metrics themselves; times the field's value it is the elasticity:
+  the % change of the metric per 1% change of the field. Fields at zero
+  have elasticity zero.
 
   Args:
     replan: re-derive a spilling plan as the platform changes (see
