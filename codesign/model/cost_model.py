@@ -300,15 +300,17 @@ def evaluate_design(
   skew of the workload (`studies.robustness`) is no new program; and an
   accelerator platform's wiring (topology, in-switch reduction, host
   link, NIC attachment) is an argument too (`terms.structure`), so that
-  an SXM board, a superchip and a PCIe server share it. One program per
-  workload (up to its skew), trainer, column shards, communication
-  precision, data-parallel tables and uniform traffic or not."""
+  an SXM board, a superchip and a PCIe server share it; the stack's
+  labels are dropped too, so releases that differ only in name share it.
+  One program per workload (up to its skew), trainer, stack structure,
+  column shards, communication precision, data-parallel tables and
+  uniform traffic or not."""
   p, wiring = _design_platform(platform)
   w = workload
   fn = _design_jit(*_program_key(w, plan))
   return fn(
     p,
-    stack,
+    stack_lib.unlabelled(stack),
     ct.one_hot_sharding(plan.sharding),
     (plan.hbm_fraction, plan.cpu_lookup_fraction, plan.overlap),
     row_scale,

@@ -358,6 +358,13 @@ FIT_RANGE_WHY = {
 }
 
 
+def unlabelled(s: Stack) -> Stack:
+  """The same stack without its labels (its name and sources, static
+  fields that no term reads), so that releases that differ only in their
+  labels share one compile (`cost_model.evaluate_design`)."""
+  return dataclasses.replace(s, name='', sources=())
+
+
 def leaf_paths(s: Stack) -> list[str]:
   """Names of the continuous fields, in pytree order."""
   return [f.name for f in dataclasses.fields(s) if not f.metadata.get('static')]

@@ -159,7 +159,7 @@ def run(
   )
   checks = _checks(settings, (w, p, stack, plan), paths, e, progress)
   base = report.to_result(
-    cost_model.evaluate_design(hardware.as_arrays(p), w, plan, stack)
+    cost_model.evaluate_design(hardware.as_numpy(p), w, plan, stack)
   )
   result = {
     'workload': w.name,
