@@ -44,6 +44,7 @@ from codesign.core.smooth import safe_div
 from codesign.model import cost_model, terms
 from codesign.model.terms import embedding
 from codesign.spec import hardware
+from codesign.spec import stack as stack_lib
 from codesign.spec import workload as wl
 from codesign.spec.hardware import Platform
 from codesign.spec.plan import SHARDINGS, Plan
@@ -130,9 +131,12 @@ def hbm_required(w, p: Platform, s: Stack, sharding, frac, row_scale=1.0):
 
 def _hbm_required_fn(w, p: Platform, s: Stack, sharding, row_scale=1.0):
   """`frac -> hbm_required(w, p, s, sharding, frac, row_scale)`, with the
-  platform's arrays made once (a bisection asks it many times)."""
+  platform's arrays made once (a bisection asks it many times); the
+  platform and stack without their labels, so that one compile serves
+  the platforms and releases that differ only in them."""
   weights = terms.one_hot_sharding(sharding)
   hw = hardware.unlabelled(hardware.as_numpy(p))
+  s = stack_lib.unlabelled(s)
   # No term of the need reads the skew: one program serves every skew
   # (a test checks that the programs are the same).
   w = dataclasses.replace(w, popularity_skew=1.0)
