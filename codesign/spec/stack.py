@@ -361,7 +361,8 @@ FIT_RANGE_WHY = {
 def unlabelled(s: Stack) -> Stack:
   """The same stack without its labels (its name and sources, static
   fields that no term reads), so that releases that differ only in their
-  labels share one compile (`cost_model.evaluate_design`)."""
+  labels share one compile (`cost_model.evaluate_design`, the planner's
+  HBM need)."""
   return dataclasses.replace(s, name='', sources=())
 
 
