@@ -321,9 +321,11 @@ def evaluate_design(
 
 def _design_platform(platform: Platform) -> tuple:
   """(the platform `evaluate_design`'s program takes, its wiring or None):
-  unlabelled, and an accelerator trainer's wiring as numbers with its
-  fields canonical (`terms.structure`)."""
-  p = hardware.unlabelled(platform)
+  numpy arrays (JAX arrays of Python numbers are weakly typed, and a weak
+  argument would be another program, so every caller's platform comes to
+  one), unlabelled, and an accelerator trainer's wiring as numbers with
+  its fields canonical (`terms.structure`)."""
+  p = hardware.unlabelled(hardware.as_numpy(platform))
   if p.trainer == 'cpu':
     return p, None
   return ct.structure.canonical(p), ct.structure.of(p)

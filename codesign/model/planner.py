@@ -670,10 +670,8 @@ def feasible_and_step_time(w, p: Platform, s: Stack, plan: Plan, row_scale=1.0):
   `cost_model.evaluate_design` (labels dropped, shardings as one-hot
   weights): ranking the candidates of every preset shares one compile
   per workload and stack, and the report of the plan chosen shares it
-  too: the platform goes in as numpy arrays, as `report.design_figures`
-  passes it (JAX arrays of Python numbers are weakly typed, and a weak
-  argument is another program: a second export and compile)."""
-  r = cost_model.evaluate_design(hardware.as_numpy(p), w, plan, s, row_scale)
+  too."""
+  r = cost_model.evaluate_design(p, w, plan, s, row_scale)
   return bool(r.feasible), float(r.step_time)
 
 

@@ -158,9 +158,7 @@ def run(
     p, w, stack, plan, replan=settings.replan
   )
   checks = _checks(settings, (w, p, stack, plan), paths, e, progress)
-  base = report.to_result(
-    cost_model.evaluate_design(hardware.as_numpy(p), w, plan, stack)
-  )
+  base = report.to_result(cost_model.evaluate_design(p, w, plan, stack))
   result = {
     'workload': w.name,
     'platform': p.name,
