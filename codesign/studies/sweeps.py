@@ -308,7 +308,7 @@ def _elasticity_fn(workload, replan):
     # (`jax.jacrev` beside a call of f held two copies of the model: a
     # quarter more of the program to compile, same numbers).
     value, pullback = jax.vjp(f, platform)
-    (jac,) = jax.vmap(pullback)(jnp.eye(2, dtype=value.dtype))
+    (jac,) = jax.vmap(pullback)(jnp.eye(value.shape[0], dtype=value.dtype))
     return value, jax.tree.map(lambda g, x: g * x, jac, platform)
 
   return program_cache.exported(run, ('elasticities', workload, replan))
