@@ -39,6 +39,21 @@ def test_param_count_matches_analytic(interaction):
   assert [t.shape for t in tables] == [(t.rows, t.dim) for t in w.tables]
 
 
+@pytest.mark.parametrize('interaction', ['dot', 'cat', 'dcnv2'])
+def test_init_is_the_whole_models_init(interaction):
+  """`init` runs the dense part alone; the parameters are those of the
+  whole model's forward (embedding bags too), to the bit."""
+  w = _small(interaction)
+  key = jax.random.PRNGKey(3)
+  dense, idx, wts = dlrm.dummy_inputs(w, 1)
+  whole = dlrm.DLRM(w).init(key, dense, idx, wts)['params']
+  got = dlrm.init(w, key)
+  assert jax.tree.structure(got) == jax.tree.structure(whole)
+  for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(whole), strict=True):
+    assert a.dtype == b.dtype
+    np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize('interaction', ['dot', 'dcnv2'])
 def test_compiled_dense_flops_within_5_percent(interaction):
   w = dataclasses.replace(
