@@ -424,8 +424,8 @@ def _start_up(xla_flags: bool, setup=None) -> None:
   """What a script checks and sets before any work: the environment's
   JAX, XLA and matplotlib variables, a replayed config, the flag values,
   the script's own `setup`, XLA's flags, the compile cache, the backend
-  (started, so that the address space it takes is known) and the device
-  profile."""
+  (started, so that the address space it takes is known), the garbage
+  collector (`collector.tune`) and the device profile."""
   from codesign.core import environment, memory
 
   environment.check_before_jax()  # JAX reads JAX_ENABLE_X64 at import
@@ -434,7 +434,7 @@ def _start_up(xla_flags: bool, setup=None) -> None:
   if fv.from_config:
     apply_config(fv.from_config)
   check_flag_values()
-  from codesign.core import compile_cache, xla_options
+  from codesign.core import collector, compile_cache, xla_options
 
   if xla_flags:
     xla_options.apply_script_flags()  # before JAX first computes
@@ -447,6 +447,7 @@ def _start_up(xla_flags: bool, setup=None) -> None:
   environment.check_platforms()
   environment.start_backend()
   memory.check_address_space_left()
+  collector.tune()  # after the imports and the backend: frozen
   if 'device_profile' in fv and fv.device_profile:
     from codesign.calibration import device_profile
 

@@ -29,7 +29,6 @@ same time on the other worker.
 """
 
 import collections
-import gc
 import os
 import shutil
 import tempfile
@@ -37,7 +36,7 @@ import tempfile
 import jax
 import pytest
 
-from codesign.core import compile_cache, environment, xla_options
+from codesign.core import collector, compile_cache, environment, xla_options
 
 FAST_COMPILE_FLAGS = (
   '--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true'
@@ -64,14 +63,12 @@ environment.check_xla_flags()
 jax.config.update('jax_enable_x64', True)
 
 # Python's cyclic garbage collector, in every process of the suite that
-# imports this file (the controller and the xdist workers): tracing makes
-# millions of short-lived objects, and each full collection walks every
-# object the worker keeps (compiled programs, jaxprs, caches). It took
-# 3.4 s of a 73 s run of planner_test and plan_space_test (14 full
-# collections, 2.8 s). Frozen (what the imports made is never walked)
-# with rarer collections, 0.6 s of 69 s.
-gc.freeze()
-gc.set_threshold(20_000, 20, 20)
+# imports this file (the controller and the xdist workers), as every
+# script tunes it (`codesign.core.collector`): each full collection walks
+# every object the worker keeps. It took 3.4 s of a 73 s run of
+# planner_test and plan_space_test (14 full collections, 2.8 s); frozen
+# after the imports, with rarer collections, 0.6 s of 69 s.
+collector.tune()
 
 _OWN_CACHE = compile_cache.ENV_VAR not in os.environ
 if _OWN_CACHE:
