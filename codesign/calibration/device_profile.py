@@ -3,8 +3,9 @@
 A profile is a JSON dict holding the efficiency fields of one device part
 of the cost model (`gemm_efficiency`, `gemm_half_size`,
 `gather_efficiency`, `update_efficiency`, `kernel_overhead_us`) and the
-platform's `step_overhead_us`; a measured profile also holds the
-device's sustained peaks (`peak_flops_fp32_tflops`,
+platform's `step_overhead_us` (on an accelerator, `gemm_efficiency` is
+that of its fp32 units' GEMMs too: one measured number); a measured
+profile also holds the device's sustained peaks (`peak_flops_fp32_tflops`,
 `peak_flops_bf16_tflops`) and memory bandwidth
 (`memory_bandwidth_gb_per_s`). Units are in the key names.
 
@@ -48,6 +49,9 @@ EFFICIENCY_KEYS = {
   'update_efficiency': ('update_efficiency', 1.0),
   'kernel_overhead_us': ('kernel_overhead', 1e-6),
 }
+# An accelerator's fp32 units' GEMM efficiency, which a profile sets to its
+# one measured `gemm_efficiency`.
+FP32_GEMM = 'fp32_gemm_efficiency'
 # Measured fields (optional in a profile; needed to build a local platform).
 PEAK_KEYS = {
   'peak_flops_fp32_tflops': 1e12,
@@ -136,8 +140,14 @@ def apply_to_json(platform_json: dict, profile: dict) -> dict:
     )
   for key in EFFICIENCY_KEYS:
     out[part][key] = float(profile[key])
+  fields = [fname for fname, _ in EFFICIENCY_KEYS.values()]
+  if part == 'accelerator':
+    # One measured GEMM efficiency: the device's matmuls at its own
+    # rates, for the tensor cores and the fp32 units alike.
+    out[part][FP32_GEMM] = float(profile['gemm_efficiency'])
+    fields.append(FP32_GEMM)
   src = out[part].get('sources', {})
-  for key, (fname, _) in EFFICIENCY_KEYS.items():
+  for fname in fields:
     src[fname] = 'device profile: ' + str(profile.get('source', ''))
   out[part]['sources'] = src
   return out
@@ -200,6 +210,9 @@ def local_platform(profile: dict) -> hardware.Platform:
     peak_flops_bf16=peak16,
     hbm_bandwidth=bw,
     **eff,
+    # The measured rates are the device's own matmuls (fp32 as its
+    # TF32 rate): one efficiency for every precision.
+    fp32_gemm_efficiency=eff['gemm_efficiency'],
   )
   return replace(
     base,

@@ -26,7 +26,9 @@ prior (`stack_presets.PRIORS`) by a weak penalty:
 - the per-step floor of CUDA-graph stacks and of eager stacks;
 - the share of the hardware rate that fused embedding kernels reach
   (tied across NVIDIA's, HugeCTR's and TorchRec's fused kernels);
-- the GEMM efficiency of the GPUs (cuBLAS; one number for all of them).
+- the GEMM efficiency of the GPUs (cuBLAS; one number for all of them),
+  and apart, that of GEMMs in fp32, which run on the fp32 units
+  (SGEMM), not the tensor cores.
 The fit weighs each case's log error by a robust loss (`case_loss`:
 squared near zero, linear beyond `ROBUST_SCALE`), so a case the model
 cannot explain does not drag the numbers the other cases share.
@@ -167,6 +169,14 @@ GPU_GEMM_WHY = (
   'cuBLAS reaches 50-95% of the dense peak on the MLP shapes of DLRMs '
   '(tall-skinny, 128-1024 wide); above 95% no library sustains a peak'
 )
+# The fp32 GEMMs' own (SGEMM on the fp32 units, not the tensor cores):
+# the cases in fp32 without TF32 (V100; PyTorch's default from 1.12 on
+# A100) inform it.
+FP32_GEMM_WHY = (
+  "cuBLAS's SGEMM runs on the fp32 units, not the tensor cores: another "
+  'kernel on other units, so its own fraction of their peak, in the '
+  'same 50-95%'
+)
 
 # The GEMM dimension at which the GPUs' tile efficiency halves.
 GPU_HALF_RANGE = (8.0, 128.0)
@@ -254,14 +264,21 @@ def _fit_parameters() -> tuple[FitParameter, ...]:
     FitParameter(
       'gpu_gemm_efficiency',
       (('gpu', 'gemm_efficiency'),),
-      0.8,
+      catalog.assumed('accel_gemm_efficiency'),
       *GPU_GEMM_RANGE,
       GPU_GEMM_WHY,
     ),
     FitParameter(
+      'gpu_fp32_gemm_efficiency',
+      (('gpu', 'fp32_gemm_efficiency'),),
+      catalog.assumed('accel_fp32_gemm_efficiency'),
+      *GPU_GEMM_RANGE,
+      FP32_GEMM_WHY,
+    ),
+    FitParameter(
       'gpu_gemm_half_size',
       (('gpu', 'gemm_half_size'),),
-      48.0,
+      catalog.assumed('accel_gemm_half_size'),
       *GPU_HALF_RANGE,
       GPU_HALF_WHY,
     ),

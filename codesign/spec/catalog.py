@@ -92,6 +92,11 @@ ASSUMED = {
     0.8,
     'assumption: large GEMMs reach ~80% of dense peak on GPUs',
   ),
+  'accel_fp32_gemm_efficiency': (
+    0.8,
+    'assumption: as accel_gemm_efficiency; fp32 GEMMs (SGEMM) run on the '
+    'fp32 units, not the tensor cores, so they get their own number',
+  ),
   'accel_gemm_half_size': (
     48.0,
     'assumption: one GEMM dimension of ~48 halves tensor-core efficiency',
@@ -363,6 +368,9 @@ def _accelerator_efficiencies() -> dict:
   return {
     'gemm_efficiency': _gpu_number('gemm_efficiency', 'accel_gemm_efficiency'),
     'gemm_half_size': _gpu_number('gemm_half_size', 'accel_gemm_half_size'),
+    'fp32_gemm_efficiency': _gpu_number(
+      'fp32_gemm_efficiency', 'accel_fp32_gemm_efficiency'
+    ),
     'gather_efficiency': (
       assumed('accel_gather_efficiency'),
       _assume('accel_gather_efficiency'),

@@ -115,6 +115,10 @@ class Accelerator:
   hbm_capacity: float = field(unit='gb', doc='HBM capacity, bytes')
   gemm_efficiency: float = field(doc='best achievable fraction of peak')
   gemm_half_size: float = field(doc='GEMM dim at which efficiency halves')
+  fp32_gemm_efficiency: float = field(
+    doc='best achievable fraction of peak_flops_fp32 for GEMMs that run in '
+    'fp32 (no TF32: the fp32 units, not the tensor cores)'
+  )
   gather_efficiency: float = field(doc='fraction of HBM B/s for row gathers')
   update_efficiency: float = field(
     doc='fraction of HBM B/s for row read-modify-write (backward, optimizer)'
@@ -335,6 +339,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
   'accelerator.hbm_capacity': (1e9, 2e12),
   'accelerator.gemm_efficiency': (0.05, 1.0),
   'accelerator.gemm_half_size': (1.0, 1024.0),
+  'accelerator.fp32_gemm_efficiency': (0.05, 1.0),
   'accelerator.gather_efficiency': (0.05, 1.0),
   'accelerator.update_efficiency': (0.01, 1.0),
   'accelerator.kernel_overhead': (1e-7, 1e-3),

@@ -94,7 +94,11 @@ def test_shipped_default_profiles_equal_catalog_assumptions():
   p = platform_presets.get('dgx_a100_80gb')
   q = device_profile.apply(p, device_profile.shipped('a100_sxm4_80gb'))
   fitted = {f'accelerator.{k}' for k in catalog.gpu_fit()}
-  assert fitted == {'accelerator.gemm_efficiency', 'accelerator.gemm_half_size'}
+  assert fitted == {
+    'accelerator.gemm_efficiency',
+    'accelerator.fp32_gemm_efficiency',
+    'accelerator.gemm_half_size',
+  }
   for path in hardware.leaf_paths(p):
     if path in fitted:
       key = 'accel_' + path.split('.')[1]

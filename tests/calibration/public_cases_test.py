@@ -124,6 +124,7 @@ def test_every_case_with_its_stack_plan_and_machine(cases):
   for c in cases:
     if c.platform.trainer != 'cpu':
       assert float(c.platform.accelerator.gemm_efficiency) == 0.8
+      assert float(c.platform.accelerator.fp32_gemm_efficiency) == 0.8
       assert float(c.platform.accelerator.gemm_half_size) == 48.0
 
 
@@ -160,7 +161,7 @@ def test_shipped_values_are_the_presets_numbers(cases):
   # The same numbers; the provenance texts differ (prior vs fitted).
   assert dataclasses.replace(s, sources=preset_stack.sources) == preset_stack
   preset = inputs.load_platform('dgx_h100').accelerator
-  for field in ('gemm_efficiency', 'gemm_half_size'):
+  for field in ('gemm_efficiency', 'fp32_gemm_efficiency', 'gemm_half_size'):
     assert float(getattr(p.accelerator, field)) == pytest.approx(
       float(getattr(preset, field))
     )
@@ -217,6 +218,7 @@ def test_fit_recovers_planted_values_and_folds_stay_apart(cases):
     'fused_embedding_efficiency': 0.6,
     'hybrid_embedding_efficiency': 0.5,
     'gpu_gemm_efficiency': 0.7,
+    'gpu_fp32_gemm_efficiency': 0.85,
     'gpu_gemm_half_size': 32.0,
   }
   assert set(planted_values) == {p.name for p in pc.FIT_PARAMETERS}

@@ -223,6 +223,7 @@ def tiny_platform(
     hbm_capacity=HBM_CAP,
     gemm_efficiency=ACC_EFF,
     gemm_half_size=ACC_HALF,
+    fp32_gemm_efficiency=ACC_EFF,
     gather_efficiency=ACC_GATHER,
     update_efficiency=ACC_GATHER,
     kernel_overhead=ACC_KERNEL,

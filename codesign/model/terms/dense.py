@@ -12,7 +12,7 @@ from codesign.model.terms.shared import (
   Setup,
   dense_device,
   dense_elem_bytes,
-  peak_flops,
+  gemm_rate,
   setup,
 )
 from codesign.spec import stack as stack_lib
@@ -107,27 +107,28 @@ def _tile_efficiency(dim, half):
 def dense_times(p: Platform, w: wl.Workload, s: Stack, st: Setup):
   """Per-GEMM (forward, backward) seconds on one rank, shape (L,) each.
 
-  A roofline per GEMM: FLOPs at the peak of the precision the stack runs
-  (fp32 becomes TF32 where the stack allows it) times a tile efficiency
+  A roofline per GEMM: FLOPs at the rate of the units that run the
+  precision the stack runs (`gemm_rate`: tensor cores or fp32 units; fp32
+  becomes TF32 where the stack allows it) times a tile efficiency
   m/(m+h) k/(k+h) n/(n+h), against the bytes of its operands; plus one
   kernel overhead per kernel. Bottom-MLP GEMMs run `bottom_batch`
   samples, the others the local batch.
   """
   g = gemm_table(w)
   dev, bw = dense_device(p)
-  peak = peak_flops(dev, stack_lib.gemm_precision(s, w.dense_precision))
+  rate = gemm_rate(dev, stack_lib.gemm_precision(s, w.dense_precision))
   elem = dense_elem_bytes(w)
   is_bottom = (g['component'] == 0).astype(np.float64)
   b = is_bottom * st.bottom_batch + (1.0 - is_bottom) * st.local
   m = g['batched'] * g['m'] + (1.0 - g['batched']) * b
-  eff = dev.gemm_efficiency * (
+  tiles = (
     _tile_efficiency(m, dev.gemm_half_size)
     * _tile_efficiency(g['k'], dev.gemm_half_size)
     * _tile_efficiency(g['n'], dev.gemm_half_size)
   )
   nbytes = elem * (b * g['per_sample_elems'] + g['fixed_elems'])
-  fwd = smooth_max(b * g['fwd_flops'] / (peak * eff), nbytes / bw)
-  bwd = smooth_max(b * g['bwd_flops'] / (peak * eff), 2.0 * nbytes / bw)
+  fwd = smooth_max(b * g['fwd_flops'] / (rate * tiles), nbytes / bw)
+  bwd = smooth_max(b * g['bwd_flops'] / (rate * tiles), 2.0 * nbytes / bw)
   fwd = fwd + dev.kernel_overhead
   bwd = bwd + g['bwd_kernels'] * dev.kernel_overhead
   return fwd, bwd
@@ -178,12 +179,10 @@ def interaction_times(p: Platform, w: wl.Workload, s: Stack, st: Setup, gemm):
   if w.interaction == 'dot' and s.fused_interaction:
     f, d = w.num_features, w.bottom_mlp[-1]
     flops = 2.0 * f * f * d  # the full product per sample, forward
-    peak = peak_flops(dev, stack_lib.gemm_precision(s, w.dense_precision))
+    rate = gemm_rate(dev, stack_lib.gemm_precision(s, w.dense_precision))
     nbytes = b * (f * d + width) * elem
-    fwd = smooth_max(b * flops / (peak * dev.gemm_efficiency), nbytes / bw)
-    bwd = smooth_max(
-      2.0 * b * flops / (peak * dev.gemm_efficiency), 2.0 * nbytes / bw
-    )
+    fwd = smooth_max(b * flops / rate, nbytes / bw)
+    bwd = smooth_max(2.0 * b * flops / rate, 2.0 * nbytes / bw)
     return fwd + dev.kernel_overhead, bwd + dev.kernel_overhead
   if w.interaction == 'dcnv2':
     passes = _per_step(w, DCN_PASSES[s.fused_interaction])

@@ -182,6 +182,29 @@ def peak_flops(device, precision: str):
   return device.peak_flops_fp32
 
 
+def gemm_rate(device, precision: str):
+  """FLOP/s a large GEMM at `precision` sustains on `device`: a peak
+  times the best fraction of it the units reach.
+
+  On an accelerator, 16-bit GEMMs run on the tensor cores
+  (`gemm_efficiency`) and fp32 GEMMs on the fp32 units, another kernel
+  on other units (SGEMM: `fp32_gemm_efficiency`). With TF32 allowed,
+  the library runs a GEMM on whichever is faster: the tensor cores at
+  the TF32 peak (A100 on) or the fp32 units, which a part without TF32
+  has alone (V100: its TF32 rate is its fp32 rate). A CPU's GEMMs have
+  its one `gemm_efficiency`.
+  """
+  peak = peak_flops(device, precision)
+  if precision in ('bf16', 'fp16') or not hasattr(
+    device, 'fp32_gemm_efficiency'
+  ):
+    return peak * device.gemm_efficiency
+  fp32 = device.peak_flops_fp32 * device.fp32_gemm_efficiency
+  if precision != 'tf32':
+    return fp32
+  return jnp.maximum(peak * device.gemm_efficiency, fp32)
+
+
 def dense_elem_bytes(w: wl.Workload) -> int:
   return wl.PRECISION_BYTES[w.dense_precision]
 
