@@ -102,6 +102,32 @@ def test_tf32_stack_runs_fp32_gemms_on_tf32_peak():
   close(a['dense_top_mlp'], b['dense_top_mlp'])
 
 
+def test_fp32_gemms_run_on_the_fp32_units():
+  # fp32 GEMMs (no TF32) run at the fp32 peak times the fp32 units' own
+  # efficiency; 16-bit and TF32 GEMMs keep the tensor cores' ACC_EFF. On
+  # a part without TF32 (its TF32 peak is its fp32 peak, as the catalog
+  # writes a V100) TF32 GEMMs run on the fp32 units: the faster of the two.
+  plan, b = make_plan(), 1024
+  p = tiny_platform(fp32_gemm_efficiency=0.5)
+  bd = run(p, tiny_workload(), plan)['breakdown']
+  d = hand_dense(b, ACC_FLOPS['fp32'], 4, 0.5, ACC_HALF, HBM_BW, ACC_KERNEL)
+  ew = hand_ew(b, 'epilogue', TOP_WIDTHS, 4, HBM_BW, ACC_KERNEL)
+  close(bd['dense_top_mlp'], sum(d['top']) + ew)
+  for precision in ('tf32', 'bf16'):
+    w = tiny_workload(dense_precision=precision)
+    got = run(p, w, plan)['breakdown']
+    want = run(tiny_platform(), w, plan)['breakdown']
+    for k in ('dense_bottom_mlp', 'dense_interaction', 'dense_top_mlp'):
+      close(got[k], want[k])
+  no_tf32 = tiny_platform(
+    peak_flops_tf32=ACC_FLOPS['fp32'], fp32_gemm_efficiency=0.9
+  )
+  tf32 = run(no_tf32, tiny_workload(dense_precision='tf32'), plan)
+  fp32 = run(no_tf32, tiny_workload(), plan)
+  for k in ('dense_bottom_mlp', 'dense_interaction', 'dense_top_mlp'):
+    close(tf32['breakdown'][k], fp32['breakdown'][k])
+
+
 def test_dense_terms_dcnv2_and_cat():
   b = 1024
   # DCN-v2 with 2 cross layers of rank 3 over the concatenated 4 x 16 = 64
