@@ -49,9 +49,6 @@ EFFICIENCY_KEYS = {
   'update_efficiency': ('update_efficiency', 1.0),
   'kernel_overhead_us': ('kernel_overhead', 1e-6),
 }
-# An accelerator's fp32 units' GEMM efficiency, which a profile sets to its
-# one measured `gemm_efficiency`.
-FP32_GEMM = 'fp32_gemm_efficiency'
 # Measured fields (optional in a profile; needed to build a local platform).
 PEAK_KEYS = {
   'peak_flops_fp32_tflops': 1e12,
@@ -144,8 +141,8 @@ def apply_to_json(platform_json: dict, profile: dict) -> dict:
   if part == 'accelerator':
     # One measured GEMM efficiency: the device's matmuls at its own
     # rates, for the tensor cores and the fp32 units alike.
-    out[part][FP32_GEMM] = float(profile['gemm_efficiency'])
-    fields.append(FP32_GEMM)
+    out[part]['fp32_gemm_efficiency'] = float(profile['gemm_efficiency'])
+    fields.append('fp32_gemm_efficiency')
   src = out[part].get('sources', {})
   for fname in fields:
     src[fname] = 'device profile: ' + str(profile.get('source', ''))
